@@ -1,0 +1,130 @@
+/**
+ * Cairn's errors: a few public kinds, each telling the caller what to do, and many
+ * precise codes that map onto them through one table.
+ *
+ * Errors are recognised structurally (`error.code`, `error.kind`), never by
+ * `instanceof`: two copies of this module (a bundled client, a worker) must agree.
+ */
+
+/** What the caller should do, per public kind. */
+export const ERROR_KINDS = {
+  /** Lost a race (CAS, OCC). Re-read the current state and decide again. */
+  Conflict: "re-read and retry the decision",
+  /** Another writer owns the shard now. Stop writing; re-open to become a writer again. */
+  Fenced: "stop writing; re-acquire before writing again",
+  /** The store or a peer did not answer usefully. Retry later with backoff. */
+  Unavailable: "retry later with backoff",
+  /** The request itself is wrong. Fix the input; retrying will not help. */
+  InvalidInput: "fix the input; do not retry",
+  /** Stored data failed a check. Stop and report; never apply or acknowledge it. */
+  Corruption: "stop and report; do not apply",
+  /** A bug or an outcome Cairn cannot classify. Report it. */
+  Internal: "report a bug",
+} as const;
+
+export type ErrorKind = keyof typeof ERROR_KINDS;
+
+/**
+ * Every precise cause and its public kind. Add a code here when a new cause needs a
+ * distinct name; the kind decides retry behaviour everywhere else.
+ */
+export const ERROR_CODES = {
+  // object store
+  CAS_CONFLICT: "Conflict",
+  STORE_TRANSIENT: "Unavailable",
+  STORE_UNREACHABLE: "Unavailable",
+  STORE_AMBIGUOUS_OUTCOME: "Unavailable",
+  STORE_ACCESS_DENIED: "InvalidInput",
+  STORE_BUCKET_MISSING: "InvalidInput",
+  STORE_URL_INVALID: "InvalidInput",
+  STORE_KEY_INVALID: "InvalidInput",
+  STORE_NO_CONDITIONAL_WRITES: "InvalidInput",
+  STORE_REQUEST_FAILED: "Internal",
+  // values, ids, keys
+  VALUE_INVALID: "InvalidInput",
+  VALUE_TOO_LARGE: "InvalidInput",
+  VALUE_TOO_DEEP: "InvalidInput",
+  DOCUMENT_ID_INVALID: "InvalidInput",
+  DOCUMENT_ID_WRONG_TABLE: "InvalidInput",
+  INDEX_KEY_INVALID: "InvalidInput",
+  KEY_RANGE_INVALID: "InvalidInput",
+  // local materialization
+  LOCAL_META_MISMATCH: "InvalidInput",
+  LOCAL_HISTORY_UNAVAILABLE: "InvalidInput",
+  LOCAL_APPLY_INVALID: "InvalidInput",
+  LOCAL_RESTORE_INVALID: "Corruption",
+  // manifest, log, snapshots
+  DEPLOYMENT_MISMATCH: "InvalidInput",
+  MANIFEST_INVALID: "Corruption",
+  GLOBALS_INVALID: "Corruption",
+  SEGMENT_INVALID: "Corruption",
+  SEGMENT_CHAIN_BROKEN: "Corruption",
+  SNAPSHOT_INVALID: "Corruption",
+  LEASE_HELD: "Conflict",
+  FENCED: "Fenced",
+  ENGINE_POISONED: "Unavailable",
+  ENGINE_CLOSED: "Unavailable",
+  BATCH_TOO_LARGE: "InvalidInput",
+  // generic
+  INVALID_ARGUMENT: "InvalidInput",
+  TIMEOUT: "Unavailable",
+  INTERNAL: "Internal",
+} as const satisfies Record<string, ErrorKind>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface CairnErrorOptions {
+  readonly cause?: unknown;
+  /** Structured context for logs and tests (key, seqno, etag …). */
+  readonly details?: Readonly<Record<string, unknown>>;
+}
+
+export class CairnError extends Error {
+  readonly code: ErrorCode;
+  readonly kind: ErrorKind;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, message: string, options: CairnErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = `CairnError[${code}]`;
+    this.code = code;
+    this.kind = ERROR_CODES[code];
+    this.details = options.details ?? {};
+  }
+
+  /** Whether the same call may succeed if repeated later unchanged. */
+  get retryable(): boolean {
+    return this.kind === "Unavailable" || this.kind === "Conflict";
+  }
+}
+
+/** Structural check: works across module copies and for plain objects off the wire. */
+export function hasErrorCode(error: unknown, code: ErrorCode): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === code;
+}
+
+export function errorKindOf(error: unknown): ErrorKind {
+  if (typeof error === "object" && error !== null) {
+    const kind = (error as { kind?: unknown }).kind;
+    if (typeof kind === "string" && kind in ERROR_KINDS) return kind as ErrorKind;
+  }
+  return "Internal";
+}
+
+export function isCasConflict(error: unknown): boolean {
+  return hasErrorCode(error, "CAS_CONFLICT");
+}
+
+/** Transient store trouble: the operation may be retried (with backoff). */
+export function isStoreTransient(error: unknown): boolean {
+  return hasErrorCode(error, "STORE_TRANSIENT") || hasErrorCode(error, "STORE_UNREACHABLE");
+}
+
+export function invalidArgument(message: string, details?: Record<string, unknown>): CairnError {
+  return new CairnError("INVALID_ARGUMENT", message, details ? { details } : {});
+}
+
+/** For programmer errors: invariants that must hold. */
+export function assert(condition: unknown, message: string): asserts condition {
+  if (!condition) throw new CairnError("INTERNAL", `assertion failed: ${message}`);
+}

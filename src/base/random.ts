@@ -1,0 +1,62 @@
+import { randomBytes } from "node:crypto";
+
+/**
+ * Randomness is injected so that a simulation seed replays exactly. Production uses the
+ * system CSPRNG; tests use SeededRandom.
+ */
+export interface Random {
+  /** `length` random bytes. */
+  bytes(length: number): Uint8Array;
+  /** A float in [0, 1). */
+  float(): number;
+}
+
+export const systemRandom: Random = {
+  bytes: (length) => new Uint8Array(randomBytes(length)),
+  float: () => randomBytes(4).readUInt32BE(0) / 0x1_0000_0000,
+};
+
+/** Deterministic generator (sfc32) for simulations and property tests. Not for secrets. */
+export class SeededRandom implements Random {
+  private a: number;
+  private b: number;
+  private c: number;
+  private d: number;
+
+  constructor(seed: number) {
+    this.a = 0x9e3779b9;
+    this.b = 0x243f6a88;
+    this.c = 0xb7e15162;
+    this.d = seed >>> 0;
+    for (let i = 0; i < 15; i++) this.next();
+  }
+
+  private next(): number {
+    const t = (((this.a + this.b) | 0) + this.d) | 0;
+    this.d = (this.d + 1) | 0;
+    this.a = this.b ^ (this.b >>> 9);
+    this.b = (this.c + (this.c << 3)) | 0;
+    this.c = (this.c << 21) | (this.c >>> 11);
+    this.c = (this.c + t) | 0;
+    return t >>> 0;
+  }
+
+  float(): number {
+    return this.next() / 0x1_0000_0000;
+  }
+
+  bytes(length: number): Uint8Array {
+    const out = new Uint8Array(length);
+    for (let i = 0; i < length; i++) out[i] = this.next() & 0xff;
+    return out;
+  }
+}
+
+export function randomInt(random: Random, maxExclusive: number): number {
+  return Math.floor(random.float() * maxExclusive);
+}
+
+/** A random lowercase hex string of `byteLength` bytes (nonces, node ids, probe keys). */
+export function randomHex(random: Random, byteLength: number): string {
+  return Buffer.from(random.bytes(byteLength)).toString("hex");
+}

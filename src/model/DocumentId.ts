@@ -1,0 +1,165 @@
+import { CairnError } from "../base/errors.js";
+import type { Random } from "../base/random.js";
+
+/**
+ * A document id: the table number it belongs to, 16 random bytes, and a 16-bit checksum,
+ * rendered in lowercase Crockford base32 so it is URL-safe and case-insensitive.
+ *
+ * Binary layout: varint(tableNumber) ‖ 16 random bytes ‖ fletcher16(previous bytes).
+ * A typo, a truncated id or an id of another table is caught at parse time.
+ */
+export type DocumentId = string & { readonly __brand: "DocumentId" };
+
+export interface ParsedDocumentId {
+  readonly tableNumber: number;
+  readonly random: Uint8Array;
+}
+
+const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+const RANDOM_BYTES = 16;
+/** Table numbers fit in 32 bits; a larger schema is not a document database's shape. */
+export const TABLE_NUMBER_MAX = 0xffff_ffff;
+
+const DECODE = new Map<string, number>([...ALPHABET].map((char, index) => [char, index]));
+
+export function newDocumentId(tableNumber: number, random: Random): DocumentId {
+  return encodeDocumentId({ tableNumber, random: random.bytes(RANDOM_BYTES) });
+}
+
+export function encodeDocumentId(parsed: ParsedDocumentId): DocumentId {
+  assertTableNumber(parsed.tableNumber);
+  if (parsed.random.byteLength !== RANDOM_BYTES) {
+    throw new CairnError("DOCUMENT_ID_INVALID", `document id needs ${RANDOM_BYTES} random bytes`);
+  }
+  const body = [...encodeVarint(parsed.tableNumber), ...parsed.random];
+  const bytes = Uint8Array.from([...body, ...fletcher16(body)]);
+  return base32Encode(bytes) as DocumentId;
+}
+
+export function parseDocumentId(text: unknown): ParsedDocumentId {
+  if (typeof text !== "string" || text.length === 0 || text.length > 64) {
+    throw invalidId(text, "not a document id string");
+  }
+  const bytes = base32Decode(text.toLowerCase());
+  if (bytes === null) throw invalidId(text, "contains characters outside the id alphabet");
+  const { value: tableNumber, length: varintLength } = decodeVarint(bytes) ?? { value: -1, length: 0 };
+  if (tableNumber < 0 || bytes.length !== varintLength + RANDOM_BYTES + 2) {
+    throw invalidId(text, "has the wrong length");
+  }
+  const body = bytes.subarray(0, bytes.length - 2);
+  const [c0, c1] = fletcher16(body);
+  if (bytes[bytes.length - 2] !== c0 || bytes[bytes.length - 1] !== c1) {
+    throw invalidId(text, "fails its checksum");
+  }
+  return { tableNumber, random: bytes.slice(varintLength, varintLength + RANDOM_BYTES) };
+}
+
+/** Parses `text` and checks that it belongs to `tableNumber`; returns the canonical form. */
+export function documentIdOfTable(text: unknown, tableNumber: number): DocumentId {
+  const parsed = parseDocumentId(text);
+  if (parsed.tableNumber !== tableNumber) {
+    throw new CairnError(
+      "DOCUMENT_ID_WRONG_TABLE",
+      `document id ${String(text)} belongs to table ${parsed.tableNumber}, not table ${tableNumber}`,
+      { details: { id: text, expectedTable: tableNumber, actualTable: parsed.tableNumber } },
+    );
+  }
+  return encodeDocumentId(parsed);
+}
+
+export function isDocumentId(text: unknown): text is DocumentId {
+  try {
+    parseDocumentId(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function assertTableNumber(tableNumber: number): void {
+  if (!Number.isInteger(tableNumber) || tableNumber < 0 || tableNumber > TABLE_NUMBER_MAX) {
+    throw new CairnError("DOCUMENT_ID_INVALID", `table number must be an integer in 0..${TABLE_NUMBER_MAX}`, {
+      details: { tableNumber },
+    });
+  }
+}
+
+function invalidId(text: unknown, reason: string): CairnError {
+  return new CairnError("DOCUMENT_ID_INVALID", `invalid document id ${JSON.stringify(text)}: ${reason}`, {
+    details: { id: text },
+  });
+}
+
+function encodeVarint(value: number): number[] {
+  const out: number[] = [];
+  let rest = value;
+  while (rest >= 0x80) {
+    out.push((rest % 0x80) | 0x80);
+    rest = Math.floor(rest / 0x80);
+  }
+  out.push(rest);
+  return out;
+}
+
+function decodeVarint(bytes: Uint8Array): { value: number; length: number } | null {
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < Math.min(bytes.length, 5); i++) {
+    const byte = bytes[i]!;
+    value += (byte & 0x7f) * scale;
+    if ((byte & 0x80) === 0) {
+      // Reject non-canonical encodings (trailing zero groups) so every id has one spelling.
+      if (i > 0 && byte === 0) return null;
+      return value <= TABLE_NUMBER_MAX ? { value, length: i + 1 } : null;
+    }
+    scale *= 0x80;
+  }
+  return null;
+}
+
+function fletcher16(bytes: ArrayLike<number>): [number, number] {
+  let sum1 = 0;
+  let sum2 = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    sum1 = (sum1 + bytes[i]!) % 255;
+    sum2 = (sum2 + sum1) % 255;
+  }
+  return [sum1, sum2];
+}
+
+function base32Encode(bytes: Uint8Array): string {
+  let out = "";
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += ALPHABET[(buffer >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    buffer &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31];
+  return out;
+}
+
+function base32Decode(text: string): Uint8Array | null {
+  const out: number[] = [];
+  let buffer = 0;
+  let bits = 0;
+  for (const char of text) {
+    const digit = DECODE.get(char);
+    if (digit === undefined) return null;
+    buffer = (buffer << 5) | digit;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((buffer >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+    buffer &= (1 << bits) - 1;
+  }
+  // Leftover bits must be short zero padding, or two spellings would decode to one id.
+  if (bits >= 5 || buffer !== 0) return null;
+  return Uint8Array.from(out);
+}

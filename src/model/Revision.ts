@@ -1,0 +1,41 @@
+import type { DocumentId } from "./DocumentId.js";
+
+/**
+ * The records a commit is made of. The same records flow through segments, the local
+ * materialization, snapshots and the sync layer's change matching.
+ *
+ * Timestamps are hybrid-logical microseconds since the Unix epoch (DESIGN.md §5): plain
+ * numbers, exact up to 2^53 µs (year 2255).
+ */
+
+/** One version of one document. */
+export interface DocumentRevision {
+  readonly tableNumber: number;
+  readonly id: DocumentId;
+  readonly ts: number;
+  /** The document in Cairn's lossless JSON encoding (see model/Value); null = deleted. */
+  readonly value: string | null;
+  /** Timestamp of the revision this one replaces; null when the document is new. */
+  readonly prevTs: number | null;
+}
+
+/** One change to one index: at `ts`, `key` points at `docId`, or (null) at nothing. */
+export interface IndexUpdate {
+  readonly indexId: number;
+  /** Order-preserving encoded key (see model/IndexKey), ending in creation time and id. */
+  readonly key: Uint8Array;
+  readonly ts: number;
+  readonly docId: DocumentId | null;
+}
+
+/**
+ * The durable answer to a client's mutation `(clientId, seq)`, written in the same
+ * segment as the mutation's writes so that a re-sent mutation is answered, never re-run.
+ */
+export interface ClientReceipt {
+  readonly clientId: string;
+  readonly seq: number;
+  readonly ts: number;
+  /** The mutation's return value or error, encoded as JSON text by the functions layer. */
+  readonly result: string;
+}
