@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   STORE_KEY_INVALID: "InvalidInput",
   STORE_NO_CONDITIONAL_WRITES: "InvalidInput",
   STORE_REQUEST_FAILED: "Internal",
+  STORE_OBJECT_INVALID: "Corruption",
   // values, ids, keys
   VALUE_INVALID: "InvalidInput",
   VALUE_TOO_LARGE: "InvalidInput",
@@ -53,6 +54,9 @@ export const ERROR_CODES = {
   LOCAL_HISTORY_UNAVAILABLE: "InvalidInput",
   LOCAL_APPLY_INVALID: "InvalidInput",
   LOCAL_RESTORE_INVALID: "Corruption",
+  LOCAL_SCHEMA_UNSUPPORTED: "InvalidInput",
+  LOCAL_BUSY: "Unavailable",
+  LOCAL_CLOSED: "Unavailable",
   // manifest, log, snapshots
   DEPLOYMENT_MISMATCH: "InvalidInput",
   MANIFEST_INVALID: "Corruption",
@@ -60,10 +64,14 @@ export const ERROR_CODES = {
   SEGMENT_INVALID: "Corruption",
   SEGMENT_CHAIN_BROKEN: "Corruption",
   SNAPSHOT_INVALID: "Corruption",
+  SNAPSHOT_MISSING: "Conflict",
+  LOG_GAP: "Corruption",
   LEASE_HELD: "Conflict",
   FENCED: "Fenced",
   ENGINE_POISONED: "Unavailable",
   ENGINE_CLOSED: "Unavailable",
+  NOT_WRITER: "Unavailable",
+  WRITE_CONFLICT: "Conflict",
   BATCH_TOO_LARGE: "InvalidInput",
   // generic
   INVALID_ARGUMENT: "InvalidInput",

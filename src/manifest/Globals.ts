@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { CairnError, isCasConflict } from "../base/errors.js";
+import type { Clock } from "../base/clock.js";
+import { randomHex, type Random } from "../base/random.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { bucketLayout } from "./bucketLayout.js";
+import { CasObject, jsonCasCodec, type CasSnapshot } from "./CasObject.js";
+
+/**
+ * The deployment's identity, created once by whoever arrives first and adopted by every
+ * node after. Every manifest carries the same deploymentId, so a local file or a bucket
+ * of another deployment is recognised and refused.
+ */
+export const GLOBALS_FORMAT = 1;
+/** A deployment may have at most this many shards; each is a log and a SQLite file. */
+export const SHARDS_MAX = 256;
+
+export const globalsSchema = z.object({
+  format: z.literal(GLOBALS_FORMAT),
+  version: z.number().int().min(1),
+  nonce: z.string().min(1),
+  deploymentId: z.string().regex(/^[0-9a-f]{32}$/),
+  numShards: z.number().int().min(1).max(SHARDS_MAX),
+  /** Milliseconds since the Unix epoch. */
+  createdAt: z.number().int().min(0),
+});
+
+export type Globals = z.infer<typeof globalsSchema>;
+
+export const globalsCodec = jsonCasCodec(globalsSchema, "GLOBALS_INVALID", "deployment globals");
+
+export function globalsObject(store: ObjectStore, random: Random): CasObject<Globals> {
+  return new CasObject(store, bucketLayout.globals(), globalsCodec, random);
+}
+
+export interface OpenGlobalsOptions {
+  readonly clock: Clock;
+  readonly random: Random;
+  /** Shard count for a new deployment; an existing one must match when given. */
+  readonly numShards?: number;
+  /** Refuse to create a deployment (e.g. for `cairn inspect`): a missing one is an error. */
+  readonly mustExist?: boolean;
+}
+
+/** Reads the deployment's globals, creating them if this is the first node ever. */
+export async function openGlobals(store: ObjectStore, options: OpenGlobalsOptions): Promise<CasSnapshot<Globals>> {
+  const object = globalsObject(store, options.random);
+  const numShards = options.numShards;
+  if (numShards !== undefined && (!Number.isInteger(numShards) || numShards < 1 || numShards > SHARDS_MAX)) {
+    throw new CairnError("INVALID_ARGUMENT", `shard count must be an integer in 1..${SHARDS_MAX}, got ${numShards}`);
+  }
+  let existing = await object.read();
+  if (existing === null) {
+    if (options.mustExist) {
+      throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${store.description} (globals missing)`);
+    }
+    try {
+      existing = await object.create({
+        format: GLOBALS_FORMAT,
+        deploymentId: randomHex(options.random, 16),
+        numShards: numShards ?? 1,
+        createdAt: options.clock.nowMs(),
+      });
+    } catch (error) {
+      if (!isCasConflict(error)) throw error;
+      existing = await object.read();
+      if (existing === null) throw new CairnError("INTERNAL", "globals vanished after a create conflict");
+    }
+  }
+  if (numShards !== undefined && existing.value.numShards !== numShards) {
+    throw new CairnError(
+      "DEPLOYMENT_MISMATCH",
+      `the deployment at ${store.description} has ${existing.value.numShards} shard(s), not ${numShards}; ` +
+        `use \`cairn reshard\` to change the shard count`,
+      { details: { expected: numShards, actual: existing.value.numShards } },
+    );
+  }
+  return existing;
+}

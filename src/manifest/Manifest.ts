@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { jsonCasCodec, type CasCodec } from "./CasObject.js";
+
+/**
+ * A shard's manifest (DESIGN.md §4): the fence (epoch), the lease, the snapshot pointer
+ * and the GC watermark. The commit point is the creation of a log segment, not a
+ * manifest write, so the manifest changes only on acquire, heartbeat, snapshot and GC.
+ */
+export const MANIFEST_FORMAT = 1;
+
+const writerSchema = z.object({
+  nodeId: z.string().min(1),
+  /** Where replicas forward mutations; null for writers that serve no network. */
+  url: z.string().nullable(),
+});
+
+const seqno = z.number().int().min(0);
+
+const snapshotPointerSchema = z.object({
+  /** State through this seqno. */
+  seqno,
+  /** maxTs of that segment: the snapshot's closed frontier. */
+  ts: z.number().int().min(0),
+  /** Epoch and hash of that segment, so a reader continues the epoch rule and chain. */
+  epoch: z.number().int().min(0),
+  hash: z.string().nullable(),
+  /** Key prefix of the snapshot's parts. */
+  key: z.string().min(1),
+  parts: z.number().int().min(1),
+  bytes: z.number().int().min(0),
+  /** sha256 over the concatenated per-part hashes, in part order. */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  documents: z.number().int().min(0),
+});
+
+export const manifestSchema = z.object({
+  format: z.literal(MANIFEST_FORMAT),
+  deploymentId: z.string().min(1),
+  shard: z.number().int().min(0),
+  version: z.number().int().min(1),
+  nonce: z.string().min(1),
+  epoch: z.number().int().min(0),
+  writer: writerSchema.nullable(),
+  /** Milliseconds since the Unix epoch; the writer's lease is live while now <= this. */
+  leaseExpiresAt: z.number().int().min(0),
+  /** Segments with seqno < logStart may be deleted; readers never read below it. */
+  logStart: seqno,
+  snapshot: snapshotPointerSchema.nullable(),
+  /** Some seqno <= the real tail: where a reader may start probing for the end. */
+  tailHint: z.number().int().min(-1),
+});
+
+export type Manifest = z.infer<typeof manifestSchema>;
+export type WriterIdentity = z.infer<typeof writerSchema>;
+export type SnapshotPointer = z.infer<typeof snapshotPointerSchema>;
+
+export const manifestCodec: CasCodec<Manifest> = jsonCasCodec(manifestSchema, "MANIFEST_INVALID", "manifest");
+
+/** A new shard's manifest: no writer, epoch 0, an empty log starting at seqno 0. */
+export function initialManifestFields(deploymentId: string, shard: number) {
+  return {
+    format: MANIFEST_FORMAT,
+    deploymentId,
+    shard,
+    epoch: 0,
+    writer: null,
+    leaseExpiresAt: 0,
+    logStart: 0,
+    snapshot: null,
+    tailHint: -1,
+  } as const;
+}
+
+export function isLeaseLive(manifest: Manifest, nowMs: number): boolean {
+  return manifest.writer !== null && nowMs <= manifest.leaseExpiresAt;
+}

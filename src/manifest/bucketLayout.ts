@@ -1,0 +1,48 @@
+/**
+ * Where everything lives in the bucket (DESIGN.md §2). Keys are relative to the store's
+ * root: the store URL's prefix is the deployment's root prefix.
+ *
+ * Seqnos are zero-padded to 20 digits so that lexical order is numeric order and LIST
+ * returns segments in log order.
+ */
+
+const SEQNO_DIGITS = 20;
+
+export function formatSeqno(seqno: number): string {
+  return String(seqno).padStart(SEQNO_DIGITS, "0");
+}
+
+export const bucketLayout = {
+  globals: () => "globals",
+  manifest: (shard: number) => `s${shard}/manifest`,
+  logPrefix: (shard: number) => `s${shard}/log/`,
+  segment: (shard: number, seqno: number) => `s${shard}/log/${formatSeqno(seqno)}`,
+  snapshotsPrefix: (shard: number) => `s${shard}/snap/`,
+  /** One snapshot attempt; the attempt id keeps a crashed attempt's parts from colliding. */
+  snapshotPrefix: (shard: number, seqno: number, attemptId: string) =>
+    `s${shard}/snap/${formatSeqno(seqno)}/${attemptId}/`,
+  snapshotPart: (prefix: string, part: number) => `${prefix}part-${String(part).padStart(6, "0")}`,
+  consumersPrefix: (shard: number) => `s${shard}/consumers/`,
+  consumer: (shard: number, consumerId: string) => `s${shard}/consumers/${consumerId}`,
+  node: (nodeId: string) => `nodes/${nodeId}`,
+} as const;
+
+/** The seqno of a segment key under `logPrefix(shard)`, or null for a stray key. */
+export function parseSegmentSeqno(shard: number, key: string): number | null {
+  const prefix = bucketLayout.logPrefix(shard);
+  if (!key.startsWith(prefix)) return null;
+  const digits = key.slice(prefix.length);
+  if (!/^\d{20}$/.test(digits)) return null;
+  const seqno = Number(digits);
+  return Number.isSafeInteger(seqno) ? seqno : null;
+}
+
+/** The seqno a snapshot key belongs to (`s{shard}/snap/{seqno}/…`), or null. */
+export function parseSnapshotSeqno(shard: number, key: string): number | null {
+  const prefix = bucketLayout.snapshotsPrefix(shard);
+  if (!key.startsWith(prefix)) return null;
+  const match = /^(\d{20})\//.exec(key.slice(prefix.length));
+  if (!match) return null;
+  const seqno = Number(match[1]);
+  return Number.isSafeInteger(seqno) ? seqno : null;
+}

@@ -1,0 +1,124 @@
+import type { DocumentId } from "../model/DocumentId.js";
+import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { ByteReader, ByteWriter } from "./ByteWriter.js";
+
+/**
+ * Binary encoding of the records a segment or snapshot part carries. Values stay the
+ * JSON text the model produced (no re-parse on the hot path); ids and keys are checked
+ * by the local store when applied.
+ *
+ * Record layout (tag byte first):
+ *   1 revision: varuint table, string id, varuint ts, varuint prevTs+1 (0 = none),
+ *     u8 hasValue, [string value]
+ *   2 index update: varuint indexId, bytes key, varuint ts, u8 hasDoc, [string docId]
+ *   3 receipt: string clientId, varuint seq, varuint ts, string result
+ */
+export interface RecordBatch {
+  readonly revisions: readonly DocumentRevision[];
+  readonly indexUpdates: readonly IndexUpdate[];
+  readonly receipts: readonly ClientReceipt[];
+}
+
+export const EMPTY_RECORD_BATCH: RecordBatch = { revisions: [], indexUpdates: [], receipts: [] };
+
+const TAG_REVISION = 1;
+const TAG_INDEX_UPDATE = 2;
+const TAG_RECEIPT = 3;
+
+export function encodeRecords(batch: RecordBatch, writer = new ByteWriter()): Buffer {
+  for (const revision of batch.revisions) writeRevision(writer, revision);
+  for (const update of batch.indexUpdates) writeIndexUpdate(writer, update);
+  for (const receipt of batch.receipts) writeReceipt(writer, receipt);
+  return writer.finish();
+}
+
+export function writeRevision(writer: ByteWriter, revision: DocumentRevision): void {
+  writer.u8(TAG_REVISION);
+  writer.varuint(revision.tableNumber);
+  writer.string(revision.id);
+  writer.varuint(revision.ts);
+  writer.varuint(revision.prevTs === null ? 0 : revision.prevTs + 1);
+  if (revision.value === null) {
+    writer.u8(0);
+  } else {
+    writer.u8(1);
+    writer.string(revision.value);
+  }
+}
+
+export function writeIndexUpdate(writer: ByteWriter, update: IndexUpdate): void {
+  writer.u8(TAG_INDEX_UPDATE);
+  writer.varuint(update.indexId);
+  writer.bytes(update.key);
+  writer.varuint(update.ts);
+  if (update.docId === null) {
+    writer.u8(0);
+  } else {
+    writer.u8(1);
+    writer.string(update.docId);
+  }
+}
+
+export function writeReceipt(writer: ByteWriter, receipt: ClientReceipt): void {
+  writer.u8(TAG_RECEIPT);
+  writer.string(receipt.clientId);
+  writer.varuint(receipt.seq);
+  writer.varuint(receipt.ts);
+  writer.string(receipt.result);
+}
+
+/** Decodes records; throws RangeError on malformed input (callers add context). */
+export function decodeRecords(payload: Buffer): RecordBatch {
+  const reader = new ByteReader(payload);
+  const revisions: DocumentRevision[] = [];
+  const indexUpdates: IndexUpdate[] = [];
+  const receipts: ClientReceipt[] = [];
+  while (!reader.done) {
+    const tag = reader.u8();
+    switch (tag) {
+      case TAG_REVISION:
+        revisions.push(readRevision(reader));
+        break;
+      case TAG_INDEX_UPDATE:
+        indexUpdates.push(readIndexUpdate(reader));
+        break;
+      case TAG_RECEIPT:
+        receipts.push(readReceipt(reader));
+        break;
+      default:
+        throw new RangeError(`unknown record tag ${tag}`);
+    }
+  }
+  return { revisions, indexUpdates, receipts };
+}
+
+function readRevision(reader: ByteReader): DocumentRevision {
+  const tableNumber = reader.varuint();
+  const id = reader.string() as DocumentId;
+  const ts = reader.varuint();
+  const prevTsPlusOne = reader.varuint();
+  const value = readFlag(reader) ? reader.string() : null;
+  return { tableNumber, id, ts, value, prevTs: prevTsPlusOne === 0 ? null : prevTsPlusOne - 1 };
+}
+
+function readIndexUpdate(reader: ByteReader): IndexUpdate {
+  const indexId = reader.varuint();
+  const key = reader.bytes();
+  const ts = reader.varuint();
+  const docId = readFlag(reader) ? (reader.string() as DocumentId) : null;
+  return { indexId, key, ts, docId };
+}
+
+function readReceipt(reader: ByteReader): ClientReceipt {
+  const clientId = reader.string();
+  const seq = reader.varuint();
+  const ts = reader.varuint();
+  const result = reader.string();
+  return { clientId, seq, ts, result };
+}
+
+function readFlag(reader: ByteReader): boolean {
+  const flag = reader.u8();
+  if (flag > 1) throw new RangeError(`invalid presence flag ${flag}`);
+  return flag === 1;
+}

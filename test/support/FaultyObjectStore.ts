@@ -1,0 +1,124 @@
+import type { Clock } from "../../src/base/clock.js";
+import { CairnError } from "../../src/base/errors.js";
+import type { Random } from "../../src/base/random.js";
+import type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutResult } from "../../src/objectstore/ObjectStore.js";
+
+/**
+ * An ObjectStore wrapper that injects the failures real buckets produce, for scenario
+ * tests and the seeded simulation: latency on the injected clock, transient errors that
+ * change nothing, and lost responses (the write lands, the caller hears
+ * STORE_AMBIGUOUS_OUTCOME). Rules are evaluated per call; `once` rules fire one time.
+ */
+export type StoreOperation = "get" | "create" | "casPut" | "delete" | "deleteMany" | "list";
+
+export interface FaultPlan {
+  readonly operations?: readonly StoreOperation[];
+  readonly keyPattern?: RegExp;
+  /** Probability 0..1 (with the seeded Random) or `once` for exactly the next match. */
+  readonly rate?: number;
+  readonly once?: boolean;
+  readonly effect: "transient" | "lose-response" | "unreachable" | { readonly delayMs: number };
+}
+
+export class FaultyObjectStore implements ObjectStore {
+  readonly description: string;
+  private plans: FaultPlan[] = [];
+  /** Calls seen per operation, for assertions about what was (not) done. */
+  readonly calls: Record<StoreOperation, number> = { get: 0, create: 0, casPut: 0, delete: 0, deleteMany: 0, list: 0 };
+  /** Keys written by create/casPut, in order, for assertions. */
+  readonly writes: string[] = [];
+
+  constructor(
+    private readonly inner: ObjectStore,
+    private readonly random: Random,
+    private readonly clock: Clock,
+  ) {
+    this.description = `faulty(${inner.description})`;
+  }
+
+  inject(plan: FaultPlan): void {
+    this.plans.push(plan);
+  }
+
+  clear(): void {
+    this.plans = [];
+  }
+
+  async get(key: string, options?: GetOptions): Promise<GetResult | null | "not-modified"> {
+    return this.run("get", key, () => this.inner.get(key, options));
+  }
+
+  async create(key: string, body: Uint8Array): Promise<PutResult> {
+    return this.run("create", key, async () => {
+      const result = await this.inner.create(key, body);
+      this.writes.push(key);
+      return result;
+    });
+  }
+
+  async casPut(key: string, body: Uint8Array, etag: string): Promise<PutResult> {
+    return this.run("casPut", key, async () => {
+      const result = await this.inner.casPut(key, body, etag);
+      this.writes.push(key);
+      return result;
+    });
+  }
+
+  async delete(key: string): Promise<void> {
+    return this.run("delete", key, () => this.inner.delete(key));
+  }
+
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    return this.run("deleteMany", keys[0] ?? "", () => this.inner.deleteMany(keys));
+  }
+
+  async *list(prefix: string, options?: ListOptions): AsyncIterable<ListEntry> {
+    const entries: ListEntry[] = await this.run("list", prefix, async () => {
+      const collected: ListEntry[] = [];
+      for await (const entry of this.inner.list(prefix, options)) collected.push(entry);
+      return collected;
+    });
+    yield* entries;
+  }
+
+  async close(): Promise<void> {
+    await this.inner.close();
+  }
+
+  private async run<T>(operation: StoreOperation, key: string, action: () => Promise<T>): Promise<T> {
+    this.calls[operation]++;
+    let loseResponse = false;
+    for (const plan of this.matching(operation, key)) {
+      const effect = plan.effect;
+      if (typeof effect === "object") {
+        await this.clock.sleep(effect.delayMs);
+      } else if (effect === "transient") {
+        throw new CairnError("STORE_TRANSIENT", `injected transient failure of ${operation} ${key}`);
+      } else if (effect === "unreachable") {
+        throw new CairnError("STORE_UNREACHABLE", `injected: store unreachable for ${operation} ${key}`);
+      } else {
+        loseResponse = true;
+      }
+    }
+    const result = await action();
+    if (loseResponse) {
+      throw new CairnError("STORE_AMBIGUOUS_OUTCOME", `injected: response to ${operation} ${key} was lost after it succeeded`);
+    }
+    return result;
+  }
+
+  private matching(operation: StoreOperation, key: string): FaultPlan[] {
+    const fired: FaultPlan[] = [];
+    for (const plan of this.plans) {
+      if (plan.operations && !plan.operations.includes(operation)) continue;
+      if (plan.keyPattern && !plan.keyPattern.test(key)) continue;
+      if (plan.once) {
+        fired.push(plan);
+        this.plans = this.plans.filter((candidate) => candidate !== plan);
+      } else if (this.random.float() < (plan.rate ?? 1)) {
+        fired.push(plan);
+      }
+    }
+    return fired;
+  }
+}
