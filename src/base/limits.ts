@@ -21,6 +21,59 @@ export const STORE_BACKOFF_BASE_MS = 50;
 export const STORE_BACKOFF_MAX_MS = 1_000;
 /** S3 keys are at most 1024 bytes of UTF-8. */
 export const STORE_KEY_BYTES_MAX = 1024;
+/**
+ * Shortest wait after a 429: R2 accepts one write per second per key, so retrying sooner
+ * only earns another 429 (and 6 attempts of plain jittered backoff can end inside 1 s).
+ */
+export const STORE_THROTTLED_BACKOFF_MIN_MS = 1_000;
+/**
+ * Attempts of the bucket check made when a store is opened. 3 attempts with 2 s connect
+ * timeouts report a dead endpoint within ~7 s instead of the ~15 s of a full retry run.
+ */
+export const STORE_OPEN_ATTEMPTS_MAX = 3;
+/** TCP connect timeout: a healthy endpoint connects in < 300 ms even across regions. */
+export const STORE_CONNECT_TIMEOUT_MS = 2_000;
+/**
+ * Longest wait for the answer to the bucket check at open. HeadBucket answers in well
+ * under 300 ms from anywhere; with 3 attempts an endpoint that accepts connections but
+ * never answers (a hung proxy, the wrong port) is reported in ~6 s, not after minutes.
+ */
+export const STORE_OPEN_ANSWER_TIMEOUT_MS = 2_000;
+/**
+ * A socket silent this long is abandoned (a read is retried, a write becomes an ambiguous
+ * outcome). S3 sends the first byte of even a 5 GB GET within seconds.
+ */
+export const STORE_SOCKET_IDLE_TIMEOUT_MS = 30_000;
+/**
+ * Open sockets per S3 client. A node runs hundreds of concurrent GETs while tailing and
+ * restoring; 256 keeps them from queueing behind the SDK's default of 50 while staying
+ * far below a process's file-descriptor limit (1024 by default).
+ */
+export const STORE_SOCKETS_MAX = 256;
+/** Concurrent deletes of a deleteMany on a directory store (each is a lock and an unlink). */
+export const FS_DELETE_CONCURRENCY_MAX = 16;
+/**
+ * Longest path component the directory store writes: below eCryptfs's 143-byte limit
+ * (ext4, APFS and NTFS allow 255); longer encoded key segments are split into chunks.
+ */
+export const FS_NAME_CHUNK_CHARS_MAX = 120;
+/**
+ * A key lock older than this is presumed abandoned even if its holder's pid is alive
+ * (a reused pid, a holder on another host sharing the directory). Locks are held for a
+ * few milliseconds; 30 s is four orders of magnitude more.
+ */
+export const FS_LOCK_STALE_MS = 30_000;
+/** Longest wait for a key lock before giving up with STORE_TRANSIENT; above the stale bound. */
+export const FS_LOCK_WAIT_MS_MAX = 45_000;
+/** Longest sleep between two attempts to take a held key lock (jittered). */
+export const FS_LOCK_POLL_MS_MAX = 20;
+/**
+ * Times a write re-creates its parent directories because a concurrent delete removed
+ * them (deletes prune empty directories). Each loss needs a full delete in between.
+ */
+export const FS_PARENT_RETRIES_MAX = 16;
+/** Temporary files older than this were left by a crashed writer and are swept. */
+export const FS_TEMPORARY_STALE_MS = 3_600_000;
 
 // ---- values and documents ------------------------------------------------------------
 
@@ -28,3 +81,45 @@ export const STORE_KEY_BYTES_MAX = 1024;
 export const DOCUMENT_BYTES_MAX = 1024 * 1024;
 /** Deepest nesting of arrays/objects; bounds recursion in encoders and validators. */
 export const VALUE_DEPTH_MAX = 64;
+/**
+ * Longest object field name, in UTF-16 code units. Field names are schema, not data:
+ * 1024 is far above any real name and keeps a hostile name from dominating index keys.
+ */
+export const FIELD_NAME_LENGTH_MAX = 1024;
+
+// ---- local materialization (SQLite) --------------------------------------------------
+
+/**
+ * Rows per dump chunk. A chunk is one unit handed to the snapshot writer; 1000 rows of
+ * small documents is ~100 KiB, small next to its 8 MiB parts, big enough that per-chunk
+ * overhead (one object, one switch) is noise.
+ */
+export const LOCAL_DUMP_ROWS_PER_CHUNK = 1000;
+/**
+ * A dump chunk is cut once its encoded values reach this many bytes, whatever its row
+ * count, so 1000 documents of 1 MiB never sit in memory at once. A single larger row
+ * still forms a chunk of its own.
+ */
+export const LOCAL_DUMP_CHUNK_BYTES_MAX = 4 * 1024 * 1024;
+/**
+ * Rows examined per pruning transaction. 10k rows take ~50 ms on a small 2-core VM, so a
+ * transaction stays short and adds a few MiB of WAL at most. A prune call runs its batches
+ * back to back, in time proportional to the rows written since the previous prune.
+ */
+export const LOCAL_PRUNE_BATCH_ROWS = 10_000;
+/**
+ * SQLite page cache of a store's main connection, in KiB. Misses are served by the OS
+ * page cache, so size matters little for speed (measured: 16 MiB and 256 MiB apply
+ * 200k documents within 3% of each other); 32 MiB holds the interior B-tree pages of a
+ * multi-GB shard and every page a 1,000-document batch dirties, and a node serving
+ * eight shards spends 256 MiB on it.
+ */
+export const LOCAL_PAGE_CACHE_KIB = 32 * 1024;
+/**
+ * WAL pages (4 KiB) between automatic checkpoints: 10,000 is ~40 MiB of WAL. Random
+ * document ids dirty about one leaf page per written row, and with SQLite's default of
+ * 1,000 pages each checkpoint copied mostly the same pages back again; measured on
+ * 1,000-document batches into 200k documents, 10,000 raises throughput from ~17k to ~21k
+ * documents/s. Crash recovery replays at most this much WAL, well under a second.
+ */
+export const LOCAL_WAL_CHECKPOINT_PAGES = 10_000;

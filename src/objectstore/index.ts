@@ -1,0 +1,19 @@
+/**
+ * The object-store layer's public surface. Layers above depend on the ObjectStore
+ * interface and open stores by URL; adapters' internals (key paths, locks, the S3
+ * failure table) stay inside this folder.
+ */
+export type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutResult } from "./ObjectStore.js";
+export { assertValidKey, compareKeys } from "./keys.js";
+export { MemoryObjectStore } from "./MemoryObjectStore.js";
+export { FsObjectStore, type FsObjectStoreOptions } from "./FsObjectStore.js";
+export {
+  S3ObjectStore,
+  type S3ClientOverrides,
+  type S3Credentials,
+  type S3ObjectStoreOptions,
+} from "./S3ObjectStore.js";
+export { openObjectStore, type OpenObjectStoreOptions } from "./openObjectStore.js";
+export { parseStoreUrl, STORE_URL_FORMS, type StoreLocation } from "./parseStoreUrl.js";
+export { assertConditionalWrites, PROBE_PREFIX } from "./assertConditionalWrites.js";
+export { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";
