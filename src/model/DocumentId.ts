@@ -20,7 +20,16 @@ const RANDOM_BYTES = 16;
 /** Table numbers fit in 32 bits; a larger schema is not a document database's shape. */
 export const TABLE_NUMBER_MAX = 0xffff_ffff;
 
-const DECODE = new Map<string, number>([...ALPHABET].map((char, index) => [char, index]));
+/**
+ * Both ASCII cases decode; nothing else does. (`toLowerCase()` would also fold non-ASCII
+ * look-alikes such as the Kelvin sign U+212A into "k", giving one id extra spellings.)
+ */
+const DECODE = new Map<string, number>(
+  [...ALPHABET].flatMap((char, index) => [
+    [char, index],
+    [char.toUpperCase(), index],
+  ]),
+);
 
 export function newDocumentId(tableNumber: number, random: Random): DocumentId {
   return encodeDocumentId({ tableNumber, random: random.bytes(RANDOM_BYTES) });
@@ -40,7 +49,7 @@ export function parseDocumentId(text: unknown): ParsedDocumentId {
   if (typeof text !== "string" || text.length === 0 || text.length > 64) {
     throw invalidId(text, "not a document id string");
   }
-  const bytes = base32Decode(text.toLowerCase());
+  const bytes = base32Decode(text);
   if (bytes === null) throw invalidId(text, "contains characters outside the id alphabet");
   const { value: tableNumber, length: varintLength } = decodeVarint(bytes) ?? { value: -1, length: 0 };
   if (tableNumber < 0 || bytes.length !== varintLength + RANDOM_BYTES + 2) {
@@ -67,10 +76,10 @@ export function documentIdOfTable(text: unknown, tableNumber: number): DocumentI
   return encodeDocumentId(parsed);
 }
 
+/** Whether `text` is a document id in canonical (lowercase) form. */
 export function isDocumentId(text: unknown): text is DocumentId {
   try {
-    parseDocumentId(text);
-    return true;
+    return encodeDocumentId(parseDocumentId(text)) === text;
   } catch {
     return false;
   }

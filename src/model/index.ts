@@ -1,0 +1,50 @@
+/**
+ * The data model's public surface: values and their lossless JSON encoding, document
+ * ids, order-preserving index keys, key ranges and the interval index.
+ */
+export type { Value, ValueKind, ValueObject } from "./Value.js";
+export { INT64_MAX, INT64_MIN, VALUE_KINDS, formatPath, isValue, validateValue } from "./Value.js";
+export type { JsonValue } from "./ValueJson.js";
+export { decodeValue, decodeValueText, encodeValue, encodeValueText, utf8ByteLength } from "./ValueJson.js";
+export { compareNumbers, compareStrings, compareValues } from "./compareValues.js";
+export { bytesEqual, compareBytes } from "./compareBytes.js";
+export { decodeBase64, encodeBase64 } from "./Base64.js";
+export type { DocumentId, ParsedDocumentId } from "./DocumentId.js";
+export {
+  TABLE_NUMBER_MAX,
+  documentIdOfTable,
+  encodeDocumentId,
+  isDocumentId,
+  newDocumentId,
+  parseDocumentId,
+} from "./DocumentId.js";
+export type { ClientReceipt, DocumentRevision, IndexUpdate } from "./Revision.js";
+export type { DocumentIndexKey } from "./IndexKey.js";
+export {
+  decodeDocumentIndexKey,
+  decodeIndexKey,
+  documentIndexKey,
+  encodeIndexKey,
+  indexKeyPrefix,
+  validateIndexKey,
+} from "./IndexKey.js";
+export type { IndexBound, IndexBounds } from "./IndexRange.js";
+export { indexRange } from "./IndexRange.js";
+export type { KeyRange } from "./KeyRange.js";
+export {
+  documentKey,
+  fullRange,
+  indexKeyspace,
+  isEmptyRange,
+  keyRange,
+  pointRange,
+  prefixEnd,
+  prefixRange,
+  rangeContains,
+  rangesOverlap,
+  successorKey,
+  tableKeyspace,
+  validateKeyRange,
+} from "./KeyRange.js";
+export type { IntervalHandle } from "./IntervalIndex.js";
+export { IntervalIndex } from "./IntervalIndex.js";
