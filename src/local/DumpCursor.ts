@@ -1,0 +1,152 @@
+import { CairnError } from "../base/errors.js";
+import { LOCAL_DUMP_CHUNK_BYTES_MAX, LOCAL_DUMP_ROWS_PER_CHUNK } from "../base/limits.js";
+import type { DocumentId } from "../model/DocumentId.js";
+import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { type LocalMeta, readMeta } from "./LocalMeta.js";
+import type { SqliteDatabase } from "./schema.js";
+import type { DocumentRow, IndexEntryRow, ReceiptRow } from "./statements.js";
+
+/**
+ * A point-in-time dump of a shard's current state, in bounded chunks: every document's
+ * newest revision unless it is a deletion, every index key's newest entry unless it is a
+ * removal, and every receipt. Documents come first, then index entries, then receipts.
+ *
+ * Invariants:
+ * - Every chunk reflects the same instant, the one `meta` describes, however long the
+ *   caller takes and whatever is applied to the store meanwhile: the cursor reads a
+ *   private connection holding one read transaction (WAL), or a private in-memory copy.
+ * - A chunk holds at most `rowsPerChunk` rows and, unless a single row is larger, at most
+ *   LOCAL_DUMP_CHUNK_BYTES_MAX bytes of values; rows are streamed, never loaded at once.
+ */
+export type DumpChunk =
+  | { readonly kind: "documents"; readonly rows: readonly DocumentRevision[] }
+  | { readonly kind: "indexEntries"; readonly rows: readonly IndexUpdate[] }
+  | { readonly kind: "receipts"; readonly rows: readonly ClientReceipt[] };
+
+export interface DumpCursor {
+  /** The state the dump reflects (appliedSeqno etc.). */
+  readonly meta: LocalMeta;
+  /** The next chunk, or null at the end. */
+  next(): DumpChunk | null;
+  /** Ends the read transaction and releases the connection; idempotent. */
+  close(): void;
+}
+
+export interface DumpCursorOptions {
+  readonly rowsPerChunk?: number;
+}
+
+interface Phase {
+  readonly kind: DumpChunk["kind"];
+  readonly sql: string;
+  /** The record for a row with its share of the byte budget, or null when the row is not current state. */
+  readonly toRecord: (row: unknown) => { readonly record: object; readonly bytes: number } | null;
+}
+
+/** Per-row overhead in the byte budget: ids, numbers and object headers. */
+const ROW_OVERHEAD_BYTES = 64;
+
+const PHASES: readonly Phase[] = [
+  {
+    kind: "documents",
+    // One row per id: with a single max() SQLite takes the other columns from that row.
+    sql: `SELECT table_number, id, MAX(ts) AS ts, value, prev_ts FROM documents GROUP BY id ORDER BY id`,
+    toRecord: (row) => {
+      const { table_number, id, ts, value, prev_ts } = row as DocumentRow;
+      if (value === null) return null;
+      const record: DocumentRevision = { tableNumber: table_number, id: id as DocumentId, ts, value, prevTs: prev_ts };
+      return { record, bytes: ROW_OVERHEAD_BYTES + value.length };
+    },
+  },
+  {
+    kind: "indexEntries",
+    sql: `SELECT index_id, key, MAX(ts) AS ts, doc_id FROM index_entries GROUP BY index_id, key ORDER BY index_id, key`,
+    toRecord: (row) => {
+      const { index_id, key, ts, doc_id } = row as IndexEntryRow;
+      if (doc_id === null) return null;
+      const record: IndexUpdate = { indexId: index_id, key, ts, docId: doc_id as DocumentId };
+      return { record, bytes: ROW_OVERHEAD_BYTES + key.length };
+    },
+  },
+  {
+    kind: "receipts",
+    sql: `SELECT client_id, seq, ts, result FROM receipts ORDER BY client_id, seq`,
+    toRecord: (row) => {
+      const { client_id, seq, ts, result } = row as ReceiptRow;
+      const record: ClientReceipt = { clientId: client_id, seq, ts, result };
+      return { record, bytes: ROW_OVERHEAD_BYTES + client_id.length + result.length };
+    },
+  },
+];
+
+/**
+ * A cursor over `db`, which it owns and closes. `db` must be private to the cursor; for
+ * a shared file, a read-only connection: the cursor opens its read transaction here.
+ */
+export class SqliteDumpCursor implements DumpCursor {
+  readonly meta: LocalMeta;
+  private readonly rowsPerChunk: number;
+  private phaseIndex = 0;
+  private rows: Iterator<unknown> | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    options: DumpCursorOptions,
+    private readonly onClose: () => void,
+  ) {
+    this.rowsPerChunk = options.rowsPerChunk ?? LOCAL_DUMP_ROWS_PER_CHUNK;
+    try {
+      // The first read after BEGIN fixes the snapshot every later chunk reads.
+      db.exec("BEGIN");
+      this.meta = readMeta(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  next(): DumpChunk | null {
+    if (this.closed) throw new CairnError("LOCAL_CLOSED", "dump cursor is closed");
+    while (this.phaseIndex < PHASES.length) {
+      const chunk = this.fill(PHASES[this.phaseIndex]!);
+      if (chunk !== null) return chunk;
+      this.phaseIndex++;
+      this.rows = null;
+    }
+    return null;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.rows?.return?.();
+    this.rows = null;
+    this.db.close();
+    this.onClose();
+  }
+
+  /** Up to one chunk of the phase's rows; null once the phase is exhausted. */
+  private fill(phase: Phase): DumpChunk | null {
+    this.rows ??= this.db.prepare(phase.sql).iterate();
+    const records: object[] = [];
+    let bytes = 0;
+    while (records.length < this.rowsPerChunk && bytes < LOCAL_DUMP_CHUNK_BYTES_MAX) {
+      const step = this.rows.next();
+      if (step.done === true) break;
+      const converted = phase.toRecord(step.value);
+      if (converted === null) continue;
+      records.push(converted.record);
+      bytes += converted.bytes;
+    }
+    if (records.length === 0) return null;
+    return { kind: phase.kind, rows: records } as DumpChunk;
+  }
+}
+
+export function validateDumpOptions(options: DumpCursorOptions): void {
+  const rows = options.rowsPerChunk;
+  if (rows !== undefined && !(Number.isSafeInteger(rows) && rows > 0)) {
+    throw new CairnError("INVALID_ARGUMENT", `rowsPerChunk must be a positive integer, not ${String(rows)}`);
+  }
+}

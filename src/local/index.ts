@@ -1,0 +1,18 @@
+/**
+ * The local SQLite materialization of a shard (DESIGN.md §6): the public surface the
+ * shard engine, the replica tailer, snapshots and the functions layer code against.
+ */
+export {
+  LocalStore,
+  type ApplyBatch,
+  type DocumentVersion,
+  type IndexScanRange,
+  type IndexScanRow,
+  type LocalStoreOptions,
+  type StoredRows,
+} from "./LocalStore.js";
+export type { LocalMeta, MetaUpdate } from "./LocalMeta.js";
+export type { DumpChunk, DumpCursor, DumpCursorOptions } from "./DumpCursor.js";
+export type { RestoreMeta, RestoreStats } from "./restore.js";
+export type { PruneStats } from "./pruneHistory.js";
+export { SCHEMA_VERSION } from "./schema.js";

@@ -1,0 +1,141 @@
+import type { Statement } from "better-sqlite3";
+import { UPDATE_META } from "./LocalMeta.js";
+import type { SqliteDatabase } from "./schema.js";
+
+/**
+ * Every statement the live store runs, prepared once per connection. SQLite re-prepares
+ * a statement by itself when a restore swaps the tables underneath it.
+ *
+ * Reads at `ts` pick, per document and per index key, the newest row with `row.ts <= ts`
+ * by one backwards seek on a primary key ending in `ts` (the correlated subqueries below
+ * are those seeks). Scans join each index entry to its document at the same `ts` inside
+ * the query: one statement per scan, never one per row.
+ */
+
+export interface DocumentRow {
+  readonly table_number: number;
+  readonly id: string;
+  readonly ts: number;
+  readonly value: string | null;
+  readonly prev_ts: number | null;
+}
+
+export interface IndexEntryRow {
+  readonly index_id: number;
+  readonly key: Buffer;
+  readonly ts: number;
+  readonly doc_id: string | null;
+}
+
+export interface ReceiptRow {
+  readonly client_id: string;
+  readonly seq: number;
+  readonly ts: number;
+  readonly result: string;
+}
+
+export interface ScanRow {
+  readonly key: Buffer;
+  readonly doc_id: string;
+  /** Null when the entry's document is missing or deleted at the read ts (a dangling entry). */
+  readonly doc_ts: number | null;
+  readonly value: string | null;
+}
+
+export interface ScanParameters {
+  readonly indexId: number;
+  readonly start: Uint8Array;
+  readonly end?: Uint8Array;
+  readonly ts: number;
+  readonly limit: number;
+}
+
+/** Scan statements by order and by whether the range has an upper bound. */
+interface ScanStatements {
+  readonly bounded: Statement<[ScanParameters], ScanRow>;
+  readonly unbounded: Statement<[ScanParameters], ScanRow>;
+}
+
+const LATEST_ENTRY = `e.ts = (SELECT ts FROM index_entries
+  WHERE index_id = e.index_id AND key = e.key AND ts <= :ts ORDER BY ts DESC LIMIT 1)`;
+
+const LATEST_DOCUMENT_OF_ENTRY = `(SELECT ts FROM documents
+  WHERE id = e.doc_id AND ts <= :ts ORDER BY ts DESC LIMIT 1)`;
+
+function rangeCondition(bounded: boolean): string {
+  return `e.index_id = :indexId AND e.key >= :start ${bounded ? "AND e.key < :end" : ""} AND e.ts <= :ts`;
+}
+
+function scanSql(order: "ASC" | "DESC", bounded: boolean): string {
+  return `SELECT e.key AS key, e.doc_id AS doc_id, d.ts AS doc_ts, d.value AS value
+    FROM index_entries AS e
+    LEFT JOIN documents AS d ON d.id = e.doc_id AND d.ts = ${LATEST_DOCUMENT_OF_ENTRY}
+    WHERE ${rangeCondition(bounded)} AND ${LATEST_ENTRY} AND e.doc_id IS NOT NULL
+    ORDER BY e.key ${order}
+    LIMIT :limit`;
+}
+
+/** Counts what an unlimited scan would return: dangling entries are not counted. */
+function countSql(bounded: boolean): string {
+  return `SELECT COUNT(*) FROM index_entries AS e
+    WHERE ${rangeCondition(bounded)} AND ${LATEST_ENTRY} AND e.doc_id IS NOT NULL
+      AND (SELECT value IS NOT NULL FROM documents WHERE id = e.doc_id AND ts <= :ts ORDER BY ts DESC LIMIT 1)`;
+}
+
+export class Statements {
+  readonly upsertDocument: Statement<[number, string, number, string | null, number | null]>;
+  readonly upsertIndexEntry: Statement<[number, Uint8Array, number, string | null]>;
+  readonly upsertReceipt: Statement<[string, number, number, string]>;
+  readonly updateMeta: Statement<[number, number, string | null, number, number]>;
+
+  readonly getDocument: Statement<[string, number], { value: string | null; ts: number }>;
+  /** Ids travel as one JSON array, so a batch of gets is one statement. */
+  readonly getDocuments: Statement<[{ ids: string; ts: number }], { position: number; value: string | null; ts: number }>;
+  readonly scanAscending: ScanStatements;
+  readonly scanDescending: ScanStatements;
+  readonly countBounded: Statement<[Omit<ScanParameters, "limit">], number>;
+  readonly countUnbounded: Statement<[Omit<ScanParameters, "limit">], number>;
+  readonly changes: Statement<[number, number, number], DocumentRow>;
+  readonly receipt: Statement<[string, number], ReceiptRow>;
+  readonly maxTs: Statement<[], number | null>;
+  readonly storedRows: Statement<[], { documents: number; indexEntries: number; receipts: number }>;
+
+  constructor(db: SqliteDatabase) {
+    this.upsertDocument = db.prepare(
+      `INSERT INTO documents (table_number, id, ts, value, prev_ts) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (id, ts) DO UPDATE SET
+         table_number = excluded.table_number, value = excluded.value, prev_ts = excluded.prev_ts`,
+    );
+    this.upsertIndexEntry = db.prepare(
+      `INSERT INTO index_entries (index_id, key, ts, doc_id) VALUES (?, ?, ?, ?)
+       ON CONFLICT (index_id, key, ts) DO UPDATE SET doc_id = excluded.doc_id`,
+    );
+    this.upsertReceipt = db.prepare(
+      `INSERT INTO receipts (client_id, seq, ts, result) VALUES (?, ?, ?, ?)
+       ON CONFLICT (client_id, seq) DO UPDATE SET ts = excluded.ts, result = excluded.result`,
+    );
+    this.updateMeta = db.prepare(UPDATE_META);
+
+    this.getDocument = db.prepare(`SELECT value, ts FROM documents WHERE id = ? AND ts <= ? ORDER BY ts DESC LIMIT 1`);
+    this.getDocuments = db.prepare(
+      `SELECT CAST(j.key AS INTEGER) AS position, d.value AS value, d.ts AS ts
+       FROM json_each(:ids) AS j CROSS JOIN documents AS d
+       WHERE d.id = j.value
+         AND d.ts = (SELECT ts FROM documents WHERE id = j.value AND ts <= :ts ORDER BY ts DESC LIMIT 1)`,
+    );
+    this.scanAscending = { bounded: db.prepare(scanSql("ASC", true)), unbounded: db.prepare(scanSql("ASC", false)) };
+    this.scanDescending = { bounded: db.prepare(scanSql("DESC", true)), unbounded: db.prepare(scanSql("DESC", false)) };
+    this.countBounded = db.prepare<[Omit<ScanParameters, "limit">], number>(countSql(true)).pluck();
+    this.countUnbounded = db.prepare<[Omit<ScanParameters, "limit">], number>(countSql(false)).pluck();
+    this.changes = db.prepare(
+      `SELECT table_number, id, ts, value, prev_ts FROM documents
+       WHERE ts > ? AND ts <= ? ORDER BY ts, id LIMIT ?`,
+    );
+    this.receipt = db.prepare(`SELECT client_id, seq, ts, result FROM receipts WHERE client_id = ? AND seq = ?`);
+    this.maxTs = db.prepare<[], number | null>(`SELECT MAX(ts) FROM documents`).pluck();
+    this.storedRows = db.prepare(
+      `SELECT (SELECT COUNT(*) FROM documents) AS documents, (SELECT COUNT(*) FROM index_entries) AS indexEntries,
+         (SELECT COUNT(*) FROM receipts) AS receipts`,
+    );
+  }
+}
