@@ -49,16 +49,20 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
-      const sleeper = { wakeAtMs: this.currentMs + Math.max(0, ms), resolve, order: this.sleeperCount++ };
-      this.sleepers.push(sleeper);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          this.sleepers = this.sleepers.filter((s) => s !== sleeper);
-          reject(signal.reason);
+      const onAbort = () => {
+        this.sleepers = this.sleepers.filter((s) => s !== sleeper);
+        reject(signal?.reason);
+      };
+      const sleeper = {
+        wakeAtMs: this.currentMs + Math.max(0, ms),
+        order: this.sleeperCount++,
+        resolve: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
         },
-        { once: true },
-      );
+      };
+      this.sleepers.push(sleeper);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 

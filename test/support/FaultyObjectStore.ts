@@ -17,7 +17,14 @@ export interface FaultPlan {
   /** Probability 0..1 (with the seeded Random) or `once` for exactly the next match. */
   readonly rate?: number;
   readonly once?: boolean;
-  readonly effect: "transient" | "lose-response" | "unreachable" | { readonly delayMs: number };
+  readonly effect:
+    | "transient"
+    | "lose-response"
+    | "unreachable"
+    /** Holds the call for delayMs plus a uniform 0..jitterMs before it reaches the bucket. */
+    | { readonly delayMs: number; readonly jitterMs?: number }
+    /** Holds the call until the promise settles (a test's gate), then lets it through. */
+    | { readonly until: Promise<void> };
 }
 
 export class FaultyObjectStore implements ObjectStore {
@@ -25,6 +32,8 @@ export class FaultyObjectStore implements ObjectStore {
   private plans: FaultPlan[] = [];
   /** Calls seen per operation, for assertions about what was (not) done. */
   readonly calls: Record<StoreOperation, number> = { get: 0, create: 0, casPut: 0, delete: 0, deleteMany: 0, list: 0 };
+  /** Calls currently held by an `until` gate. */
+  held = 0;
   /** Keys written by create/casPut, in order, for assertions. */
   readonly writes: string[] = [];
 
@@ -40,9 +49,30 @@ export class FaultyObjectStore implements ObjectStore {
     this.plans.push(plan);
   }
 
+  /**
+   * A stop-the-world pause of the process behind this store: every call made before
+   * `untilMs` (on the clock) is held until then. Calls already in flight that reach the
+   * bucket later land late — exactly what a paused zombie writer does.
+   */
+  pauseUntil(untilMs: number): void {
+    this.pausedUntilMs = Math.max(this.pausedUntilMs, untilMs);
+  }
+
+  private pausedUntilMs = 0;
+
   clear(): void {
     this.plans = [];
   }
+
+  /** Drops every rule and lets every held call through (teardown must never hang). */
+  releaseAll(): void {
+    this.plans = [];
+    this.release();
+    this.released = new Promise((resolve) => (this.release = resolve));
+  }
+
+  private release!: () => void;
+  private released = new Promise<void>((resolve) => (this.release = resolve));
 
   async get(key: string, options?: GetOptions): Promise<GetResult | null | "not-modified"> {
     return this.run("get", key, () => this.inner.get(key, options));
@@ -87,11 +117,16 @@ export class FaultyObjectStore implements ObjectStore {
 
   private async run<T>(operation: StoreOperation, key: string, action: () => Promise<T>): Promise<T> {
     this.calls[operation]++;
+    const pausedMs = this.pausedUntilMs - this.clock.nowMs();
+    if (pausedMs > 0) await this.clock.sleep(pausedMs);
     let loseResponse = false;
     for (const plan of this.matching(operation, key)) {
       const effect = plan.effect;
-      if (typeof effect === "object") {
-        await this.clock.sleep(effect.delayMs);
+      if (typeof effect === "object" && "until" in effect) {
+        this.held++;
+        await Promise.race([effect.until, this.released]).finally(() => this.held--);
+      } else if (typeof effect === "object") {
+        await this.clock.sleep(effect.delayMs + Math.floor(this.random.float() * (effect.jitterMs ?? 0)));
       } else if (effect === "transient") {
         throw new CairnError("STORE_TRANSIENT", `injected transient failure of ${operation} ${key}`);
       } else if (effect === "unreachable") {

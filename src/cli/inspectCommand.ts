@@ -1,0 +1,43 @@
+import { systemClock } from "../base/clock.js";
+import { systemRandom } from "../base/random.js";
+import { bucketLayout, parseSegmentSeqno } from "../manifest/bucketLayout.js";
+import { openGlobals } from "../manifest/Globals.js";
+import { ShardManifest } from "../manifest/ShardManifest.js";
+import { openObjectStore } from "../objectstore/index.js";
+
+/** Prints what the bucket holds, read-only: globals, manifests, log extents. */
+export async function inspectCommand(options: { readonly store: string }): Promise<void> {
+  const store = await openObjectStore(options.store);
+  try {
+    const globals = await openGlobals(store, { clock: systemClock, random: systemRandom, mustExist: true });
+    const { deploymentId, numShards, createdAt } = globals.value;
+    const lines = [`deployment ${deploymentId}: ${numShards} shard(s), created ${new Date(createdAt).toISOString()}`];
+    for (let shard = 0; shard < numShards; shard++) {
+      const manifest = new ShardManifest(store, shard, deploymentId, systemRandom);
+      const current = await manifest.refresh();
+      let first: number | null = null;
+      let last: number | null = null;
+      let segments = 0;
+      for await (const entry of store.list(bucketLayout.logPrefix(shard))) {
+        const seqno = parseSegmentSeqno(shard, entry.key);
+        if (seqno === null) continue;
+        first ??= seqno;
+        last = seqno;
+        segments++;
+      }
+      const writer = current.writer
+        ? `${current.writer.nodeId} until ${new Date(current.leaseExpiresAt).toISOString()}`
+        : "none";
+      const snapshot = current.snapshot
+        ? `seqno ${current.snapshot.seqno} (${current.snapshot.documents} documents, ${current.snapshot.bytes} bytes)`
+        : "none";
+      lines.push(
+        `shard ${shard}: epoch ${current.epoch}, writer ${writer}, logStart ${current.logStart}, ` +
+          `segments ${segments === 0 ? "none" : `${first}..${last} (${segments})`}, snapshot ${snapshot}`,
+      );
+    }
+    process.stdout.write(`${lines.join("\n")}\n`);
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from "commander";
+import { serveCommand } from "./serveCommand.js";
+import { inspectCommand } from "./inspectCommand.js";
+
+/**
+ * `cairn` — the command-line entry. `npm start` runs `cairn serve` on the embedded
+ * default: a directory in ./.cairn as the bucket, one shard.
+ */
+export const DEFAULT_STORE_URL = ".cairn/bucket";
+export const DEFAULT_LOCAL_DIRECTORY = ".cairn/local";
+
+function positiveInteger(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a positive integer");
+  return parsed;
+}
+
+const program = new Command()
+  .name("cairn")
+  .description("A reactive document database whose only durable home is an object-store bucket");
+
+program
+  .command("serve", { isDefault: true })
+  .description("open (or create) the deployment and become the writer of its shards")
+  .option("--store <url>", "bucket: file:///abs/dir, a path, s3://bucket/prefix?endpoint=…, mem://name", DEFAULT_STORE_URL)
+  .option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY)
+  .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
+  .option("--node-id <id>", "this node's id in the manifests (default: random per process)")
+  .action(serveCommand);
+
+program
+  .command("inspect")
+  .description("print the deployment's globals, each shard's manifest and log extent")
+  .option("--store <url>", "bucket URL (see serve)", DEFAULT_STORE_URL)
+  .action(inspectCommand);
+
+program.parseAsync().catch((error: unknown) => {
+  const code = (error as { code?: string }).code;
+  process.stderr.write(`cairn: ${code ? `[${code}] ` : ""}${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,57 @@
+import type { EngineEvent } from "../shard/ShardEngine.js";
+
+/**
+ * Prints engine events for a person at a terminal: progress of long work (restore,
+ * replay, snapshot) at most once per interval, and every lifecycle change.
+ */
+const PROGRESS_INTERVAL_MS = 500;
+
+export function progressReporter(write: (line: string) => void): (event: EngineEvent) => void {
+  let lastProgressAt = 0;
+  return (event) => {
+    switch (event.type) {
+      case "progress": {
+        const now = Date.now();
+        if (now - lastProgressAt < PROGRESS_INTERVAL_MS) return;
+        lastProgressAt = now;
+        const progress = event.progress;
+        if (progress.phase === "restore") {
+          write(
+            `shard ${event.shard}: restoring snapshot ${progress.seqno}: part ${progress.partsDone}/${progress.parts}, ` +
+              `${progress.documents}/${progress.documentsTotal} documents`,
+          );
+        } else {
+          write(`shard ${event.shard}: replaying segment ${progress.seqno} (tail hint ${progress.tailHint})`);
+        }
+        return;
+      }
+      case "acquired":
+        write(`shard ${event.shard}: writer at epoch ${event.epoch} (fence at seqno ${event.fenceSeqno})`);
+        return;
+      case "relinquished":
+        write(`shard ${event.shard}: lease of epoch ${event.epoch} released`);
+        return;
+      case "fenced":
+      case "poisoned":
+        write(`shard ${event.shard}: ${event.type}: ${event.error.message}`);
+        return;
+      case "snapshot":
+        write(
+          `shard ${event.shard}: snapshot at seqno ${event.pointer.seqno}: ${event.pointer.documents} documents, ` +
+            `${event.pointer.parts} part(s), ${event.pointer.bytes} bytes`,
+        );
+        return;
+      case "gc":
+        if (event.report.logStartAfter !== event.report.logStartBefore || event.report.snapshotObjectsDeleted > 0) {
+          write(
+            `shard ${event.shard}: gc: logStart ${event.report.logStartBefore} → ${event.report.logStartAfter}, ` +
+              `${event.report.segmentsDeleted} segment(s) and ${event.report.snapshotObjectsDeleted} snapshot object(s) deleted`,
+          );
+        }
+        return;
+      case "driver-error":
+        write(`shard ${event.shard}: ${event.driver} failed: ${String(event.error)}`);
+        return;
+    }
+  };
+}

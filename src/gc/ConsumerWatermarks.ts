@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { CairnError } from "../base/errors.js";
+import type { Random } from "../base/random.js";
+import { bucketLayout } from "../manifest/bucketLayout.js";
+import { CasObject, jsonCasCodec } from "../manifest/CasObject.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+
+/**
+ * Replicas publish how far they have applied each shard's log, so that the owner's GC
+ * keeps the segments they still need. A watermark not updated for the TTL stops holding
+ * GC back: that replica restores from the snapshot when it returns.
+ */
+const watermarkSchema = z.object({
+  version: z.number().int().min(1),
+  nonce: z.string().min(1),
+  consumerId: z.string().min(1),
+  appliedSeqno: z.number().int().min(-1),
+  /** Milliseconds since the Unix epoch. */
+  updatedAt: z.number().int().min(0),
+});
+
+export type ConsumerWatermark = z.infer<typeof watermarkSchema>;
+
+const watermarkCodec = jsonCasCodec(watermarkSchema, "MANIFEST_INVALID", "consumer watermark");
+const CONSUMER_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** A silent consumer stops holding GC back after 24 h: a day of log is cheap, forever is not. */
+export const CONSUMER_TTL_MS_DEFAULT = 24 * 60 * 60 * 1000;
+
+export class ConsumerWatermarks {
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly shard: number,
+    private readonly random: Random,
+  ) {}
+
+  async publish(consumerId: string, appliedSeqno: number, nowMs: number): Promise<void> {
+    await this.object(consumerId).update((current) =>
+      current !== null && current.appliedSeqno === appliedSeqno && current.updatedAt === nowMs
+        ? null
+        : { consumerId, appliedSeqno, updatedAt: nowMs },
+    );
+  }
+
+  async read(consumerId: string): Promise<ConsumerWatermark | null> {
+    return (await this.object(consumerId).read())?.value ?? null;
+  }
+
+  async remove(consumerId: string): Promise<void> {
+    await this.store.delete(this.object(consumerId).key);
+  }
+
+  /** Every consumer's watermark (one LIST plus a GET each: off the hot path, on GC cadence). */
+  async readAll(): Promise<ConsumerWatermark[]> {
+    const watermarks: ConsumerWatermark[] = [];
+    const prefix = bucketLayout.consumersPrefix(this.shard);
+    for await (const entry of this.store.list(prefix)) {
+      const consumerId = entry.key.slice(prefix.length);
+      if (!CONSUMER_ID_PATTERN.test(consumerId)) continue;
+      const watermark = await this.read(consumerId);
+      if (watermark !== null) watermarks.push(watermark);
+    }
+    return watermarks;
+  }
+
+  private object(consumerId: string): CasObject<ConsumerWatermark> {
+    if (!CONSUMER_ID_PATTERN.test(consumerId)) {
+      throw new CairnError("INVALID_ARGUMENT", `consumer id must match ${CONSUMER_ID_PATTERN}, got ${JSON.stringify(consumerId)}`);
+    }
+    return new CasObject(this.store, bucketLayout.consumer(this.shard, consumerId), watermarkCodec, this.random);
+  }
+}
+
+/** The lowest seqno live consumers still need, or null when no live consumer exists. */
+export function lowestNeededSeqno(watermarks: readonly ConsumerWatermark[], nowMs: number, ttlMs: number): number | null {
+  const live = watermarks.filter((watermark) => nowMs - watermark.updatedAt <= ttlMs);
+  if (live.length === 0) return null;
+  return Math.min(...live.map((watermark) => watermark.appliedSeqno + 1));
+}

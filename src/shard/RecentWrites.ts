@@ -1,0 +1,76 @@
+import type { WrittenKey } from "./WriteUnit.js";
+
+/**
+ * The keys written by recently committed units, for optimistic-concurrency checks
+ * (DESIGN.md §7): a transaction that read at `readTs` conflicts with every write
+ * committed after `readTs` that touches what it read.
+ *
+ * Invariant: `horizonTs` is the highest ts ever evicted; a transaction whose `readTs`
+ * is below it cannot be checked and is treated as conflicting (it re-runs on a fresh
+ * snapshot), never as clean.
+ */
+interface CommittedUnit {
+  readonly ts: number;
+  readonly keys: readonly WrittenKey[];
+}
+
+export class RecentWrites {
+  private units: CommittedUnit[] = [];
+  private head = 0;
+  private horizonTs = 0;
+
+  constructor(
+    /** Units kept at most; older ones are evicted first. */
+    private readonly unitsMax: number,
+    /** Units older than this many microseconds below the newest are evicted. */
+    private readonly windowMicros: number,
+  ) {}
+
+  /** Records a committed unit; `ts` must exceed every earlier one. */
+  add(ts: number, keys: readonly WrittenKey[]): void {
+    this.units.push({ ts, keys });
+    this.evict(ts);
+  }
+
+  /** Whether a write committed after `readTs` satisfies `conflictsWith`. */
+  conflicts(readTs: number, conflictsWith: (key: WrittenKey) => boolean): boolean {
+    if (readTs < this.horizonTs) return true;
+    for (let index = this.firstAfter(readTs); index < this.units.length; index++) {
+      if (this.units[index]!.keys.some(conflictsWith)) return true;
+    }
+    return false;
+  }
+
+  /** Forgets everything: after a restore the history these keys described is gone. */
+  reset(horizonTs: number): void {
+    this.units = [];
+    this.head = 0;
+    this.horizonTs = horizonTs;
+  }
+
+  private firstAfter(readTs: number): number {
+    let low = this.head;
+    let high = this.units.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.units[middle]!.ts <= readTs) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  private evict(newestTs: number): void {
+    while (
+      this.head < this.units.length &&
+      (this.units.length - this.head > this.unitsMax || this.units[this.head]!.ts < newestTs - this.windowMicros)
+    ) {
+      this.horizonTs = Math.max(this.horizonTs, this.units[this.head]!.ts);
+      this.head++;
+    }
+    // Compact occasionally so the array does not grow without bound.
+    if (this.head > 1024 && this.head * 2 > this.units.length) {
+      this.units = this.units.slice(this.head);
+      this.head = 0;
+    }
+  }
+}

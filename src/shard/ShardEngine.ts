@@ -1,0 +1,624 @@
+import { CairnError, hasErrorCode } from "../base/errors.js";
+import { randomHex } from "../base/random.js";
+import { collectGarbage, type GarbageReport } from "../gc/collectGarbage.js";
+import { ConsumerWatermarks } from "../gc/ConsumerWatermarks.js";
+import type { SnapshotPointer } from "../manifest/Manifest.js";
+import { ShardManifest, type LeaseOwner } from "../manifest/ShardManifest.js";
+import { LogValidator, type LogPosition } from "../segments/LogValidator.js";
+import { EMPTY_RECORD_BATCH, type RecordBatch } from "../segments/recordCodec.js";
+import { encodeSegment, type Segment, type SegmentKind } from "../segments/Segment.js";
+import { writeSnapshot } from "../snapshots/writeSnapshot.js";
+import { catchUp, type CatchUpProgress, type CatchUpReport } from "./catchUp.js";
+import type { HybridClock } from "./HybridClock.js";
+import { SHARD_ENGINE_DEFAULTS, type ShardEngineOptions, type ShardEngineTuning } from "./engineOptions.js";
+import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
+import { RecentWrites } from "./RecentWrites.js";
+import { appendSegment } from "./SegmentAppender.js";
+import {
+  stampUnit,
+  unitBytes,
+  validateWriteUnit,
+  writtenKeys,
+  type CommitResult,
+  type WriteUnit,
+  type WrittenKey,
+} from "./WriteUnit.js";
+
+/**
+ * One shard's engine on one node: materializes the shard's log into the local store and,
+ * once it holds the lease, is the shard's only writer (DESIGN.md §4).
+ *
+ * Lifecycle (state.kind):
+ *   following ──acquire──▶ writing ──relinquish──▶ following
+ *   writing ──fenced (commit, heartbeat, GC)──▶ fenced
+ *   writing ──unknown commit outcome / local failure──▶ poisoned
+ *   fenced | poisoned ──acquire (re-open: re-acquire and catch up)──▶ writing
+ *   any ──close──▶ closed
+ *
+ * Invariants:
+ * - A commit is acknowledged only after its segment's create succeeded and verification
+ *   (DESIGN.md §4) showed it durable; then it is applied locally before the caller hears.
+ * - Exactly one segment create is in flight per shard; the next batch accumulates.
+ * - Timestamps strictly increase along the log (the validator refuses anything else).
+ * - Once fenced or poisoned, the engine acknowledges nothing until re-acquired.
+ */
+export type EngineState =
+  | { readonly kind: "following" }
+  | { readonly kind: "writing"; readonly epoch: number }
+  | { readonly kind: "fenced"; readonly error: CairnError }
+  | { readonly kind: "poisoned"; readonly error: CairnError }
+  | { readonly kind: "closed" };
+
+export type EngineEvent =
+  | { readonly type: "progress"; readonly shard: number; readonly progress: CatchUpProgress }
+  | { readonly type: "acquired"; readonly shard: number; readonly epoch: number; readonly fenceSeqno: number }
+  | { readonly type: "relinquished"; readonly shard: number; readonly epoch: number }
+  | { readonly type: "fenced"; readonly shard: number; readonly error: CairnError }
+  | { readonly type: "poisoned"; readonly shard: number; readonly error: CairnError }
+  | { readonly type: "snapshot"; readonly shard: number; readonly pointer: SnapshotPointer }
+  | { readonly type: "gc"; readonly shard: number; readonly report: GarbageReport }
+  | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown };
+
+interface QueuedUnit {
+  readonly unit: WriteUnit;
+  readonly keys: readonly WrittenKey[];
+  readonly bytes: number;
+  readonly resolve: (result: CommitResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+export class ShardEngine {
+  readonly shard: number;
+  readonly tuning: ShardEngineTuning;
+  private readonly manifest: ShardManifest;
+  private readonly watermarks: ConsumerWatermarks;
+  private readonly validator: LogValidator;
+  private readonly recentWrites: RecentWrites;
+  private currentState: EngineState = { kind: "following" };
+  private queue: QueuedUnit[] = [];
+  private inFlight: QueuedUnit[] = [];
+  private flushLoop: Promise<void> | null = null;
+  private accepting = false;
+  private tickRequested = false;
+  private committedSinceHeartbeat = false;
+  private leaseExpiresAt = 0;
+  private drivers: AbortController | null = null;
+  private driverTasks: Promise<void>[] = [];
+  private maintenance: Promise<unknown> = Promise.resolve();
+  private gcRuns = 0;
+  private lastGcAtMs = 0;
+  private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
+  private readonly appliedListeners = new Set<(segment: Segment) => void>();
+
+  private constructor(private readonly options: ShardEngineOptions) {
+    this.shard = options.shard;
+    this.tuning = { ...SHARD_ENGINE_DEFAULTS, ...options.tuning };
+    this.manifest = new ShardManifest(options.store, options.shard, options.deploymentId, options.random);
+    this.watermarks = new ConsumerWatermarks(options.store, options.shard, options.random);
+    this.validator = new LogValidator(options.shard, positionFromMeta(options.local.meta()));
+    this.recentWrites = new RecentWrites(this.tuning.recentWritesUnitsMax, this.tuning.recentWritesWindowMs * 1000);
+  }
+
+  /** Loads (or creates) the shard's manifest and catches the local store up to the log's end. */
+  static async open(options: ShardEngineOptions): Promise<ShardEngine> {
+    const meta = options.local.meta();
+    if (meta.shard !== options.shard || meta.deploymentId !== options.deploymentId) {
+      throw new CairnError("LOCAL_META_MISMATCH", `local store belongs to shard ${meta.shard} of ${meta.deploymentId}`);
+    }
+    const engine = new ShardEngine(options);
+    await engine.manifest.load();
+    await engine.catchUpToTail();
+    engine.sinceSnapshot = engine.countSinceSnapshot();
+    return engine;
+  }
+
+  get state(): EngineState {
+    return this.currentState;
+  }
+
+  /** The log position the local store reflects. */
+  get position(): LogPosition {
+    return this.validator.position;
+  }
+
+  /** The timestamp every read should use now: everything at or below it is applied locally. */
+  get readTs(): number {
+    return this.validator.position.lastMaxTs;
+  }
+
+  get local() {
+    return this.options.local;
+  }
+
+  get watermarkStore(): ConsumerWatermarks {
+    return this.watermarks;
+  }
+
+  /** Listens to every segment applied locally (own commits and others'), in log order. */
+  onSegmentApplied(listener: (segment: Segment) => void): () => void {
+    this.appliedListeners.add(listener);
+    return () => this.appliedListeners.delete(listener);
+  }
+
+  /** Reads new segments as a follower (replica tailing, or before acquire). */
+  async catchUpToTail(): Promise<CatchUpReport> {
+    this.assertNotClosed();
+    if (this.currentState.kind === "writing") {
+      throw new CairnError("INTERNAL", "the writer's local store is the log's tail; it does not catch up");
+    }
+    const report = await catchUp({
+      store: this.options.store,
+      deploymentId: this.options.deploymentId,
+      manifest: this.manifest,
+      local: this.options.local,
+      validator: this.validator,
+      fetchConcurrency: this.tuning.fetchConcurrency,
+      restoreLagSegments: this.tuning.restoreLagSegments,
+      onProgress: (progress) => this.emit({ type: "progress", shard: this.shard, progress }),
+      onApplied: (segment) => this.notifyApplied(segment),
+    });
+    this.options.hybridClock.observe(this.validator.position.lastMaxTs);
+    if (report.restoredFromSeqno !== null) this.recentWrites.reset(this.validator.position.lastMaxTs);
+    return report;
+  }
+
+  /**
+   * Becomes the shard's writer (DESIGN.md §4 acquire): takes the lease with a new epoch,
+   * catches up to the tail and creates the fence segment there. Also re-opens a fenced or
+   * poisoned engine.
+   */
+  async acquire(): Promise<void> {
+    this.assertNotClosed();
+    if (this.currentState.kind === "writing") return;
+    await this.flushLoop;
+    await this.stopDrivers();
+    const { clock } = this.options;
+    const writer = { nodeId: this.options.nodeId, url: this.options.nodeUrl ?? null };
+    const acquired = await this.manifest.acquire(writer, clock.nowMs(), this.tuning.leaseTtlMs);
+    this.leaseExpiresAt = acquired.leaseExpiresAt;
+    const epoch = acquired.epoch;
+    let fence: Segment;
+    try {
+      await this.catchUpToTail();
+      fence = await this.append(epoch, "fence", 0, (hybridClock) => markerStamp(hybridClock.next()));
+      this.ingestOwn(fence);
+      if (await this.verifyDurable(fence, epoch)) {
+        throw new CairnError("FENCED", `shard ${this.shard}: another writer acquired during our takeover`);
+      }
+    } catch (error) {
+      await this.abandonLease(epoch, error);
+      throw error;
+    }
+    this.recentWrites.reset(fence.header.maxTs);
+    this.currentState = { kind: "writing", epoch };
+    this.accepting = true;
+    this.committedSinceHeartbeat = false;
+    this.startDrivers();
+    this.emit({ type: "acquired", shard: this.shard, epoch, fenceSeqno: fence.header.seqno });
+  }
+
+  /** A takeover that failed halfway gives the lease back, so others need not wait it out. */
+  private async abandonLease(epoch: number, cause: unknown): Promise<void> {
+    if (hasErrorCode(cause, "FENCED")) return;
+    try {
+      await this.manifest.relinquish({ nodeId: this.options.nodeId, epoch });
+    } catch {
+      // The lease then simply expires.
+    }
+  }
+
+  /**
+   * Queues a write unit for the next group commit. Resolves once the unit is durable in
+   * the bucket and applied locally; rejects with WRITE_CONFLICT (re-run the transaction),
+   * FENCED, ENGINE_POISONED (outcome unknown: retry with the same receipt key) or an
+   * InvalidInput error (nothing written).
+   */
+  commit(unit: WriteUnit): Promise<CommitResult> {
+    const state = this.currentState;
+    if (state.kind !== "writing" || !this.accepting) return Promise.reject(this.notWritingError());
+    try {
+      validateWriteUnit(unit, this.tuning.unitBytesMax);
+      if (unit.readTs > this.readTs) {
+        throw new CairnError("INVALID_ARGUMENT", `readTs ${unit.readTs} is ahead of the shard's frontier ${this.readTs}`);
+      }
+      if (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith)) {
+        throw new CairnError("WRITE_CONFLICT", `shard ${this.shard}: a write after ts ${unit.readTs} changed what the transaction read`);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<CommitResult>((resolve, reject) => {
+      this.queue.push({ unit, keys: writtenKeys(unit), bytes: unitBytes(unit), resolve, reject });
+      this.kickFlush();
+    });
+  }
+
+  /** Renews the lease now (the heartbeat driver calls this on its cadence). */
+  async heartbeat(): Promise<void> {
+    const owner = this.owner();
+    const manifest = await this.guard(
+      this.manifest.heartbeat(owner, this.options.clock.nowMs(), this.tuning.leaseTtlMs, this.validator.position.nextSeqno - 1),
+    );
+    this.leaseExpiresAt = manifest.leaseExpiresAt;
+    if (this.tuning.tickWhenIdle && !this.committedSinceHeartbeat) {
+      this.tickRequested = true;
+      this.kickFlush();
+    }
+    this.committedSinceHeartbeat = false;
+  }
+
+  /** Writes a snapshot of the current local state and points the manifest at it. */
+  snapshotNow(): Promise<SnapshotPointer | null> {
+    return this.serializeMaintenance(async () => {
+      const owner = this.owner();
+      const cursor = this.options.local.openDumpCursor();
+      if (cursor.meta.appliedSeqno <= (this.manifest.current.snapshot?.seqno ?? -1)) {
+        cursor.close();
+        return null;
+      }
+      const pointer = await writeSnapshot({
+        store: this.options.store,
+        deploymentId: this.options.deploymentId,
+        shard: this.shard,
+        cursor,
+        attemptId: `${owner.epoch}-${randomHex(this.options.random, 4)}`,
+      });
+      await this.guard(
+        this.manifest.updateAsOwner(owner, (fields) =>
+          fields.snapshot !== null && fields.snapshot.seqno >= pointer.seqno ? fields : { ...fields, snapshot: pointer },
+        ),
+      );
+      this.sinceSnapshot = { segments: 0, bytes: 0, sinceMs: this.options.clock.nowMs() };
+      this.emit({ type: "snapshot", shard: this.shard, pointer });
+      return pointer;
+    });
+  }
+
+  /** Runs one GC pass as the owner (the maintenance driver calls this on its cadence). */
+  collectGarbageNow(options: { sweep?: boolean } = {}): Promise<GarbageReport> {
+    return this.serializeMaintenance(async () => {
+      const report = await this.guard(
+        collectGarbage({
+          store: this.options.store,
+          manifest: this.manifest,
+          owner: this.owner(),
+          watermarks: this.watermarks,
+          nowMs: this.options.clock.nowMs(),
+          consumerTtlMs: this.tuning.consumerTtlMs,
+          sweep: options.sweep ?? false,
+        }),
+      );
+      this.emit({ type: "gc", shard: this.shard, report });
+      return report;
+    });
+  }
+
+  /**
+   * Graceful stop of the writer: stops accepting units, drains the queue, stops the
+   * drivers and clears the lease so a successor takes over at once.
+   */
+  async relinquish(): Promise<void> {
+    const state = this.currentState;
+    if (state.kind !== "writing") return;
+    this.accepting = false;
+    await this.flushLoop;
+    await this.stopDrivers();
+    if (this.currentState.kind !== "writing") return;
+    await this.manifest.relinquish({ nodeId: this.options.nodeId, epoch: state.epoch });
+    this.currentState = { kind: "following" };
+    this.emit({ type: "relinquished", shard: this.shard, epoch: state.epoch });
+  }
+
+  /**
+   * Relinquishes if writing, then refuses everything. A lease that cannot be released
+   * (the bucket is unreachable) simply expires; that is reported, not thrown. The caller
+   * closes the local store.
+   */
+  async close(): Promise<void> {
+    if (this.currentState.kind === "closed") return;
+    try {
+      await this.relinquish();
+    } catch (error) {
+      this.emit({ type: "driver-error", shard: this.shard, driver: "relinquish", error });
+    }
+    await this.stopDrivers();
+    this.failQueued(new CairnError("ENGINE_CLOSED", `shard ${this.shard}'s engine was closed`));
+    this.currentState = { kind: "closed" };
+  }
+
+  // ---- group commit ------------------------------------------------------------------
+
+  private kickFlush(): void {
+    if (this.flushLoop !== null) return;
+    this.flushLoop = this.runFlushes().finally(() => {
+      this.flushLoop = null;
+      if (this.currentState.kind === "writing" && (this.queue.length > 0 || this.tickRequested)) this.kickFlush();
+    });
+  }
+
+  private async runFlushes(): Promise<void> {
+    while (this.currentState.kind === "writing" && (this.queue.length > 0 || this.tickRequested)) {
+      const epoch = this.currentState.epoch;
+      if (this.queue.length === 0) {
+        this.tickRequested = false;
+        await this.flushOrStop(epoch, [], "tick");
+        continue;
+      }
+      this.inFlight = this.takeBatch();
+      await this.flushOrStop(epoch, this.inFlight, "data");
+      this.inFlight = [];
+    }
+    if (this.currentState.kind !== "writing") this.failQueued(this.notWritingError());
+  }
+
+  private takeBatch(): QueuedUnit[] {
+    let bytes = 0;
+    let count = 0;
+    while (
+      count < this.queue.length &&
+      count < this.tuning.flushUnitsMax &&
+      (count === 0 || bytes + this.queue[count]!.bytes <= this.tuning.flushBytesMax)
+    ) {
+      bytes += this.queue[count]!.bytes;
+      count++;
+    }
+    return this.queue.splice(0, count);
+  }
+
+  /** One flush: create, verify, apply locally, acknowledge. Never throws. */
+  private async flushOrStop(epoch: number, batch: readonly QueuedUnit[], kind: "data" | "tick"): Promise<void> {
+    let stamps: number[] = [];
+    let segment: Segment;
+    let fencedAfter: boolean;
+    try {
+      segment = await this.append(epoch, kind, batch.length, (hybridClock) => {
+        if (kind === "tick") return markerStamp(hybridClock.next());
+        stamps = batch.map(() => hybridClock.next());
+        const records = mergeBatches(batch.map((queued, index) => stampUnit(queued.unit, stamps[index]!)));
+        return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
+      });
+      fencedAfter = await this.verifyDurable(segment, epoch);
+      this.ingestOwn(segment);
+    } catch (error) {
+      this.stopAfterFailedFlush(error, batch);
+      return;
+    }
+    batch.forEach((queued, index) => this.recentWrites.add(stamps[index]!, queued.keys));
+    batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
+    if (kind === "data") this.committedSinceHeartbeat = true;
+    this.sinceSnapshot.segments++;
+    this.sinceSnapshot.bytes += segment.bytes.byteLength;
+    if (fencedAfter) {
+      this.becomeStopped("fenced", new CairnError("FENCED", `shard ${this.shard}: a newer epoch took over after this commit`));
+    }
+  }
+
+  /**
+   * Creates the next segment of `kind` at the tail. `stamp` runs once per slot tried, so a
+   * segment moved past a leftover gets fresh timestamps above everything before it.
+   */
+  private append(epoch: number, kind: SegmentKind, count: number, stamp: (hybridClock: HybridClock) => Stamped): Promise<Segment> {
+    const { hybridClock, store, deploymentId, nodeId } = this.options;
+    return appendSegment(
+      {
+        store,
+        deploymentId,
+        shard: this.shard,
+        epoch,
+        position: () => this.validator.position,
+        ingest: (leftover) => {
+          if (ingestSegment(this.options.local, this.validator, leftover) === "apply") this.notifyApplied(leftover);
+        },
+      },
+      (seqno, position) => {
+        hybridClock.observe(position.lastMaxTs);
+        const { records, minTs, maxTs } = stamp(hybridClock);
+        const header = { deploymentId, shard: this.shard, seqno, epoch, kind, count, minTs, maxTs, prevHash: position.lastHash, writer: nodeId };
+        return encodeSegment(header, records);
+      },
+    );
+  }
+
+  /**
+   * DESIGN.md §4 verify: a created segment is durable iff its seqno >= logStart. Returns
+   * whether a newer epoch exists (acknowledge, then stop). Throws FENCED when the slot had
+   * been collected (we are a zombie and the write is lost to readers).
+   */
+  private async verifyDurable(segment: Segment, epoch: number): Promise<boolean> {
+    const { clock } = this.options;
+    if (this.tuning.verify === "lease" && clock.nowMs() + this.tuning.clockSkewMsMax < this.leaseExpiresAt) return false;
+    const manifest = await this.manifest.refresh();
+    if (manifest.logStart > segment.header.seqno) {
+      throw new CairnError(
+        "FENCED",
+        `shard ${this.shard}: segment ${segment.header.seqno} landed in a collected slot (logStart ${manifest.logStart})`,
+        { details: { shard: this.shard, seqno: segment.header.seqno, logStart: manifest.logStart } },
+      );
+    }
+    return manifest.epoch > epoch;
+  }
+
+  private ingestOwn(segment: Segment): void {
+    if (ingestSegment(this.options.local, this.validator, segment) !== "apply") {
+      throw new CairnError("INTERNAL", `shard ${this.shard}: our own segment ${segment.header.seqno} was judged a leftover`);
+    }
+    this.notifyApplied(segment);
+  }
+
+  private stopAfterFailedFlush(error: unknown, batch: readonly QueuedUnit[]): void {
+    if (hasErrorCode(error, "FENCED")) {
+      const fenced = error as CairnError;
+      for (const queued of batch) queued.reject(fenced);
+      this.becomeStopped("fenced", fenced);
+      return;
+    }
+    const poisoned = new CairnError(
+      "ENGINE_POISONED",
+      `shard ${this.shard}: the outcome of a commit is unknown; the engine refuses writes until re-acquired`,
+      { cause: error, details: { shard: this.shard, outcome: "unknown" } },
+    );
+    for (const queued of batch) queued.reject(poisoned);
+    this.becomeStopped("poisoned", poisoned);
+  }
+
+  private becomeStopped(kind: "fenced" | "poisoned", error: CairnError): void {
+    if (this.currentState.kind !== "writing") return;
+    this.currentState = { kind, error };
+    this.accepting = false;
+    this.failQueued(error);
+    this.drivers?.abort();
+    this.emit(kind === "fenced" ? { type: "fenced", shard: this.shard, error } : { type: "poisoned", shard: this.shard, error });
+  }
+
+  private failQueued(error: unknown): void {
+    const queued = this.queue;
+    this.queue = [];
+    for (const unit of queued) unit.reject(error);
+  }
+
+  private conflicts(readTs: number, conflictsWith: (key: WrittenKey) => boolean): boolean {
+    if (this.recentWrites.conflicts(readTs, conflictsWith)) return true;
+    const pending = (queued: QueuedUnit) => queued.keys.some(conflictsWith);
+    return this.inFlight.some(pending) || this.queue.some(pending);
+  }
+
+  // ---- drivers ------------------------------------------------------------------------
+
+  private startDrivers(): void {
+    const controller = new AbortController();
+    this.drivers = controller;
+    this.driverTasks = [
+      this.driverLoop(controller.signal, "heartbeat", this.tuning.heartbeatIntervalMs, () => this.heartbeat()),
+      this.driverLoop(controller.signal, "maintenance", this.tuning.maintenanceIntervalMs, () => this.runMaintenance()),
+    ];
+  }
+
+  private async stopDrivers(): Promise<void> {
+    this.drivers?.abort();
+    this.drivers = null;
+    await Promise.all(this.driverTasks);
+    this.driverTasks = [];
+  }
+
+  private async driverLoop(signal: AbortSignal, name: string, intervalMs: number, step: () => Promise<unknown>): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.options.clock.sleep(intervalMs, signal);
+      } catch {
+        return;
+      }
+      if (this.currentState.kind !== "writing") return;
+      try {
+        await step();
+      } catch (error) {
+        if (!hasErrorCode(error, "FENCED")) this.emit({ type: "driver-error", shard: this.shard, driver: name, error });
+      }
+    }
+  }
+
+  /** One maintenance step: a snapshot if the cadence says so, then GC if it is due. */
+  async runMaintenance(): Promise<void> {
+    const nowMs = this.options.clock.nowMs();
+    const since = this.sinceSnapshot;
+    const due =
+      since.segments >= this.tuning.snapshotEverySegments ||
+      since.bytes >= this.tuning.snapshotEveryBytes ||
+      (since.segments > 0 && nowMs - since.sinceMs >= this.tuning.snapshotEveryMs);
+    if (due) await this.snapshotNow();
+    if (nowMs - this.lastGcAtMs >= this.tuning.gcIntervalMs) {
+      this.lastGcAtMs = nowMs;
+      this.gcRuns++;
+      await this.collectGarbageNow({ sweep: this.gcRuns % this.tuning.gcSweepEveryRuns === 0 });
+    }
+  }
+
+  private serializeMaintenance<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.maintenance.then(job);
+    this.maintenance = run.catch(() => undefined);
+    return run;
+  }
+
+  // ---- helpers ------------------------------------------------------------------------
+
+  /** Awaits `work`; a FENCED outcome stops the writer at once. */
+  private async guard<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      if (hasErrorCode(error, "FENCED")) this.becomeStopped("fenced", error as CairnError);
+      throw error;
+    }
+  }
+
+  private owner(): LeaseOwner {
+    const state = this.currentState;
+    if (state.kind !== "writing") throw this.notWritingError();
+    return { nodeId: this.options.nodeId, epoch: state.epoch };
+  }
+
+  private notWritingError(): CairnError {
+    const state = this.currentState;
+    switch (state.kind) {
+      case "fenced":
+      case "poisoned":
+        return state.error;
+      case "closed":
+        return new CairnError("ENGINE_CLOSED", `shard ${this.shard}'s engine is closed`);
+      case "following":
+        return new CairnError("NOT_WRITER", `this node does not own shard ${this.shard}`);
+      case "writing":
+        return new CairnError("NOT_WRITER", `shard ${this.shard} is relinquishing its lease`);
+    }
+  }
+
+  private assertNotClosed(): void {
+    if (this.currentState.kind === "closed") throw this.notWritingError();
+  }
+
+  private countSinceSnapshot() {
+    const snapshotSeqno = this.manifest.current.snapshot?.seqno ?? -1;
+    return {
+      segments: Math.max(0, this.validator.position.nextSeqno - 1 - snapshotSeqno),
+      bytes: 0,
+      sinceMs: this.options.clock.nowMs(),
+    };
+  }
+
+  private notifyApplied(segment: Segment): void {
+    for (const listener of this.appliedListeners) {
+      try {
+        listener(segment);
+      } catch (error) {
+        this.emit({ type: "driver-error", shard: this.shard, driver: "applied-listener", error });
+      }
+    }
+  }
+
+  private emit(event: EngineEvent): void {
+    try {
+      this.options.onEvent?.(event);
+    } catch {
+      // An observer's failure must not change the engine's behaviour.
+    }
+  }
+}
+
+function mergeBatches(batches: readonly RecordBatch[]): RecordBatch {
+  if (batches.length === 1) return batches[0]!;
+  return {
+    revisions: batches.flatMap((batch) => batch.revisions),
+    indexUpdates: batches.flatMap((batch) => batch.indexUpdates),
+    receipts: batches.flatMap((batch) => batch.receipts),
+  };
+}
+
+interface Stamped {
+  readonly records: RecordBatch;
+  readonly minTs: number;
+  readonly maxTs: number;
+}
+
+/** Fence and tick segments carry no records, only a timestamp that advances the frontier. */
+function markerStamp(ts: number): Stamped {
+  return { records: EMPTY_RECORD_BATCH, minTs: ts, maxTs: ts };
+}

@@ -1,0 +1,114 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { systemClock, type Clock } from "../base/clock.js";
+import { systemRandom, type Random } from "../base/random.js";
+import { LocalStore } from "../local/index.js";
+import { openGlobals } from "../manifest/Globals.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import type { ShardEngineTuning } from "./engineOptions.js";
+import { HybridClock } from "./HybridClock.js";
+import { ShardEngine, type EngineEvent } from "./ShardEngine.js";
+
+/**
+ * A node's view of a whole deployment: the globals, and one engine plus one local SQLite
+ * file per shard, all sharing the node's hybrid clock so that timestamps are comparable
+ * across shards.
+ */
+export interface ShardedStoreOptions {
+  readonly store: ObjectStore;
+  /** Directory of the local SQLite files (one per shard), or ":memory:" for tests. */
+  readonly localDirectory: string;
+  readonly nodeId: string;
+  readonly nodeUrl?: string | null;
+  /** Shard count for a new deployment; an existing deployment must match if given. */
+  readonly numShards?: number;
+  readonly clock?: Clock;
+  readonly random?: Random;
+  readonly tuning?: Partial<ShardEngineTuning>;
+  readonly onEvent?: (event: EngineEvent) => void;
+}
+
+export class ShardedStore {
+  private constructor(
+    readonly deploymentId: string,
+    readonly engines: readonly ShardEngine[],
+    private readonly locals: readonly LocalStore[],
+    readonly hybridClock: HybridClock,
+  ) {}
+
+  static async open(options: ShardedStoreOptions): Promise<ShardedStore> {
+    const clock = options.clock ?? systemClock;
+    const random = options.random ?? systemRandom;
+    const globals = await openGlobals(options.store, {
+      clock,
+      random,
+      ...(options.numShards !== undefined ? { numShards: options.numShards } : {}),
+    });
+    const { deploymentId, numShards } = globals.value;
+    const hybridClock = new HybridClock(clock);
+    const locals: LocalStore[] = [];
+    const engines: ShardEngine[] = [];
+    try {
+      for (let shard = 0; shard < numShards; shard++) {
+        const local = LocalStore.open({ path: localPath(options.localDirectory, deploymentId, shard), shard, deploymentId });
+        locals.push(local);
+        engines.push(
+          await ShardEngine.open({
+            store: options.store,
+            deploymentId,
+            shard,
+            local,
+            nodeId: options.nodeId,
+            nodeUrl: options.nodeUrl ?? null,
+            clock,
+            random,
+            hybridClock,
+            // Idle shards tick so that a cross-shard read frontier keeps moving.
+            tuning: { tickWhenIdle: numShards > 1, ...options.tuning },
+            ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+          }),
+        );
+      }
+    } catch (error) {
+      for (const local of locals) local.close();
+      throw error;
+    }
+    return new ShardedStore(deploymentId, engines, locals, hybridClock);
+  }
+
+  get numShards(): number {
+    return this.engines.length;
+  }
+
+  engine(shard: number): ShardEngine {
+    const engine = this.engines[shard];
+    if (engine === undefined) throw new RangeError(`no shard ${shard} in a deployment of ${this.engines.length}`);
+    return engine;
+  }
+
+  /** Becomes the writer of every shard. */
+  async acquireAll(): Promise<void> {
+    for (const engine of this.engines) await engine.acquire();
+  }
+
+  /** One timestamp at which every shard's local copy is complete (DESIGN.md §5). */
+  get readTs(): number {
+    return Math.min(...this.engines.map((engine) => engine.readTs));
+  }
+
+  /** Relinquishes every lease this node holds and closes the local files. */
+  async close(): Promise<void> {
+    try {
+      await Promise.all(this.engines.map((engine) => engine.close()));
+    } finally {
+      for (const local of this.locals) local.close();
+    }
+  }
+}
+
+function localPath(directory: string, deploymentId: string, shard: number): string {
+  if (directory === ":memory:") return ":memory:";
+  const deploymentDirectory = join(directory, deploymentId);
+  mkdirSync(deploymentDirectory, { recursive: true });
+  return join(deploymentDirectory, `shard-${shard}.sqlite`);
+}

@@ -1,0 +1,73 @@
+import { z } from "zod";
+import { CairnError } from "../base/errors.js";
+import { decodeFramed, encodeFramed } from "../segments/framedObject.js";
+import { decodeRecords, type RecordBatch } from "../segments/recordCodec.js";
+
+/**
+ * One part of a snapshot: a framed object (checksummed, zlib-compressed) holding a run
+ * of current documents, index entries and receipts in the segment record encoding.
+ */
+export const SNAPSHOT_PART_MAGIC = "CRNP";
+
+const partHeaderSchema = z.object({
+  deploymentId: z.string().min(1),
+  shard: z.number().int().min(0),
+  seqno: z.number().int().min(0),
+  part: z.number().int().min(0),
+  documents: z.number().int().min(0),
+  indexEntries: z.number().int().min(0),
+  receipts: z.number().int().min(0),
+});
+
+export type SnapshotPartHeader = z.infer<typeof partHeaderSchema>;
+
+export interface EncodedSnapshotPart {
+  readonly bytes: Buffer;
+  readonly hash: string;
+}
+
+export function encodeSnapshotPart(header: SnapshotPartHeader, payload: Uint8Array): EncodedSnapshotPart {
+  const bytes = encodeFramed(SNAPSHOT_PART_MAGIC, header, payload, "zlib");
+  return { bytes, hash: bytes.subarray(bytes.length - 32).toString("hex") };
+}
+
+export interface DecodedSnapshotPart {
+  readonly header: SnapshotPartHeader;
+  readonly records: RecordBatch;
+  readonly hash: string;
+}
+
+/** Verifies a part read from the bucket against where it was expected; SNAPSHOT_INVALID otherwise. */
+export function decodeSnapshotPart(bytes: Uint8Array, expected: Omit<SnapshotPartHeader, "documents" | "indexEntries" | "receipts">): DecodedSnapshotPart {
+  const fail = (reason: string, cause?: unknown) =>
+    new CairnError("SNAPSHOT_INVALID", `snapshot ${expected.seqno} part ${expected.part} of shard ${expected.shard}: ${reason}`, {
+      cause,
+      details: { ...expected },
+    });
+  let framed;
+  try {
+    framed = decodeFramed(SNAPSHOT_PART_MAGIC, bytes);
+  } catch (error) {
+    throw fail(error instanceof Error ? error.message : String(error), error);
+  }
+  const parsed = partHeaderSchema.safeParse(framed.header);
+  if (!parsed.success) throw fail(`header is invalid: ${z.prettifyError(parsed.error)}`);
+  const header = parsed.data;
+  for (const field of ["deploymentId", "shard", "seqno", "part"] as const) {
+    if (header[field] !== expected[field]) throw fail(`header names ${field} ${header[field]}, expected ${expected[field]}`);
+  }
+  let records: RecordBatch;
+  try {
+    records = decodeRecords(framed.payload);
+  } catch (error) {
+    throw fail(`payload is malformed: ${String(error)}`, error);
+  }
+  if (
+    records.revisions.length !== header.documents ||
+    records.indexUpdates.length !== header.indexEntries ||
+    records.receipts.length !== header.receipts
+  ) {
+    throw fail("record counts differ from the header");
+  }
+  return { header, records, hash: framed.hash };
+}

@@ -1,0 +1,131 @@
+import { createHash } from "node:crypto";
+import PQueue from "p-queue";
+import { CairnError } from "../base/errors.js";
+import type { DumpChunk, DumpCursor } from "../local/index.js";
+import { bucketLayout } from "../manifest/bucketLayout.js";
+import type { SnapshotPointer } from "../manifest/Manifest.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { ByteWriter } from "../segments/ByteWriter.js";
+import { writeIndexUpdate, writeReceipt, writeRevision } from "../segments/recordCodec.js";
+import { encodeSnapshotPart } from "./SnapshotPart.js";
+
+/**
+ * Streams a point-in-time dump of the local state into create-only parts under a fresh
+ * attempt prefix and returns the pointer to record in the manifest. Nothing here touches
+ * the manifest: a snapshot exists for readers only once the owner CASes the pointer in,
+ * so a crash midway leaves only strays that GC sweeps.
+ *
+ * Memory stays bounded: at most `uploadConcurrency` encoded parts wait for upload while
+ * the next part is being filled.
+ */
+export interface WriteSnapshotOptions {
+  readonly store: ObjectStore;
+  readonly deploymentId: string;
+  readonly shard: number;
+  readonly cursor: DumpCursor;
+  /** Unique per attempt (e.g. epoch and a random suffix). */
+  readonly attemptId: string;
+  /** Uncompressed bytes per part before it is cut. */
+  readonly partBytesTarget?: number;
+  readonly uploadConcurrency?: number;
+  readonly onProgress?: (progress: SnapshotProgress) => void;
+}
+
+export interface SnapshotProgress {
+  readonly phase: "snapshot";
+  readonly shard: number;
+  readonly seqno: number;
+  readonly documents: number;
+  readonly parts: number;
+  readonly bytes: number;
+}
+
+/** 8 MiB parts: few enough PUTs for large shards, small enough to upload in parallel. */
+export const SNAPSHOT_PART_BYTES_TARGET = 8 * 1024 * 1024;
+/** Parts uploading at once; bounds memory to roughly this many parts. */
+export const SNAPSHOT_UPLOAD_CONCURRENCY = 4;
+
+export async function writeSnapshot(options: WriteSnapshotOptions): Promise<SnapshotPointer> {
+  const { store, cursor, shard, deploymentId } = options;
+  const meta = cursor.meta;
+  if (meta.appliedSeqno < 0) throw new CairnError("INTERNAL", `shard ${shard} has nothing to snapshot`);
+  const seqno = meta.appliedSeqno;
+  const prefix = bucketLayout.snapshotPrefix(shard, seqno, options.attemptId);
+  const partBytesTarget = options.partBytesTarget ?? SNAPSHOT_PART_BYTES_TARGET;
+  const uploadConcurrency = options.uploadConcurrency ?? SNAPSHOT_UPLOAD_CONCURRENCY;
+  const uploads = new PQueue({ concurrency: uploadConcurrency });
+  const partHashes: string[] = [];
+  const totals = { documents: 0, bytes: 0 };
+  let writer = new ByteWriter(1 << 20);
+  let counts = { documents: 0, indexEntries: 0, receipts: 0 };
+  let uploadError: unknown = null;
+
+  const cutPart = async () => {
+    const part = partHashes.length;
+    const encoded = encodeSnapshotPart({ deploymentId, shard, seqno, part, ...counts }, writer.finish());
+    partHashes.push(encoded.hash);
+    totals.bytes += encoded.bytes.byteLength;
+    totals.documents += counts.documents;
+    writer = new ByteWriter(1 << 20);
+    counts = { documents: 0, indexEntries: 0, receipts: 0 };
+    uploads
+      .add(() => store.create(bucketLayout.snapshotPart(prefix, part), encoded.bytes))
+      .catch((error: unknown) => {
+        uploadError ??= error;
+      });
+    options.onProgress?.({ phase: "snapshot", shard, seqno, parts: partHashes.length, ...totals });
+    await uploads.onSizeLessThan(uploadConcurrency);
+  };
+
+  try {
+    for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) {
+      appendChunk(writer, chunk, counts);
+      if (writer.byteLength >= partBytesTarget) await cutPart();
+      if (uploadError !== null) throw uploadError;
+    }
+    if (partHashes.length === 0 || writer.byteLength > 0) await cutPart();
+    await uploads.onIdle();
+    if (uploadError !== null) throw uploadError;
+  } finally {
+    cursor.close();
+  }
+  return {
+    seqno,
+    ts: meta.frontierTs,
+    epoch: meta.epoch,
+    hash: meta.lastHash,
+    key: prefix,
+    parts: partHashes.length,
+    bytes: totals.bytes,
+    sha256: combinePartHashes(partHashes),
+    documents: totals.documents,
+  };
+}
+
+function appendChunk(
+  writer: ByteWriter,
+  chunk: DumpChunk,
+  counts: { documents: number; indexEntries: number; receipts: number },
+): void {
+  switch (chunk.kind) {
+    case "documents":
+      for (const row of chunk.rows) writeRevision(writer, row);
+      counts.documents += chunk.rows.length;
+      return;
+    case "indexEntries":
+      for (const row of chunk.rows) writeIndexUpdate(writer, row);
+      counts.indexEntries += chunk.rows.length;
+      return;
+    case "receipts":
+      for (const row of chunk.rows) writeReceipt(writer, row);
+      counts.receipts += chunk.rows.length;
+      return;
+  }
+}
+
+/** The snapshot's identity: sha256 over the parts' hashes in order. */
+export function combinePartHashes(partHashes: readonly string[]): string {
+  const hash = createHash("sha256");
+  for (const partHash of partHashes) hash.update(partHash, "hex");
+  return hash.digest("hex");
+}
