@@ -346,7 +346,6 @@ export class ShardEngine {
       }
       this.inFlight = this.takeBatch();
       await this.flushOrStop(epoch, this.inFlight, "data");
-      this.inFlight = [];
     }
     if (this.currentState.kind !== "writing") this.failQueued(this.notWritingError());
   }
@@ -380,10 +379,14 @@ export class ShardEngine {
       fencedAfter = await this.verifyDurable(segment, epoch);
       this.ingestOwn(segment);
     } catch (error) {
+      this.inFlight = [];
       this.stopAfterFailedFlush(error, batch);
       return;
     }
+    // Committed units move from "in flight" to the recent writes before any caller
+    // resumes, so a transaction reading at the new frontier does not conflict with them.
     batch.forEach((queued, index) => this.recentWrites.add(stamps[index]!, queued.keys));
+    this.inFlight = [];
     batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
     if (kind === "data") this.committedSinceHeartbeat = true;
     this.sinceSnapshot.segments++;

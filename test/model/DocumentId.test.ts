@@ -16,18 +16,10 @@ import {
   newDocumentId,
   parseDocumentId,
 } from "../../src/model/DocumentId.js";
+import { codeOf } from "../support/errorCode.js";
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 const TABLES = [0, 1, 127, 128, 300, 16_383, 16_384, 2 ** 21, 2 ** 28, TABLE_NUMBER_MAX];
-
-function codeOf(action: () => unknown): string | undefined {
-  try {
-    action();
-    return undefined;
-  } catch (error) {
-    return (error as { code?: string }).code;
-  }
-}
 
 /** Base32 with the id alphabet, written independently of the module under test. */
 function base32(bytes: readonly number[]): string {

@@ -20,6 +20,7 @@ import {
 import type { Value } from "../../src/model/Value.js";
 import { compareStrings, compareValues } from "../../src/model/compareValues.js";
 import { sameValue, tupleArbitrary, valueArbitrary } from "./valueArbitraries.js";
+import { codeOf } from "../support/errorCode.js";
 
 function hex(bytes: Uint8Array): string {
   return Buffer.from(bytes).toString("hex");
@@ -38,15 +39,6 @@ function compareTuples(left: readonly (Value | undefined)[], right: readonly (Va
     if (order !== 0) return order;
   }
   return Math.sign(left.length - right.length);
-}
-
-function codeOf(action: () => unknown): string | undefined {
-  try {
-    action();
-    return undefined;
-  } catch (error) {
-    return (error as { code?: string }).code;
-  }
 }
 
 /** Decoding either refuses with INDEX_KEY_INVALID or returns a tuple that re-encodes to `bytes`. */

@@ -12,19 +12,11 @@ import type { IntervalHandle } from "../../src/model/IntervalIndex.js";
 import { IntervalIndex } from "../../src/model/IntervalIndex.js";
 import type { KeyRange } from "../../src/model/KeyRange.js";
 import { keyRange, pointRange, rangeContains, rangesOverlap } from "../../src/model/KeyRange.js";
+import { codeOf } from "../support/errorCode.js";
 
 const KEYSPACES = ["index:1", "index:2", "table:1"];
 /** A tiny alphabet keeps prefixes, equal keys and 0x00/0xFF edges frequent. */
 const KEY_BYTES = [0x00, 0x01, 0x80, 0xfe, 0xff];
-
-function codeOf(action: () => unknown): string | undefined {
-  try {
-    action();
-    return undefined;
-  } catch (error) {
-    return (error as { code?: string }).code;
-  }
-}
 
 function randomKey(random: SeededRandom): Uint8Array {
   return Uint8Array.from({ length: randomInt(random, 4) }, () => KEY_BYTES[randomInt(random, KEY_BYTES.length)]!);

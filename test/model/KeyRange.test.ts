@@ -30,17 +30,9 @@ import {
 import type { Value } from "../../src/model/Value.js";
 import { compareValues } from "../../src/model/compareValues.js";
 import { valueArbitrary } from "./valueArbitraries.js";
+import { codeOf } from "../support/errorCode.js";
 
 const bytes = (...values: number[]) => Uint8Array.from(values);
-
-function codeOf(action: () => unknown): string | undefined {
-  try {
-    action();
-    return undefined;
-  } catch (error) {
-    return (error as { code?: string }).code;
-  }
-}
 
 /** Short keys over a tiny alphabet, so prefixes and 0x00/0xFF edges are common. */
 const keyArbitrary = fc

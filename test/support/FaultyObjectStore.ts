@@ -34,6 +34,8 @@ export class FaultyObjectStore implements ObjectStore {
   readonly calls: Record<StoreOperation, number> = { get: 0, create: 0, casPut: 0, delete: 0, deleteMany: 0, list: 0 };
   /** Calls currently held by an `until` gate. */
   held = 0;
+  /** Keys read by get, in order, for assertions. */
+  readonly reads: string[] = [];
   /** Keys written by create/casPut, in order, for assertions. */
   readonly writes: string[] = [];
 
@@ -75,6 +77,7 @@ export class FaultyObjectStore implements ObjectStore {
   private released = new Promise<void>((resolve) => (this.release = resolve));
 
   async get(key: string, options?: GetOptions): Promise<GetResult | null | "not-modified"> {
+    this.reads.push(key);
     return this.run("get", key, () => this.inner.get(key, options));
   }
 

@@ -86,6 +86,14 @@ export class ShardHarness {
     return node;
   }
 
+  /** Stops a node as a crash would leave it: the engine closes, its local file stays. */
+  async stop(node: HarnessNode): Promise<void> {
+    node.store.releaseAll();
+    await node.engine.close();
+    node.local.close();
+    this.nodes.splice(this.nodes.indexOf(node), 1);
+  }
+
   newId(): DocumentId {
     return newDocumentId(TABLE, new SeededRandom(this.seed++));
   }

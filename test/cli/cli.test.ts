@@ -1,0 +1,75 @@
+/**
+ * Scenario: the `cairn` command as a user runs it, in real child processes: `serve`
+ * creates a deployment in a directory store, becomes the writer and, on SIGINT,
+ * releases its lease and exits 0; `inspect` then shows the log and no writer; a store URL
+ * it cannot use is refused with a clear message and exit code 1.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const root = mkdtempSync(join(tmpdir(), "cairn-cli-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function cairn(args: string[], untilOutput?: RegExp): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+      cwd: process.cwd(),
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+    });
+    let stdout = "";
+    let stderr = "";
+    let signalled = false;
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (untilOutput && !signalled && untilOutput.test(stdout)) {
+        signalled = true;
+        child.kill("SIGINT");
+      }
+    });
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("cairn command", () => {
+  const store = join(root, "bucket");
+  const local = join(root, "local");
+
+  it("serves a new deployment and releases its lease on SIGINT", async () => {
+    const run = await cairn(["serve", "--store", store, "--local", local], /is the writer/);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/conditional writes verified/);
+    expect(run.stdout).toMatch(/shard 0: writer at epoch 1 \(fence at seqno 0\)/);
+    expect(run.stdout).toMatch(/lease of epoch 1 released/);
+    expect(run.stdout).toMatch(/stopped/);
+  });
+
+  it("takes over again at once on the next start, and inspect shows the log", async () => {
+    const run = await cairn(["serve", "--store", store, "--local", local], /is the writer/);
+    expect(run.stdout).toMatch(/writer at epoch 2 \(fence at seqno 1\)/);
+    const inspect = await cairn(["inspect", "--store", store]);
+    expect(inspect.code).toBe(0);
+    expect(inspect.stdout).toMatch(/1 shard\(s\)/);
+    expect(inspect.stdout).toMatch(/shard 0: epoch 2, writer none, logStart 0, segments 0\.\.1 \(2\)/);
+  });
+
+  it("refuses a store URL it cannot use, and a deployment that does not exist", async () => {
+    const bad = await cairn(["serve", "--store", "ftp://example.com/bucket", "--local", local]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/STORE_URL_INVALID/);
+    const missing = await cairn(["inspect", "--store", join(root, "empty")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/no Cairn deployment/);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * Scenario: the shard engine's own behaviour around the protocol — warm restarts read
+ * only new segments, drivers run on their cadences and a fenced heartbeat stops writes at
+ * once, idle shards tick, relinquish drains the queue, optimistic concurrency refuses
+ * stale reads, and bad units are refused before anything is queued.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { hasErrorCode } from "../../src/base/errors.js";
+import { SeededRandom } from "../../src/base/random.js";
+import { bucketLayout, parseSegmentSeqno } from "../../src/manifest/bucketLayout.js";
+import { ShardManifest } from "../../src/manifest/ShardManifest.js";
+import { newDocumentId } from "../../src/model/DocumentId.js";
+import { memoryBucket } from "../support/bucketFactories.js";
+import { eventually, Gate } from "../support/Gate.js";
+import { insertUnit, ShardHarness, TABLE } from "../support/shardHarness.js";
+
+const TTL = 3_000;
+const code = (expected: string) => (error: unknown) => hasErrorCode(error, expected as never);
+
+let harness: ShardHarness;
+afterEach(async () => {
+  await harness?.close();
+});
+
+async function manifestOf(h: ShardHarness) {
+  return new ShardManifest(h.bucket, 0, h.deploymentId, new SeededRandom(5)).load();
+}
+
+/** Lets timers and promise chains run a few turns (drivers woken by the manual clock). */
+async function settle() {
+  for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe("shard engine", () => {
+  it("a warm restart reads only the segments written since it stopped", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const writer = await harness.writer("writer");
+    for (let index = 0; index < 5; index++) await writer.engine.commit(insertUnit(writer.engine, harness.newId(), { index }));
+    let reader = await harness.node("reader");
+    const stoppedAt = reader.engine.position.nextSeqno;
+    await harness.stop(reader);
+    for (let index = 0; index < 3; index++) await writer.engine.commit(insertUnit(writer.engine, harness.newId(), { index }));
+    reader = await harness.node("reader");
+    const segmentReads = reader.store.reads
+      .map((key) => parseSegmentSeqno(0, key))
+      .filter((seqno): seqno is number => seqno !== null);
+    expect(Math.min(...segmentReads)).toBe(stoppedAt);
+    expect(reader.engine.position).toEqual(writer.engine.position);
+  });
+
+  it("heartbeats on cadence, and a heartbeat that finds a newer epoch stops writes at once", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a", { leaseTtlMs: TTL, heartbeatIntervalMs: 1_000 });
+    const firstLease = (await manifestOf(harness)).leaseExpiresAt;
+    harness.clock.advance(1_000);
+    await eventually(() => a.store.calls.casPut >= 2);
+    expect((await manifestOf(harness)).leaseExpiresAt).toBe(firstLease + 1_000);
+
+    // The next heartbeat stalls (a paused process); meanwhile b takes over.
+    const gate = new Gate();
+    a.store.inject({ operations: ["casPut"], once: true, effect: { until: gate.promise } });
+    harness.clock.advance(1_000);
+    await eventually(() => a.store.held === 1);
+    harness.clock.advance(TTL + 1);
+    const b = await harness.writer("b", { leaseTtlMs: TTL });
+    gate.open();
+    await eventually(() => a.engine.state.kind === "fenced");
+    await expect(a.engine.commit(insertUnit(a.engine, harness.newId(), {}))).rejects.toSatisfy(code("FENCED"));
+    await b.engine.commit(insertUnit(b.engine, harness.newId(), {}));
+  });
+
+  it("appends a tick when idle so the read frontier keeps moving", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a", { tickWhenIdle: true, heartbeatIntervalMs: 500, leaseTtlMs: TTL });
+    const before = a.engine.position;
+    harness.clock.advance(500);
+    await eventually(() => a.engine.position.nextSeqno === before.nextSeqno + 1);
+    expect(a.engine.readTs).toBeGreaterThan(before.lastMaxTs);
+    const tick = await harness.bucket.get(bucketLayout.segment(0, before.nextSeqno));
+    expect(tick).not.toBeNull();
+    // A heartbeat interval with a commit appends no tick.
+    await a.engine.commit(insertUnit(a.engine, harness.newId(), {}));
+    const afterCommit = a.engine.position.nextSeqno;
+    harness.clock.advance(500);
+    await eventually(() => a.store.calls.casPut >= 3);
+    await settle();
+    expect(a.engine.position.nextSeqno).toBe(afterCommit);
+  });
+
+  it("takes a snapshot when the time cadence says so, from the maintenance driver", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a", {
+      maintenanceIntervalMs: 1_000,
+      snapshotEveryMs: 5_000,
+      gcIntervalMs: 1e12,
+      leaseTtlMs: 1e9,
+    });
+    await a.engine.commit(insertUnit(a.engine, harness.newId(), {}));
+    for (let second = 0; second < 4; second++) {
+      harness.clock.advance(1_000);
+      await settle();
+    }
+    expect((await manifestOf(harness)).snapshot).toBeNull();
+    harness.clock.advance(1_000);
+    await eventually(() => a.store.writes.some((key) => key.includes("/snap/")));
+    await eventually(() => a.store.calls.casPut >= 1);
+    expect((await manifestOf(harness)).snapshot).toMatchObject({ seqno: 1 });
+  });
+
+  it("relinquish drains queued commits before handing over", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a");
+    const commits = Array.from({ length: 20 }, () => a.engine.commit(insertUnit(a.engine, harness.newId(), {})));
+    await a.engine.relinquish();
+    await expect(Promise.all(commits)).resolves.toHaveLength(20);
+    expect(await manifestOf(harness)).toMatchObject({ writer: null, leaseExpiresAt: 0 });
+    await expect(a.engine.commit(insertUnit(a.engine, harness.newId(), {}))).rejects.toSatisfy(code("NOT_WRITER"));
+  });
+
+  it("refuses a transaction whose reads were overwritten after its read timestamp", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a");
+    const id = harness.newId();
+    await a.engine.commit(insertUnit(a.engine, id, { balance: 10 }));
+    const readTs = a.engine.readTs;
+    const touches = (written: { kind: string; id?: string }) => written.kind === "document" && written.id === id;
+    const update = (balance: number) => ({
+      readTs,
+      documents: [{ tableNumber: TABLE, id, value: JSON.stringify({ balance }), prevTs: null }],
+      indexWrites: [],
+      conflictsWith: touches,
+    });
+    // Two transactions read at the same snapshot: the first queues, the second conflicts
+    // with it while it is still in flight, and a third conflicts once it committed.
+    const first = a.engine.commit(update(11));
+    await expect(a.engine.commit(update(12))).rejects.toSatisfy(code("WRITE_CONFLICT"));
+    await first;
+    await expect(a.engine.commit(update(13))).rejects.toSatisfy(code("WRITE_CONFLICT"));
+    await expect(a.engine.commit({ ...update(14), readTs: a.engine.readTs })).resolves.toBeDefined();
+    expect(a.local.get(id, a.engine.readTs)?.value).toBe(JSON.stringify({ balance: 14 }));
+  });
+
+  it("refuses malformed units before queueing anything", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a", { unitBytesMax: 64 * 1024 });
+    const follower = await harness.node("follower");
+    const before = a.engine.position;
+    const foreignId = newDocumentId(7, new SeededRandom(3));
+    await expect(a.engine.commit(insertUnit(a.engine, foreignId, {}))).rejects.toSatisfy(code("DOCUMENT_ID_WRONG_TABLE"));
+    await expect(a.engine.commit(insertUnit(a.engine, harness.newId(), { text: "x".repeat(100_000) }))).rejects.toSatisfy(
+      code("BATCH_TOO_LARGE"),
+    );
+    await expect(a.engine.commit({ ...insertUnit(a.engine, harness.newId(), {}), readTs: a.engine.readTs + 1 })).rejects.toSatisfy(
+      code("INVALID_ARGUMENT"),
+    );
+    await expect(a.engine.commit({ readTs: a.engine.readTs, documents: [], indexWrites: [] })).rejects.toSatisfy(
+      code("INVALID_ARGUMENT"),
+    );
+    await expect(
+      a.engine.commit({ readTs: 0, documents: [], indexWrites: [{ indexId: 1, key: new Uint8Array([0xee]), docId: null }] }),
+    ).rejects.toSatisfy(code("INDEX_KEY_INVALID"));
+    await expect(follower.engine.commit(insertUnit(follower.engine, harness.newId(), {}))).rejects.toSatisfy(code("NOT_WRITER"));
+    expect(a.engine.position).toEqual(before);
+    expect(a.engine.state.kind).toBe("writing");
+  });
+});
