@@ -85,6 +85,7 @@ export class ShardEngine {
   private drivers: AbortController | null = null;
   private driverTasks: Promise<void>[] = [];
   private maintenance: Promise<unknown> = Promise.resolve();
+  private catchingUp: Promise<unknown> = Promise.resolve();
   private gcRuns = 0;
   private lastGcAtMs = 0;
   private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
@@ -140,8 +141,17 @@ export class ShardEngine {
     return () => this.appliedListeners.delete(listener);
   }
 
-  /** Reads new segments as a follower (replica tailing, or before acquire). */
-  async catchUpToTail(): Promise<CatchUpReport> {
+  /**
+   * Reads new segments as a follower (replica tailing, or before acquire). Calls are
+   * serialized: the log position admits one reader at a time.
+   */
+  catchUpToTail(): Promise<CatchUpReport> {
+    const run = this.catchingUp.then(() => this.catchUpOnce());
+    this.catchingUp = run.catch(() => undefined);
+    return run;
+  }
+
+  private async catchUpOnce(): Promise<CatchUpReport> {
     this.assertNotClosed();
     if (this.currentState.kind === "writing") {
       throw new CairnError("INTERNAL", "the writer's local store is the log's tail; it does not catch up");

@@ -164,3 +164,15 @@ describe("shard engine", () => {
     expect(a.engine.state.kind).toBe("writing");
   });
 });
+
+describe("shard engine followers", () => {
+  it("serializes overlapping catch-ups so each segment is applied once", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const writer = await harness.writer("writer");
+    const follower = await harness.node("follower");
+    for (let index = 0; index < 6; index++) await writer.engine.commit(insertUnit(writer.engine, harness.newId(), { index }));
+    const reports = await Promise.all([follower.engine.catchUpToTail(), follower.engine.catchUpToTail()]);
+    expect(reports[0]!.segmentsApplied + reports[1]!.segmentsApplied).toBe(6);
+    expect(follower.engine.position).toEqual(writer.engine.position);
+  });
+});
