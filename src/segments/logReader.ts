@@ -62,6 +62,10 @@ export async function* readLog(store: ObjectStore, options: ReadLogOptions): Asy
       yield segment;
     }
   } finally {
+    // Nothing outlives the reader: queued GETs are dropped and started ones (past the
+    // tail, at most `concurrency`) settle before it returns, so closing the store right
+    // after a catch-up cannot break requests still on the wire.
     queue.clear();
+    await Promise.allSettled(pending.values());
   }
 }

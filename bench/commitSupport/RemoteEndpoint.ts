@@ -1,0 +1,99 @@
+import { CairnError } from "../../src/base/errors.js";
+import { S3ObjectStore } from "../../src/objectstore/S3ObjectStore.js";
+import type { EndpointCommand, EndpointCounters, EndpointReady, EndpointReply } from "./endpointProtocol.js";
+import { TsxChild } from "./TsxChild.js";
+
+/**
+ * The S3 test endpoint running in a child process (endpointProcess.ts), driven over its
+ * stdin/stdout: latency on or off, counters reset and read. Commands run one at a time in
+ * the order issued.
+ */
+export interface EndpointAddress {
+  readonly url: string;
+  readonly region: string;
+  readonly bucket: string;
+  readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
+}
+
+/** 20 ms ± 5 ms per request: the endpoint adds latencyMs plus uniform [0, jitterMs]. */
+export const SAME_REGION_LATENCY = { latencyMs: 15, jitterMs: 10 } as const;
+
+export class RemoteEndpoint {
+  private pending: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly child: TsxChild,
+    readonly address: EndpointAddress,
+  ) {}
+
+  static async start(): Promise<RemoteEndpoint> {
+    const child = TsxChild.start("S3 test endpoint", "./endpointProcess.ts", []);
+    try {
+      const ready = (await child.nextMessage()) as EndpointReady;
+      if (ready.type !== "ready") throw new CairnError("INTERNAL", "the endpoint child did not announce itself first");
+      const { url, region, bucket, credentials } = ready;
+      return new RemoteEndpoint(child, { url, region, bucket, credentials });
+    } catch (error) {
+      child.kill();
+      throw error;
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** A store over the endpoint's bucket under `prefix` (each benchmark phase its own). */
+  store(prefix: string): S3ObjectStore {
+    return storeAt(this.address, prefix);
+  }
+
+  async latencyOn(): Promise<void> {
+    await this.command({ command: "latency", ...SAME_REGION_LATENCY });
+  }
+
+  async latencyOff(): Promise<void> {
+    await this.command({ command: "no-latency" });
+  }
+
+  async resetCounters(): Promise<void> {
+    await this.command({ command: "reset-counters" });
+  }
+
+  async counters(): Promise<EndpointCounters> {
+    const reply = await this.command({ command: "counters" });
+    if (reply.counters === undefined) throw new CairnError("INTERNAL", "the endpoint child sent no counters");
+    return reply.counters;
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.command({ command: "close" });
+      await this.child.finished();
+    } finally {
+      this.child.kill();
+    }
+  }
+
+  private command(command: EndpointCommand): Promise<Extract<EndpointReply, { ok: true }>> {
+    const next = this.pending.then(async () => {
+      this.child.send(command);
+      const reply = (await this.child.nextMessage()) as EndpointReply;
+      if (!reply.ok) throw new CairnError("INTERNAL", `the endpoint child refused ${command.command}: ${reply.error}`);
+      return reply;
+    });
+    this.pending = next.catch(() => undefined);
+    return next;
+  }
+}
+
+export function storeAt(address: EndpointAddress, prefix: string): S3ObjectStore {
+  return new S3ObjectStore({
+    bucket: address.bucket,
+    prefix,
+    region: address.region,
+    endpoint: address.url,
+    forcePathStyle: true,
+    credentials: address.credentials,
+  });
+}
