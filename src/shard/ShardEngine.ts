@@ -314,7 +314,7 @@ export class ShardEngine {
     await this.flushLoop;
     await this.stopDrivers();
     if (this.currentState.kind !== "writing") return;
-    await this.manifest.relinquish({ nodeId: this.options.nodeId, epoch: state.epoch });
+    await this.guard(this.manifest.relinquish({ nodeId: this.options.nodeId, epoch: state.epoch }));
     this.currentState = { kind: "following" };
     this.emit({ type: "relinquished", shard: this.shard, epoch: state.epoch });
   }

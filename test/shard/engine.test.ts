@@ -176,3 +176,15 @@ describe("shard engine followers", () => {
     expect(follower.engine.position).toEqual(writer.engine.position);
   });
 });
+
+describe("shard engine hand-over", () => {
+  it("a relinquish that finds a newer owner leaves the engine fenced, not half-writing", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a", { leaseTtlMs: TTL });
+    harness.clock.advance(TTL + 1);
+    await harness.writer("b", { leaseTtlMs: TTL });
+    await expect(a.engine.relinquish()).rejects.toSatisfy(code("FENCED"));
+    expect(a.engine.state.kind).toBe("fenced");
+    await expect(a.engine.commit(insertUnit(a.engine, harness.newId(), {}))).rejects.toSatisfy(code("FENCED"));
+  });
+});

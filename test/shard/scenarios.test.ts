@@ -22,6 +22,22 @@ import { insertUnit, ShardHarness } from "../support/shardHarness.js";
 const TTL = 10_000;
 const code = (expected: string) => (error: unknown) => hasErrorCode(error, expected as never);
 
+/**
+ * Writer "a" starts a commit whose segment create stalls (held by a gate) and then loses
+ * its lease: the clock moves past it while its heartbeat never runs. Opening the gate
+ * lets the zombie's create reach the bucket.
+ */
+async function stallZombieCommit(h: ShardHarness) {
+  const a = await h.writer("a", { leaseTtlMs: TTL });
+  const gate = new Gate();
+  a.store.inject({ operations: ["create"], once: true, effect: { until: gate.promise } });
+  const zombieId = h.newId();
+  const zombieCommit = a.engine.commit(insertUnit(a.engine, zombieId, { zombie: true }));
+  await eventually(() => a.store.held === 1);
+  h.clock.advance(TTL + 1);
+  return { a, gate, zombieId, zombieCommit };
+}
+
 describe.each(BUCKET_FACTORIES)("shard protocol on $name", (factory) => {
   let harness: ShardHarness;
   afterEach(async () => {
@@ -100,13 +116,7 @@ describe.each(BUCKET_FACTORIES)("shard protocol on $name", (factory) => {
 
   it("a zombie's create that lands before the new writer's fence is included", async () => {
     const h = await setup();
-    const a = await h.writer("a", { leaseTtlMs: TTL });
-    const gate = new Gate();
-    a.store.inject({ operations: ["create"], once: true, effect: { until: gate.promise } });
-    const zombieId = h.newId();
-    const zombieCommit = a.engine.commit(insertUnit(a.engine, zombieId, { zombie: true }));
-    await eventually(() => a.store.held === 1);
-    h.clock.advance(TTL + 1);
+    const { a, gate, zombieId, zombieCommit } = await stallZombieCommit(h);
     const b = await h.node("b", { leaseTtlMs: TTL });
     const fenceGate = new Gate();
     b.store.inject({ operations: ["create"], once: true, effect: { until: fenceGate.promise } });
@@ -124,13 +134,7 @@ describe.each(BUCKET_FACTORIES)("shard protocol on $name", (factory) => {
 
   it("a zombie's create that arrives after the new writer's fence is refused and invisible", async () => {
     const h = await setup();
-    const a = await h.writer("a", { leaseTtlMs: TTL });
-    const gate = new Gate();
-    a.store.inject({ operations: ["create"], once: true, effect: { until: gate.promise } });
-    const zombieId = h.newId();
-    const zombieCommit = a.engine.commit(insertUnit(a.engine, zombieId, { zombie: true }));
-    await eventually(() => a.store.held === 1);
-    h.clock.advance(TTL + 1);
+    const { gate, zombieId, zombieCommit } = await stallZombieCommit(h);
     const b = await h.writer("b", { leaseTtlMs: TTL });
     gate.open();
     await expect(zombieCommit).rejects.toSatisfy(code("FENCED"));
@@ -171,14 +175,8 @@ describe.each(BUCKET_FACTORIES)("shard protocol on $name", (factory) => {
 
   it("a zombie writing into a garbage-collected slot is never acknowledged", async () => {
     const h = await setup();
-    const a = await h.writer("a", { leaseTtlMs: TTL });
-    const gate = new Gate();
-    a.store.inject({ operations: ["create"], once: true, effect: { until: gate.promise } });
-    const zombieId = h.newId();
-    const zombieCommit = a.engine.commit(insertUnit(a.engine, zombieId, { zombie: true }));
-    await eventually(() => a.store.held === 1);
+    const { a, gate, zombieId, zombieCommit } = await stallZombieCommit(h);
     const zombieSlot = a.engine.position.nextSeqno;
-    h.clock.advance(TTL + 1);
     const b = await h.writer("b", { leaseTtlMs: TTL });
     for (let index = 0; index < 3; index++) await b.engine.commit(insertUnit(b.engine, h.newId(), { index }));
     await b.engine.snapshotNow();
