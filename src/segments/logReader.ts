@@ -32,6 +32,8 @@ export interface ReadLogOptions {
 export async function* readLog(store: ObjectStore, options: ReadLogOptions): AsyncGenerator<Segment> {
   const queue = new PQueue({ concurrency: options.concurrency });
   const pending = new Map<number, Promise<Segment | null>>();
+  // Fetches that reached the store; queued ones are dropped by clear() and never settle.
+  const started = new Set<Promise<Segment | null>>();
   const knownTail = options.knownTail ?? -1;
   let nextToYield = options.fromSeqno;
   let nextToFetch = options.fromSeqno;
@@ -42,7 +44,9 @@ export async function* readLog(store: ObjectStore, options: ReadLogOptions): Asy
       const seqno = nextToFetch++;
       const fetch = queue.add(() => {
         options.signal?.throwIfAborted();
-        return readSegment(store, { deploymentId: options.deploymentId, shard: options.shard, seqno });
+        const read = readSegment(store, { deploymentId: options.deploymentId, shard: options.shard, seqno });
+        started.add(read);
+        return read;
       }) as Promise<Segment | null>;
       // Unconsumed prefetches may fail after the consumer stopped; that is not an error.
       fetch.catch(() => undefined);
@@ -66,6 +70,6 @@ export async function* readLog(store: ObjectStore, options: ReadLogOptions): Asy
     // tail, at most `concurrency`) settle before it returns, so closing the store right
     // after a catch-up cannot break requests still on the wire.
     queue.clear();
-    await Promise.allSettled(pending.values());
+    await Promise.allSettled(started);
   }
 }

@@ -111,7 +111,7 @@ export async function runShardSimulation(config: SimulationConfig): Promise<Simu
     await Promise.all(nodes.map((node) => runNode(node, { clock, endMs, accounts, outcomes, transfers, faults })));
     for (const node of nodes) await node.engine.close();
   })();
-  await driveUntilSettled(simulation, clock);
+  await driveUntilSettled(simulation, clock, endMs + SHUTDOWN_GRACE_MS);
 
   const report = await checkInvariants({ bucket, deploymentId, accounts, outcomes, transfers, clock });
   for (const node of nodes) node.local.close();
@@ -170,8 +170,15 @@ async function openNode(index: number, context: NodeContext): Promise<SimNode> {
   return { name: `node-${index}`, store, local, engine, random: nodeRandom, nextSeq: 0 };
 }
 
-/** Runs all runnable work, then jumps virtual time to the next sleeper, until `work` ends. */
-async function driveUntilSettled(work: Promise<void>, clock: ManualClock): Promise<void> {
+/** Virtual time after the run's end by which every actor must have stopped. */
+const SHUTDOWN_GRACE_MS = 120_000;
+
+/**
+ * Runs all runnable work, then jumps virtual time to the next sleeper, until `work` ends.
+ * Work that is still going long after `deadlineMs` of virtual time is a livelock (actors
+ * waiting on something that never comes while drivers keep time moving): it fails fast.
+ */
+async function driveUntilSettled(work: Promise<void>, clock: ManualClock, deadlineMs: number): Promise<void> {
   let finished = false;
   let failure: unknown = null;
   work.then(
@@ -185,6 +192,7 @@ async function driveUntilSettled(work: Promise<void>, clock: ManualClock): Promi
     await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
     if (finished) break;
+    if (clock.nowMs() > deadlineMs) throw new Error("simulation did not finish: some actor never returned (livelock)");
     if (!clock.advanceToNextSleeper()) throw new Error("simulation deadlocked: nothing runnable and nobody sleeping");
   }
   if (failure !== null) throw failure;
