@@ -9,6 +9,7 @@ import { round } from "./LatencySummary.js";
 import type { RemoteEndpoint } from "./RemoteEndpoint.js";
 import { smallDocumentsUnit, type SmallDocumentsOptions } from "./smallDocuments.js";
 import { TsxChild } from "./TsxChild.js";
+import type { CommitBenchOptions } from "./options.js";
 
 /**
  * Phase 4: bootstrap of a large shard. With latency off (set-up only), a writer commits
@@ -21,14 +22,10 @@ import { TsxChild } from "./TsxChild.js";
  * The writer's maintenance driver is off, so no automatic snapshot or GC moves the log
  * under the measurement; its heartbeat runs (a manifest PUT every 3 s, never a GET).
  */
-export interface BootstrapOptions {
-  readonly documents: number;
-  readonly buildUnitDocuments: number;
-  readonly tailSegments: number;
-  readonly tailSegmentDocuments: number;
-  readonly warmSegments: number;
-  readonly childCpuProfileDirectory: string | null;
-}
+export type BootstrapOptions = Pick<
+  CommitBenchOptions,
+  "documents" | "buildUnitDocuments" | "tailSegments" | "tailSegmentDocuments" | "warmSegments" | "childCpuProfileDirectory"
+>;
 
 export interface BuildFigures {
   readonly documents: number;

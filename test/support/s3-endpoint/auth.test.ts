@@ -14,6 +14,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { objectPath, s3ClientConfigFor, sendRawS3Request, startS3Endpoint, type S3Endpoint } from "./index.js";
+import { s3FailureOf } from "../errorCode.js";
 
 let endpoint: S3Endpoint;
 const clients: S3Client[] = [];
@@ -23,16 +24,6 @@ function clientWith(overrides: Partial<ConstructorParameters<typeof S3Client>[0]
   const client = new S3Client({ ...s3ClientConfigFor(endpoint), maxAttempts: 1, ...overrides });
   clients.push(client);
   return client;
-}
-
-async function failureOf(call: Promise<unknown>): Promise<{ name: string; status: number | undefined }> {
-  try {
-    await call;
-  } catch (error) {
-    const failure = error as { name: string; $metadata?: { httpStatusCode?: number } };
-    return { name: failure.name, status: failure.$metadata?.httpStatusCode };
-  }
-  throw new Error("the call was expected to fail");
 }
 
 const errorCode = (body: Buffer) => /<Code>([^<]*)<\/Code>/.exec(body.toString())?.[1];
@@ -60,17 +51,17 @@ describe("SigV4", () => {
 
   it("refuses a wrong secret with SignatureDoesNotMatch", async () => {
     const client = clientWith({ credentials: { accessKeyId: "cairn-test", secretAccessKey: "wrong" } });
-    expect(await failureOf(put(client))).toEqual({ name: "SignatureDoesNotMatch", status: 403 });
+    expect(await s3FailureOf(put(client))).toEqual({ name: "SignatureDoesNotMatch", status: 403 });
   });
 
   it("refuses an unknown access key id with InvalidAccessKeyId", async () => {
     const client = clientWith({ credentials: { accessKeyId: "nobody", secretAccessKey: "x" } });
-    expect(await failureOf(put(client))).toEqual({ name: "InvalidAccessKeyId", status: 403 });
+    expect(await s3FailureOf(put(client))).toEqual({ name: "InvalidAccessKeyId", status: 403 });
   });
 
   it("refuses a request signed for another region with AuthorizationHeaderMalformed", async () => {
     const client = clientWith({ region: "eu-west-1" });
-    expect(await failureOf(put(client))).toEqual({ name: "AuthorizationHeaderMalformed", status: 400 });
+    expect(await s3FailureOf(put(client))).toEqual({ name: "AuthorizationHeaderMalformed", status: 400 });
   });
 
   it("refuses an unsigned request with AccessDenied", async () => {
@@ -124,7 +115,7 @@ describe("SigV4", () => {
   it("lets the SDK correct its own skewed clock from the server's time", async () => {
     const client = clientWith({ systemClockOffset: -20 * 60 * 1000 });
     const list = () => client.send(new ListObjectsV2Command({ Bucket: endpoint.bucket, MaxKeys: 1 }));
-    expect(await failureOf(list())).toEqual({ name: "RequestTimeTooSkewed", status: 403 });
+    expect(await s3FailureOf(list())).toEqual({ name: "RequestTimeTooSkewed", status: 403 });
     expect((await list()).$metadata.httpStatusCode).toBe(200);
   });
 
@@ -143,11 +134,11 @@ describe("buckets", () => {
     const client = clientWith();
     await client.send(new CreateBucketCommand({ Bucket: "made-by-sdk" }));
     expect((await client.send(new HeadBucketCommand({ Bucket: "made-by-sdk" }))).$metadata.httpStatusCode).toBe(200);
-    expect(await failureOf(client.send(new CreateBucketCommand({ Bucket: "made-by-sdk" })))).toEqual({
+    expect(await s3FailureOf(client.send(new CreateBucketCommand({ Bucket: "made-by-sdk" })))).toEqual({
       name: "BucketAlreadyOwnedByYou",
       status: 409,
     });
-    expect(await failureOf(client.send(new CreateBucketCommand({ Bucket: "Bad_Name" })))).toEqual({
+    expect(await s3FailureOf(client.send(new CreateBucketCommand({ Bucket: "Bad_Name" })))).toEqual({
       name: "InvalidBucketName",
       status: 400,
     });
@@ -155,19 +146,19 @@ describe("buckets", () => {
 
   it("answers NoSuchBucket for every operation on a missing bucket", async () => {
     const client = clientWith();
-    expect(await failureOf(client.send(new GetObjectCommand({ Bucket: "no-such-bucket", Key: "k" })))).toEqual({
+    expect(await s3FailureOf(client.send(new GetObjectCommand({ Bucket: "no-such-bucket", Key: "k" })))).toEqual({
       name: "NoSuchBucket",
       status: 404,
     });
-    expect(await failureOf(client.send(new PutObjectCommand({ Bucket: "no-such-bucket", Key: "k", Body: "x" })))).toEqual({
+    expect(await s3FailureOf(client.send(new PutObjectCommand({ Bucket: "no-such-bucket", Key: "k", Body: "x" })))).toEqual({
       name: "NoSuchBucket",
       status: 404,
     });
-    expect(await failureOf(client.send(new ListObjectsV2Command({ Bucket: "no-such-bucket" })))).toEqual({
+    expect(await s3FailureOf(client.send(new ListObjectsV2Command({ Bucket: "no-such-bucket" })))).toEqual({
       name: "NoSuchBucket",
       status: 404,
     });
-    expect((await failureOf(client.send(new HeadBucketCommand({ Bucket: "no-such-bucket" })))).status).toBe(404);
+    expect((await s3FailureOf(client.send(new HeadBucketCommand({ Bucket: "no-such-bucket" })))).status).toBe(404);
   });
 
   it("keeps buckets apart and lets tests create one directly", async () => {

@@ -28,6 +28,7 @@ import {
   type RawS3Request,
   type S3Endpoint,
 } from "./index.js";
+import { s3FailureOf } from "../errorCode.js";
 
 let endpoint: S3Endpoint;
 let client: S3Client;
@@ -52,16 +53,6 @@ const stored = (key: string) => {
 };
 const raw = (request: RawS3Request) => sendRawS3Request(endpoint, request);
 const errorCode = (body: Buffer) => /<Code>([^<]*)<\/Code>/.exec(body.toString())?.[1];
-
-async function failureOf(call: Promise<unknown>): Promise<{ name: string; status: number | undefined }> {
-  try {
-    await call;
-  } catch (error) {
-    const failure = error as { name: string; $metadata?: { httpStatusCode?: number } };
-    return { name: failure.name, status: failure.$metadata?.httpStatusCode };
-  }
-  throw new Error("the call was expected to fail");
-}
 
 describe("uploads through the SDK", () => {
   it.each([
@@ -231,7 +222,7 @@ describe("reads", () => {
     expect(part.$metadata.httpStatusCode).toBe(206);
     const suffix = await client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", Range: "bytes=-3" }));
     expect(await suffix.Body!.transformToString()).toBe("789");
-    expect(await failureOf(client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", Range: "bytes=10-" })))).toEqual({
+    expect(await s3FailureOf(client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", Range: "bytes=10-" })))).toEqual({
       name: "InvalidRange",
       status: 416,
     });
@@ -239,12 +230,12 @@ describe("reads", () => {
 
   it("answers 304 to a matching If-None-Match and 412 to a failing If-Match", async () => {
     const etag = `"${md5Hex(body)}"`;
-    const notModified = await failureOf(client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", IfNoneMatch: etag })));
+    const notModified = await s3FailureOf(client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", IfNoneMatch: etag })));
     expect(notModified.status).toBe(304);
     const other = await client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", IfNoneMatch: '"other"' }));
     expect(other.$metadata.httpStatusCode).toBe(200);
     await other.Body!.transformToString();
-    expect(await failureOf(client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", IfMatch: '"other"' })))).toEqual({
+    expect(await s3FailureOf(client.send(new GetObjectCommand({ Bucket: endpoint.bucket, Key: "digits", IfMatch: '"other"' })))).toEqual({
       name: "PreconditionFailed",
       status: 412,
     });
@@ -255,7 +246,7 @@ describe("reads", () => {
   it("answers HEAD with the same headers and no body; a missing key is 404 with and without a body", async () => {
     const head = await client.send(new HeadObjectCommand({ Bucket: endpoint.bucket, Key: "digits" }));
     expect([head.ContentLength, head.ETag]).toEqual([10, `"${md5Hex(body)}"`]);
-    expect(await failureOf(client.send(new HeadObjectCommand({ Bucket: endpoint.bucket, Key: "missing" })))).toEqual({
+    expect(await s3FailureOf(client.send(new HeadObjectCommand({ Bucket: endpoint.bucket, Key: "missing" })))).toEqual({
       name: "NotFound",
       status: 404,
     });
