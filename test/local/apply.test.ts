@@ -4,18 +4,13 @@
  * refused with LOCAL_APPLY_INVALID and leaves data and meta exactly as they were, on a
  * file store and on an in-memory one.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DOCUMENT_BYTES_MAX } from "../../src/base/limits.js";
 import type { ApplyBatch, LocalStore } from "../../src/local/index.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
-import { OpenStores, TempDirs, batch, entry, hex, ids, key, receipt, revision, thrown } from "./localFixtures.js";
+import { batch, entry, hex, ids, key, receipt, revision, thrown, localFixtures } from "./localFixtures.js";
 
-const dirs = new TempDirs();
-const stores = new OpenStores();
-afterEach(() => {
-  stores.closeAll();
-  dirs.cleanup();
-});
+const { dirs, stores } = localFixtures();
 
 const ALL = { start: new Uint8Array(0), end: null };
 const [A, B, OTHER_TABLE] = [...ids(2, 1, 11), ...ids(1, 2, 12)] as DocumentId[];

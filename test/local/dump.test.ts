@@ -4,17 +4,12 @@
  * one instant even while batches keep being applied, on a file store (second connection,
  * WAL read transaction) and on an in-memory store (serialized copy).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DOCUMENT_BYTES_MAX, LOCAL_DUMP_CHUNK_BYTES_MAX, LOCAL_DUMP_ROWS_PER_CHUNK } from "../../src/base/limits.js";
 import type { DumpChunk, DumpCursor, LocalStore } from "../../src/local/index.js";
-import { OpenStores, TempDirs, batch, entry, hex, ids, key, receipt, revision, thrown } from "./localFixtures.js";
+import { batch, entry, hex, ids, key, receipt, revision, thrown, localFixtures } from "./localFixtures.js";
 
-const dirs = new TempDirs();
-const stores = new OpenStores();
-afterEach(() => {
-  stores.closeAll();
-  dirs.cleanup();
-});
+const { dirs, stores } = localFixtures();
 
 function drain(cursor: DumpCursor): DumpChunk[] {
   const chunks: DumpChunk[] = [];

@@ -1,3 +1,4 @@
+import { afterEach } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -93,4 +94,15 @@ export async function rejected(promise: Promise<unknown>): Promise<{ code?: stri
     return error as { code?: string; kind?: string; message: string };
   }
   throw new Error("expected the promise to reject");
+}
+
+/** Temp directories and open stores for one test file, cleaned up after every test. */
+export function localFixtures(): { readonly dirs: TempDirs; readonly stores: OpenStores } {
+  const dirs = new TempDirs();
+  const stores = new OpenStores();
+  afterEach(() => {
+    stores.closeAll();
+    dirs.cleanup();
+  });
+  return { dirs, stores };
 }

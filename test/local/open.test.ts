@@ -6,16 +6,11 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LocalStore, SCHEMA_VERSION } from "../../src/local/index.js";
-import { DEPLOYMENT, OpenStores, TempDirs, batch, entry, ids, key, revision, thrown } from "./localFixtures.js";
+import { DEPLOYMENT, batch, entry, ids, key, revision, thrown, localFixtures } from "./localFixtures.js";
 
-const dirs = new TempDirs();
-const stores = new OpenStores();
-afterEach(() => {
-  stores.closeAll();
-  dirs.cleanup();
-});
+const { dirs, stores } = localFixtures();
 
 describe("LocalStore.open", () => {
   it("creates a new store with initial meta", () => {

@@ -6,19 +6,14 @@
  * asked to prune below the current floor.
  */
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { LOCAL_PRUNE_BATCH_ROWS } from "../../src/base/limits.js";
 import { SeededRandom, randomInt } from "../../src/base/random.js";
 import type { LocalStore } from "../../src/local/index.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
-import { OpenStores, TempDirs, batch, entry, hex, ids, key, receipt, revision, thrown } from "./localFixtures.js";
+import { batch, entry, hex, ids, key, receipt, revision, thrown, localFixtures } from "./localFixtures.js";
 
-const dirs = new TempDirs();
-const stores = new OpenStores();
-afterEach(() => {
-  stores.closeAll();
-  dirs.cleanup();
-});
+const { dirs, stores } = localFixtures();
 
 const ALL = { start: new Uint8Array(0), end: null };
 

@@ -7,18 +7,13 @@
  * reads see the old state and writes are refused.
  */
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CairnError } from "../../src/base/errors.js";
 import type { DumpChunk, LocalStore, RestoreMeta } from "../../src/local/index.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
-import { OpenStores, TempDirs, batch, entry, hex, ids, key, receipt, rejected, revision, thrown } from "./localFixtures.js";
+import { batch, entry, hex, ids, key, receipt, rejected, revision, thrown, localFixtures } from "./localFixtures.js";
 
-const dirs = new TempDirs();
-const stores = new OpenStores();
-afterEach(() => {
-  stores.closeAll();
-  dirs.cleanup();
-});
+const { dirs, stores } = localFixtures();
 
 const ALL = { start: new Uint8Array(0), end: null };
 const RESTORE_META: RestoreMeta = { appliedSeqno: 41, epoch: 5, lastHash: "feed", frontierTs: 500 };
