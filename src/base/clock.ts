@@ -3,14 +3,21 @@
  * virtual clock. Nothing in src/ calls Date.now() or setTimeout directly.
  */
 export interface Clock {
-  /** Wall-clock milliseconds since the Unix epoch. */
+  /** Wall-clock milliseconds since the Unix epoch. May jump (NTP steps, an operator). */
   nowMs(): number;
+  /**
+   * Milliseconds on a clock that never goes backwards and never jumps, from an arbitrary
+   * origin: for measuring how long something took on this node (a lease's remaining
+   * time), never for comparing with other nodes.
+   */
+  monotonicMs(): number;
   /** Resolves after `ms` of this clock's time; rejects with the signal's reason if aborted. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const systemClock: Clock = {
   nowMs: () => Date.now(),
+  monotonicMs: () => performance.now(),
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) {
@@ -43,6 +50,11 @@ export class ManualClock implements Clock {
   }
 
   nowMs(): number {
+    return this.currentMs;
+  }
+
+  /** Manual time only moves forward, so it is its own monotonic clock. */
+  monotonicMs(): number {
     return this.currentMs;
   }
 

@@ -41,6 +41,8 @@ export const ERROR_CODES = {
   STORE_NO_CONDITIONAL_WRITES: "InvalidInput",
   STORE_REQUEST_FAILED: "Internal",
   STORE_OBJECT_INVALID: "Corruption",
+  /** The store can no longer promise durability (a failed fsync): it refuses all further use. */
+  STORE_FAILED: "Unavailable",
   // values, ids, keys
   VALUE_INVALID: "InvalidInput",
   VALUE_TOO_LARGE: "InvalidInput",
@@ -61,6 +63,7 @@ export const ERROR_CODES = {
   DEPLOYMENT_MISMATCH: "InvalidInput",
   MANIFEST_INVALID: "Corruption",
   GLOBALS_INVALID: "Corruption",
+  WATERMARK_INVALID: "Corruption",
   SEGMENT_INVALID: "Corruption",
   SEGMENT_CHAIN_BROKEN: "Corruption",
   SNAPSHOT_INVALID: "Corruption",

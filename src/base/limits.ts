@@ -58,12 +58,21 @@ export const FS_DELETE_CONCURRENCY_MAX = 16;
  */
 export const FS_NAME_CHUNK_CHARS_MAX = 120;
 /**
- * A key lock older than this is presumed abandoned even if its holder's pid is alive
- * (a reused pid, a holder on another host sharing the directory). Locks are held for a
- * few milliseconds; 30 s is four orders of magnitude more.
+ * Age after which an *unreadable* key lock file (torn by a crash during a power loss) is
+ * broken, by its mtime. A readable lock is never broken for its age, only when its
+ * holder process is provably gone (FsKeyLocks): a live holder paused for minutes between
+ * its etag check and its rename would otherwise lose its lock and two casPuts on one
+ * etag would both succeed. Writing a lock and linking it takes microseconds; 30 s is
+ * more than five orders of magnitude more, so a lock in a format this version cannot
+ * parse is waited for, not broken at once.
  */
 export const FS_LOCK_STALE_MS = 30_000;
-/** Longest wait for a key lock before giving up with STORE_TRANSIENT; above the stale bound. */
+/**
+ * Longest wait for a key lock before giving up with STORE_TRANSIENT, which names the
+ * holder and its lock file. Locks are held for milliseconds, so a wait this long means
+ * a stuck holder, a holder on another host, or a lock left by a dead process that cannot
+ * be proven dead; 45 s rides out a long GC pause or a swapped-out holder.
+ */
 export const FS_LOCK_WAIT_MS_MAX = 45_000;
 /** Longest sleep between two attempts to take a held key lock (jittered). */
 export const FS_LOCK_POLL_MS_MAX = 20;
@@ -123,3 +132,18 @@ export const LOCAL_PAGE_CACHE_KIB = 32 * 1024;
  * documents/s. Crash recovery replays at most this much WAL, well under a second.
  */
 export const LOCAL_WAL_CHECKPOINT_PAGES = 10_000;
+
+// ---- shard log ------------------------------------------------------------------------
+
+/**
+ * Segments a reader fetches before it re-reads the manifest and applies them (one read
+ * round, DESIGN.md §4 validity). Each round costs one conditional GET of the manifest
+ * (a 304: $0.0004 per 1000): at 1,024 segments a round that is 0.1% more GETs while
+ * replaying, and a tailing replica pays one per poll.
+ */
+export const CATCH_UP_ROUND_SEGMENTS_MAX = 1_024;
+/**
+ * … or this many segment bytes, whichever comes first: a round's segments wait in memory
+ * until the manifest read, and segments may be up to 8 MiB each.
+ */
+export const CATCH_UP_ROUND_BYTES_MAX = 64 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { link, readFile, unlink, writeFile } from "node:fs/promises";
+import { link, open, readFile, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import type { Clock } from "../base/clock.js";
@@ -11,31 +11,67 @@ import { randomHex, type Random } from "../base/random.js";
  * Per-key mutual exclusion between processes sharing one directory store.
  *
  * Invariants:
- * - A lock is a file `<locks>/<sha256(key)>` holding `{pid, hostname, acquiredAtMs,
- *   token}`. It appears complete or not at all: it is written to a temporary file and
- *   `link()`ed into place, which fails with EEXIST while another holder exists.
- * - Only the holder (matching token) removes its lock, except a breaker: a lock whose
- *   holder pid is dead on this host, whose age passed FS_LOCK_STALE_MS, or whose content
- *   is unreadable (a crash during a power loss) is stale. Breakers serialize through a
- *   second lock `<lock>.break` and remove the lock only if it is still the very record
- *   they judged stale, so a fresh lock taken meanwhile is never removed.
- * - A holder re-checks its token (`assertHeld`) immediately before it commits a write, so
- *   a holder that stalled past the stale bound and lost its lock writes nothing.
+ * - A lock is a file `<locks>/<sha256(key)>` holding `{pid, hostname, processStartTime,
+ *   acquiredAtMs, token}`. It appears complete or not at all: it is written to a temporary
+ *   file and `link()`ed into place, which fails with EEXIST while another holder exists.
+ * - Only the holder (matching token) removes its lock, except a breaker, and a breaker
+ *   removes a lock only when its holder is provably gone: the lock was taken on this
+ *   host and its pid is not alive, is a zombie, or is alive with a different start time
+ *   (the pid was reused). Age alone never breaks a lock: a holder paused for minutes
+ *   (swapped out, stopped in a debugger, its VM suspended) between its etag check and
+ *   its rename still holds it, so two casPuts on one etag cannot both succeed. A waiter
+ *   gives up after FS_LOCK_WAIT_MS_MAX with STORE_TRANSIENT naming the holder and the
+ *   lock file to delete if that process is really gone.
+ * - A lock taken on another host is never broken: its process cannot be checked from
+ *   here, and the directory store is for one machine. One machine means one hostname and
+ *   one pid namespace: containers sharing a directory must keep distinct hostnames (their
+ *   default), or a pid from another namespace would look dead.
+ * - An unreadable lock (a power loss tore it: the link reached the disk, its content did
+ *   not) has no holder that could still check it; it is broken once its file's mtime is
+ *   older than FS_LOCK_STALE_MS, so a lock in a format this version cannot parse is
+ *   waited for rather than broken at once.
+ * - Breakers serialize through a second lock `<lock>.break`, judged by the same rules,
+ *   and re-read the lock just before removing it: only the very record they judged is
+ *   removed, never a fresh lock taken meanwhile.
+ * - A holder re-checks its token (`assertHeld`) immediately before it commits a write.
+ *   Breakers never remove a live holder's lock; the check stays as a defense against a
+ *   lock file deleted by hand.
+ * - Locks serialize check-then-write steps (casPut, delete) only. `create` takes none: it
+ *   is `link()`, which fails atomically with EEXIST when the key exists, in any process,
+ *   and no locked step makes an absent key present.
  */
 
 interface LockRecord {
   readonly pid: number;
   readonly hostname: string;
+  /**
+   * When the holder process started, to tell it from a later process that reused its
+   * pid: field 22 (`starttime`, clock ticks after boot) of /proc/<pid>/stat on Linux;
+   * null where there is no /proc.
+   */
+  readonly processStartTime: string | null;
   readonly acquiredAtMs: number;
   readonly token: string;
 }
 
-type ReadLock = LockRecord | "missing" | "unreadable";
+/** What a lock file holds, as read. */
+type ReadLock =
+  | { readonly state: "missing" }
+  | { readonly state: "held"; readonly record: LockRecord }
+  | { readonly state: "unreadable"; readonly mtimeMs: number };
 
+type PresentLock = Exclude<ReadLock, { state: "missing" }>;
+
+const MISSING: ReadLock = { state: "missing" };
 const TOKEN_BYTES = 16;
+/** Fields of /proc/<pid>/stat, counted from field 3 (the first after `(comm)`). */
+const STAT_STATE_INDEX = 3 - 3;
+const STAT_START_TIME_INDEX = 22 - 3;
+/** Process states of a process that exited and will never run again (zombie, dead). */
+const EXITED_STATES = new Set(["Z", "X", "x"]);
 
 export interface HeldLock {
-  /** Throws STORE_TRANSIENT if the lock was broken by another process (nothing was written yet). */
+  /** Throws STORE_TRANSIENT if the lock was removed by someone else (nothing was written yet). */
   assertHeld(): Promise<void>;
 }
 
@@ -53,10 +89,9 @@ export class FsKeyLocks {
     const token = await this.acquire(lockPath, key);
     const lock: HeldLock = {
       assertHeld: async () => {
-        const record = await this.read(lockPath);
-        if (typeof record === "string" || record.token !== token) {
-          throw new CairnError("STORE_TRANSIENT", `lock of ${key} was broken while held; nothing was written`, {
-            details: { key },
+        if (!holds(await this.read(lockPath), token)) {
+          throw new CairnError("STORE_TRANSIENT", `lock of ${key} was removed while held; nothing was written`, {
+            details: { key, lockPath },
           });
         }
       },
@@ -69,52 +104,61 @@ export class FsKeyLocks {
   }
 
   private async acquire(lockPath: string, key: string): Promise<string> {
-    const deadlineMs = this.clock.nowMs() + FS_LOCK_WAIT_MS_MAX;
+    // Monotonic: a wall-clock step must neither end the wait early nor stretch it.
+    const deadlineMs = this.clock.monotonicMs() + FS_LOCK_WAIT_MS_MAX;
     for (let attempt = 0; ; attempt++) {
-      const record = this.newRecord();
+      const record = await this.newRecord();
       if (await this.tryCreate(lockPath, record)) return record.token;
-      if (await this.breakIfStale(lockPath)) continue;
-      if (this.clock.nowMs() >= deadlineMs) {
-        throw new CairnError("STORE_TRANSIENT", `lock of ${key} still held after ${FS_LOCK_WAIT_MS_MAX} ms`, {
-          details: { key, lockPath },
-        });
-      }
+      const blocker = await this.breakIfAbandoned(lockPath);
+      if (this.clock.monotonicMs() >= deadlineMs) throw lockWaitTimedOut(key, lockPath, blocker);
+      if (blocker === null) continue;
       const ceilingMs = Math.min(FS_LOCK_POLL_MS_MAX, 2 ** Math.min(attempt, 8));
       await this.clock.sleep(1 + this.random.float() * ceilingMs);
     }
   }
 
-  /** Removes the lock at `lockPath` if it is stale. True when the lock is gone now. */
-  private async breakIfStale(lockPath: string): Promise<boolean> {
+  /**
+   * Removes the lock at `lockPath` if its holder is provably gone. Returns the lock that
+   * still blocks the caller, or null when there is none now.
+   */
+  private async breakIfAbandoned(lockPath: string): Promise<PresentLock | null> {
     const judged = await this.read(lockPath);
-    if (judged === "missing") return true;
-    if (!this.isStale(judged)) return false;
+    if (judged.state === "missing") return null;
+    if (!(await this.isAbandoned(judged))) return judged;
     const breakerPath = `${lockPath}.break`;
-    if (!(await this.tryCreate(breakerPath, this.newRecord()))) {
-      const breaker = await this.read(breakerPath);
-      // A breaker that died inside its few-syscall window would block the key forever.
-      if (breaker !== "missing" && this.isStale(breaker)) await unlinkIfPresent(breakerPath);
-      return false;
+    if (!(await this.tryCreate(breakerPath, await this.newRecord()))) {
+      await this.breakAbandonedBreaker(breakerPath);
+      return judged;
     }
     try {
       const current = await this.read(lockPath);
-      if (current === "missing") return true;
-      if (sameRecord(current, judged)) await unlinkIfPresent(lockPath);
-      return true;
+      if (current.state === "missing") return null;
+      if (!sameLock(current, judged)) return current;
+      await unlinkIfPresent(lockPath);
+      return null;
     } finally {
       await unlinkIfPresent(breakerPath);
     }
   }
 
-  private isStale(record: LockRecord | "unreadable"): boolean {
-    if (record === "unreadable") return true;
-    if (record.hostname === hostname() && !isProcessAlive(record.pid)) return true;
-    return this.clock.nowMs() - record.acquiredAtMs > FS_LOCK_STALE_MS;
+  /** A breaker that died inside its few-syscall window would block the key forever. */
+  private async breakAbandonedBreaker(breakerPath: string): Promise<void> {
+    const breaker = await this.read(breakerPath);
+    if (breaker.state === "missing" || !(await this.isAbandoned(breaker))) return;
+    if (sameLock(await this.read(breakerPath), breaker)) await unlinkIfPresent(breakerPath);
+  }
+
+  private async isAbandoned(lock: PresentLock): Promise<boolean> {
+    switch (lock.state) {
+      case "held":
+        return isHolderGone(lock.record);
+      case "unreadable":
+        return this.clock.nowMs() - lock.mtimeMs > FS_LOCK_STALE_MS;
+    }
   }
 
   private async release(lockPath: string, token: string): Promise<void> {
-    const record = await this.read(lockPath);
-    if (typeof record !== "string" && record.token === token) await unlinkIfPresent(lockPath);
+    if (holds(await this.read(lockPath), token)) await unlinkIfPresent(lockPath);
   }
 
   /** Places `record` at `path` unless something is there already. */
@@ -133,46 +177,42 @@ export class FsKeyLocks {
   }
 
   private async read(path: string): Promise<ReadLock> {
-    let text: string;
+    let handle;
     try {
-      text = await readFile(path, "utf8");
+      handle = await open(path, "r");
     } catch (error) {
-      if (errorCode(error) === "ENOENT") return "missing";
+      if (errorCode(error) === "ENOENT") return MISSING;
       throw error;
     }
-    return parseRecord(text);
+    try {
+      const record = parseRecord(await handle.readFile("utf8"));
+      if (record !== null) return { state: "held", record };
+      return { state: "unreadable", mtimeMs: (await handle.stat()).mtimeMs };
+    } finally {
+      await handle.close();
+    }
   }
 
-  private newRecord(): LockRecord {
+  private async newRecord(): Promise<LockRecord> {
     return {
       pid: process.pid,
       hostname: hostname(),
+      processStartTime: await ownProcessStartTime(),
       acquiredAtMs: this.clock.nowMs(),
       token: randomHex(this.random, TOKEN_BYTES),
     };
   }
 }
 
-function parseRecord(text: string): LockRecord | "unreadable" {
-  try {
-    const value = JSON.parse(text) as Partial<LockRecord>;
-    if (
-      typeof value.pid === "number" &&
-      typeof value.hostname === "string" &&
-      typeof value.acquiredAtMs === "number" &&
-      typeof value.token === "string"
-    ) {
-      return { pid: value.pid, hostname: value.hostname, acquiredAtMs: value.acquiredAtMs, token: value.token };
-    }
-  } catch {
-    // fall through: a torn or foreign file
-  }
-  return "unreadable";
-}
-
-function sameRecord(current: ReadLock, judged: LockRecord | "unreadable"): boolean {
-  if (current === "unreadable" || judged === "unreadable") return current === judged;
-  return current !== "missing" && current.token === judged.token;
+/** Whether the holder of `record` has certainly exited; false whenever it cannot be told. */
+async function isHolderGone(record: LockRecord): Promise<boolean> {
+  if (record.hostname !== hostname()) return false;
+  if (!isProcessAlive(record.pid)) return true;
+  const status = await processStatus(record.pid);
+  if (status === null) return false;
+  // A zombie still answers kill(pid, 0) until its parent reaps it, but never runs again.
+  if (EXITED_STATES.has(status.state)) return true;
+  return record.processStartTime !== null && status.startTime !== record.processStartTime;
 }
 
 function isProcessAlive(pid: number): boolean {
@@ -183,6 +223,102 @@ function isProcessAlive(pid: number): boolean {
     // EPERM: the process exists but belongs to another user.
     return errorCode(error) === "EPERM";
   }
+}
+
+/**
+ * The start time of process `pid` (field 22 of /proc/<pid>/stat), or null where /proc
+ * does not exist or the process is gone. Two processes that share a pid never share it.
+ */
+export async function processStartTime(pid: number): Promise<string | null> {
+  return (await processStatus(pid))?.startTime ?? null;
+}
+
+/** State (field 3) and start time (field 22) of process `pid`, from /proc; null without one. */
+async function processStatus(pid: number): Promise<{ state: string; startTime: string } | null> {
+  let text: string;
+  try {
+    text = await readFile(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  // The command name (field 2) is parenthesized and may itself hold spaces and ")".
+  const fields = text.slice(text.lastIndexOf(")") + 1).trim().split(" ");
+  const state = fields[STAT_STATE_INDEX];
+  const startTime = fields[STAT_START_TIME_INDEX];
+  if (state === undefined || startTime === undefined || !/^[0-9]+$/.test(startTime)) return null;
+  return { state, startTime };
+}
+
+let ownStartTime: Promise<string | null> | undefined;
+
+function ownProcessStartTime(): Promise<string | null> {
+  ownStartTime ??= processStartTime(process.pid);
+  return ownStartTime;
+}
+
+function parseRecord(text: string): LockRecord | null {
+  try {
+    const value = JSON.parse(text) as Partial<LockRecord>;
+    if (
+      Number.isSafeInteger(value.pid) &&
+      (value.pid as number) > 0 &&
+      typeof value.hostname === "string" &&
+      (value.processStartTime === null || typeof value.processStartTime === "string") &&
+      Number.isFinite(value.acquiredAtMs) &&
+      typeof value.token === "string"
+    ) {
+      return {
+        pid: value.pid as number,
+        hostname: value.hostname,
+        processStartTime: value.processStartTime,
+        acquiredAtMs: value.acquiredAtMs as number,
+        token: value.token,
+      };
+    }
+  } catch {
+    // fall through: a torn or foreign file
+  }
+  return null;
+}
+
+function holds(lock: ReadLock, token: string): boolean {
+  return lock.state === "held" && lock.record.token === token;
+}
+
+function sameLock(current: ReadLock, judged: PresentLock): boolean {
+  switch (judged.state) {
+    case "held":
+      return holds(current, judged.record.token);
+    case "unreadable":
+      return current.state === "unreadable" && current.mtimeMs === judged.mtimeMs;
+  }
+}
+
+function lockWaitTimedOut(key: string, lockPath: string, blocker: PresentLock | null): CairnError {
+  const holder = blocker === null ? "holders that kept changing" : describeHolder(blocker);
+  return new CairnError(
+    "STORE_TRANSIENT",
+    `lock of ${key} still held after ${FS_LOCK_WAIT_MS_MAX} ms by ${holder}; ` +
+      `if that process is really gone, delete ${lockPath}`,
+    { details: { key, lockPath, holder: blocker?.state === "held" ? blocker.record : blocker } },
+  );
+}
+
+function describeHolder(lock: PresentLock): string {
+  switch (lock.state) {
+    case "held": {
+      const { pid, hostname: host, acquiredAtMs } = lock.record;
+      const where = host === hostname() ? `host ${host}` : `host ${host} (another host: never broken automatically)`;
+      return `pid ${pid} on ${where} since ${isoTime(acquiredAtMs)}`;
+    }
+    case "unreadable":
+      return `an unreadable lock file last written at ${isoTime(lock.mtimeMs)}`;
+  }
+}
+
+function isoTime(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${ms} ms` : date.toISOString();
 }
 
 export async function unlinkIfPresent(path: string): Promise<void> {

@@ -26,10 +26,20 @@ import type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutRes
  *   any process. `casPut` and `delete` run under the key's lock (FsKeyLocks), so an
  *   etag check and the write that depends on it cannot interleave with another writer's.
  *   `create` needs no lock: no locked step ever makes an absent key present.
+ * - Visible is not durable. Once a directory fsync fails after a link, rename or unlink
+ *   made a write visible, the store is failed: that call throws STORE_AMBIGUOUS_OUTCOME
+ *   and every later call throws STORE_FAILED, so no read-back can find the write and
+ *   take it as durable (a read still in flight throws STORE_FAILED too, a write still in
+ *   flight STORE_AMBIGUOUS_OUTCOME). After a failed fsync the page cache no longer
+ *   matches the disk and a retried fsync may succeed without persisting anything (as
+ *   PostgreSQL learnt in 2018), so only a restarted process, after the disk is checked,
+ *   may use the directory again. A failed fsync of a temporary file made nothing visible
+ *   and fails only its own call.
  * - `delete` prunes directories left empty; writers re-create a parent that vanished
  *   between their mkdir and their link/rename (bounded by FS_PARENT_RETRIES_MAX).
  * - Every failure is a CairnError: file-system errors are mapped by `typed`, and one that
- *   happens after a write became visible (a directory fsync) is STORE_AMBIGUOUS_OUTCOME.
+ *   happens after a write became visible (a directory fsync) is STORE_AMBIGUOUS_OUTCOME
+ *   and fails the store (`makeDurable`).
  */
 
 const HEADER_PREFIX = "cairn1 ";
@@ -42,6 +52,26 @@ const TEMPORARY_NAME_BYTES = 12;
 export interface FsObjectStoreOptions {
   readonly clock?: Clock;
   readonly random?: Random;
+  /**
+   * fsyncs a directory, so that the names linked, renamed or unlinked in it survive a
+   * crash. Defaults to the real fsync; tests inject a failing one, since a healthy disk
+   * cannot be made to fail an fsync on demand.
+   */
+  readonly syncDirectory?: (directory: string) => Promise<void>;
+  /**
+   * Test seam, never set in production: awaited by casPut with the key's lock held,
+   * after the etag check and `assertHeld`, immediately before the rename that commits the
+   * write. It is the one point where a paused holder is exposed to a lock breaker (the
+   * lost-update scenario), and a hook there changes no step of the protocol; it must not
+   * call the store.
+   */
+  readonly beforeCasRename?: (key: string) => Promise<void>;
+}
+
+/** Why a failed store refuses further use: the first write that could not be made durable. */
+interface StoreFailure {
+  readonly key: string;
+  readonly cause: unknown;
 }
 
 export class FsObjectStore implements ObjectStore {
@@ -51,7 +81,10 @@ export class FsObjectStore implements ObjectStore {
   private readonly clock: Clock;
   private readonly random: Random;
   private readonly locks: FsKeyLocks;
+  private readonly syncDirectory: (directory: string) => Promise<void>;
+  private readonly beforeCasRename: (key: string) => Promise<void>;
   private sweep: Promise<void> | undefined;
+  private failure: StoreFailure | undefined;
 
   /** Uses `rootDirectory` (created if missing) as the bucket. */
   constructor(rootDirectory: string, options: FsObjectStoreOptions = {}) {
@@ -60,6 +93,8 @@ export class FsObjectStore implements ObjectStore {
     this.temporaryDirectory = join(this.root, TEMPORARY_DIRECTORY);
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? systemRandom;
+    this.syncDirectory = options.syncDirectory ?? fsyncDirectory;
+    this.beforeCasRename = options.beforeCasRename ?? (async () => undefined);
     const locksDirectory = join(this.root, LOCKS_DIRECTORY);
     mkdirSync(this.temporaryDirectory, { recursive: true });
     mkdirSync(locksDirectory, { recursive: true });
@@ -68,7 +103,7 @@ export class FsObjectStore implements ObjectStore {
 
   async get(key: string, options: GetOptions = {}): Promise<GetResult | null | "not-modified"> {
     assertValidKey(key);
-    return typed("get", key, async () => {
+    return this.reading("get", key, async () => {
       const handle = await openIfPresent(this.pathFor(key));
       if (handle === null) return null;
       try {
@@ -90,7 +125,7 @@ export class FsObjectStore implements ObjectStore {
   async create(key: string, body: Uint8Array): Promise<PutResult> {
     assertValidKey(key);
     const path = this.pathFor(key);
-    return typed("create", key, async () => {
+    return this.writing("create", key, async () => {
       const { temporaryPath, etag } = await this.writeTemporary(body);
       try {
         await this.placeWithParents(key, path, async () => {
@@ -111,7 +146,7 @@ export class FsObjectStore implements ObjectStore {
   async casPut(key: string, body: Uint8Array, etag: string): Promise<PutResult> {
     assertValidKey(key);
     const path = this.pathFor(key);
-    return typed("casPut", key, async () => {
+    return this.writing("casPut", key, async () => {
       const written = await this.writeTemporary(body);
       try {
         await this.locks.withLock(key, async (lock) => {
@@ -119,9 +154,10 @@ export class FsObjectStore implements ObjectStore {
           if (current === null) throw casConflict(key, "key is missing");
           if (current !== etag) throw casConflict(key, "etag differs");
           await lock.assertHeld();
+          await this.beforeCasRename(key);
           // The key exists and only a locked delete removes it, so its directory stays.
           await rename(written.temporaryPath, path);
-          await afterCommit(key, () => fsyncDirectory(dirname(path)));
+          await this.makeDurable(key, () => this.syncDirectory(dirname(path)));
         });
         return { etag: written.etag };
       } finally {
@@ -133,7 +169,7 @@ export class FsObjectStore implements ObjectStore {
   async delete(key: string): Promise<void> {
     assertValidKey(key);
     const path = this.pathFor(key);
-    await typed("delete", key, async () => {
+    await this.writing("delete", key, async () => {
       const removed = await this.locks.withLock(key, async () => {
         try {
           await unlink(path);
@@ -141,7 +177,7 @@ export class FsObjectStore implements ObjectStore {
           if (errorCode(error) === "ENOENT") return false;
           throw error;
         }
-        await fsyncDirectory(dirname(path));
+        await this.makeDurable(key, () => this.syncDirectory(dirname(path)));
         return true;
       });
       if (removed) await this.pruneEmptyDirectories(dirname(path));
@@ -151,6 +187,7 @@ export class FsObjectStore implements ObjectStore {
   /** Deletes every key (missing keys included); reports the keys that failed, if any. */
   async deleteMany(keys: readonly string[]): Promise<void> {
     for (const key of keys) assertValidKey(key);
+    this.assertNotFailed();
     const failures: { key: string; message: string }[] = [];
     let firstError: unknown;
     for (let start = 0; start < keys.length; start += FS_DELETE_CONCURRENCY_MAX) {
@@ -162,6 +199,7 @@ export class FsObjectStore implements ObjectStore {
         failures.push({ key: batch[index] as string, message: String(outcome.reason) });
       });
     }
+    this.assertNotFailed();
     if (failures.length > 0) {
       throw new CairnError("STORE_REQUEST_FAILED", `deleting ${failures.length} of ${keys.length} keys failed`, {
         cause: firstError,
@@ -171,18 +209,81 @@ export class FsObjectStore implements ObjectStore {
   }
 
   async *list(prefix: string, options: ListOptions = {}): AsyncIterable<ListEntry> {
-    const keys = (await typed("list", prefix, () => this.keysUnder(prefix)))
+    const keys = (await this.reading("list", prefix, () => this.keysUnder(prefix)))
       .filter((key) => key.startsWith(prefix))
       .filter((key) => options.startAfter === undefined || compareKeys(key, options.startAfter) > 0)
       .sort(compareKeys);
     for (const key of keys) {
-      const entry = await typed("list", key, () => this.entryFor(key));
+      const entry = await this.reading("list", key, () => this.entryFor(key));
       if (entry !== null) yield entry;
     }
   }
 
   async close(): Promise<void> {
     await this.sweep;
+  }
+
+  /**
+   * Runs a read (mapping file-system errors) only while the store has not failed, and
+   * refuses its result if the store failed while it ran: a read that finishes after the
+   * failure could hand out a write that is visible but not durable.
+   */
+  private async reading<T>(operation: string, key: string, action: () => Promise<T>): Promise<T> {
+    this.assertNotFailed();
+    const result = await typed(operation, key, action);
+    this.assertNotFailed();
+    return result;
+  }
+
+  /**
+   * Runs a write (mapping file-system errors) only while the store has not failed. A
+   * write that completed while another call failed the store is visible, but its own
+   * fsync cannot be trusted any more, so it is ambiguous rather than acknowledged.
+   */
+  private async writing<T>(operation: string, key: string, action: () => Promise<T>): Promise<T> {
+    this.assertNotFailed();
+    const result = await typed(operation, key, action);
+    if (this.failure !== undefined) {
+      throw new CairnError(
+        "STORE_AMBIGUOUS_OUTCOME",
+        `the ${operation} of ${key} completed, but the directory store at ${this.root} failed while it was in ` +
+          `flight (fsync after writing ${this.failure.key} failed), so it cannot be promised durable`,
+        { cause: this.failure.cause, details: { key, root: this.root } },
+      );
+    }
+    return result;
+  }
+
+  private assertNotFailed(): void {
+    if (this.failure === undefined) return;
+    const { key, cause } = this.failure;
+    throw new CairnError(
+      "STORE_FAILED",
+      `the directory store at ${this.root} could not make a write durable (fsync after writing ${key} failed: ` +
+        `${messageOf(cause)}) and refuses further use: after a failed fsync the page cache can no longer be ` +
+        `trusted and a retried fsync may succeed without persisting anything; check the disk, then restart the process`,
+      { cause, details: { root: this.root, key } },
+    );
+  }
+
+  /**
+   * Runs a step that follows the link/rename/unlink which made a write visible (a
+   * directory fsync). If it fails the write may survive a crash or not, so it must never
+   * be taken as durable: the call is ambiguous and the store fails, which stops a
+   * read-back through this instance from finding the write.
+   */
+  private async makeDurable(key: string, step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (error) {
+      this.failure ??= { key, cause: error };
+      throw new CairnError(
+        "STORE_AMBIGUOUS_OUTCOME",
+        `the write of ${key} is visible but making it durable failed (${messageOf(error)}); ` +
+          `the directory store at ${this.root} now refuses further use (STORE_FAILED) until the process restarts`,
+        { cause: error, details: { key, root: this.root } },
+      );
+    }
   }
 
   private pathFor(key: string): string {
@@ -220,7 +321,7 @@ export class FsObjectStore implements ObjectStore {
         if (errorCode(error) === "ENOENT" && attempt < FS_PARENT_RETRIES_MAX) continue;
         throw error;
       }
-      await afterCommit(key, () => this.fsyncNewDirectories(firstCreated, parent));
+      await this.makeDurable(key, () => this.fsyncNewDirectories(firstCreated, parent));
       return;
     }
   }
@@ -233,7 +334,7 @@ export class FsObjectStore implements ObjectStore {
         directories.push(dirname(directory));
       }
     }
-    for (const directory of directories) await fsyncDirectory(directory);
+    for (const directory of directories) await this.syncDirectory(directory);
   }
 
   private async etagAt(path: string, key: string): Promise<string | null> {
@@ -374,20 +475,10 @@ async function typed<T>(operation: string, key: string, action: () => Promise<T>
   }
 }
 
-/**
- * Runs a step that follows the link/rename which made a write visible: if it fails, the
- * write may survive or not (a crash before the directory fsync may undo it).
- */
-async function afterCommit(key: string, step: () => Promise<void>): Promise<void> {
-  try {
-    await step();
-  } catch (error) {
-    throw new CairnError(
-      "STORE_AMBIGUOUS_OUTCOME",
-      `the write of ${key} is visible but making it durable failed (${(error as Error).message}); re-read to find out`,
-      { cause: error, details: { key } },
-    );
-  }
+/** The message of a Node error (read structurally, like every error in Cairn). */
+function messageOf(error: unknown): string {
+  const message = typeof error === "object" && error !== null ? (error as { message?: unknown }).message : undefined;
+  return typeof message === "string" ? message : String(error);
 }
 
 function casConflict(key: string, reason: string): CairnError {

@@ -1,17 +1,15 @@
 /**
  * Scenario: a directory used as a bucket. It passes the contract suite; every key, even
  * `../../etc/passwd`, stays inside its root and round-trips; `a` and `a/b` coexist;
- * deletes prune empty directories; stale locks of dead or stuck holders are broken while
- * live ones are waited for; damaged and foreign files are reported or ignored.
+ * deletes prune empty directories; damaged and foreign files are reported or ignored.
+ * Key locks are tested in fsKeyLocks.test.ts, fsync failures in fsSyncFailure.test.ts.
  */
-import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
-import { hostname, tmpdir } from "node:os";
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { FS_LOCK_STALE_MS, FS_NAME_CHUNK_CHARS_MAX, STORE_KEY_BYTES_MAX } from "../../src/base/limits.js";
+import { FS_NAME_CHUNK_CHARS_MAX, STORE_KEY_BYTES_MAX } from "../../src/base/limits.js";
 import { FsObjectStore } from "../../src/objectstore/FsObjectStore.js";
 import { keyForPathComponents, pathComponentsForKey } from "../../src/objectstore/fsKeyPaths.js";
 import { assertValidKey } from "../../src/objectstore/keys.js";
@@ -146,63 +144,6 @@ describe("FsObjectStore files", () => {
     expect(await readdir(join(root, ".tmp"))).toEqual(["object-in-flight"]);
   });
 });
-
-describe("FsObjectStore key locks", () => {
-  const lockPathOf = (root: string, key: string) =>
-    join(root, ".locks", createHash("sha256").update(key, "utf8").digest("hex"));
-
-  const writeLock = (root: string, key: string, record: { pid: number; acquiredAtMs: number }) =>
-    writeFile(lockPathOf(root, key), JSON.stringify({ ...record, hostname: hostname(), token: `foreign-${record.pid}` }));
-
-  it("breaks the lock of a holder process that died", async () => {
-    const root = await temporaryDirectory();
-    const store = new FsObjectStore(root);
-    const { etag } = await store.create("k", bytes("v1"));
-    await writeLock(root, "k", { pid: deadPid(), acquiredAtMs: Date.now() });
-    await store.casPut("k", bytes("v2"), etag);
-    expect(expectBody(await store.get("k")).body).toEqual(bytes("v2"));
-    await expect(stat(lockPathOf(root, "k"))).rejects.toMatchObject({ code: "ENOENT" });
-  });
-
-  it("breaks a lock held longer than the stale bound by a live process", async () => {
-    const root = await temporaryDirectory();
-    const store = new FsObjectStore(root);
-    await store.create("k", bytes("v1"));
-    await writeLock(root, "k", { pid: process.pid, acquiredAtMs: Date.now() - FS_LOCK_STALE_MS - 1_000 });
-    await store.delete("k");
-    expect(await store.get("k")).toBeNull();
-  });
-
-  it("waits for a live holder and proceeds once it releases", async () => {
-    const root = await temporaryDirectory();
-    const store = new FsObjectStore(root);
-    const { etag } = await store.create("k", bytes("v1"));
-    await writeLock(root, "k", { pid: process.pid, acquiredAtMs: Date.now() });
-    let settled = false;
-    const write = store.casPut("k", bytes("v2"), etag).finally(() => (settled = true));
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(settled).toBe(false);
-    expect(expectBody(await store.get("k")).body).toEqual(bytes("v1"));
-    await rm(lockPathOf(root, "k"));
-    await write;
-    expect(expectBody(await store.get("k")).body).toEqual(bytes("v2"));
-  });
-
-  it("breaks an unreadable lock left by a crash", async () => {
-    const root = await temporaryDirectory();
-    const store = new FsObjectStore(root);
-    const { etag } = await store.create("k", bytes("v1"));
-    await writeFile(lockPathOf(root, "k"), "");
-    await store.casPut("k", bytes("v2"), etag);
-    expect(expectBody(await store.get("k")).body).toEqual(bytes("v2"));
-  });
-});
-
-/** The pid of a process that has exited (and was reaped). */
-function deadPid(): number {
-  const output = execFileSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
-  return Number(output.toString());
-}
 
 async function filesUnder(directory: string): Promise<string[]> {
   const files: string[] = [];

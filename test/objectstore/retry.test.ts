@@ -21,6 +21,10 @@ class RecordingClock implements Clock {
     return this.currentMs;
   }
 
+  monotonicMs(): number {
+    return this.currentMs;
+  }
+
   async sleep(ms: number): Promise<void> {
     this.sleeps.push(ms);
     this.currentMs += ms;

@@ -157,7 +157,7 @@ describe("openObjectStore on S3 checks the bucket", () => {
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     const { port } = silent.address() as AddressInfo;
     // Time runs 50× faster on this clock, so the answer timeouts pass in milliseconds.
-    const fastClock: Clock = { nowMs: () => Date.now(), sleep: (ms, signal) => systemClock.sleep(ms / 50, signal) };
+    const fastClock: Clock = { nowMs: () => Date.now(), monotonicMs: () => performance.now(), sleep: (ms, signal) => systemClock.sleep(ms / 50, signal) };
     try {
       await expect(
         openObjectStore(`s3://${endpoint.bucket}?endpoint=http://127.0.0.1:${port}`, {

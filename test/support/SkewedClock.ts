@@ -1,14 +1,22 @@
 import type { Clock } from "../../src/base/clock.js";
 
-/** A node's view of a shared clock, off by a fixed offset (clock skew between machines). */
+/**
+ * A node's view of a shared clock, off by an offset (clock skew between machines). The
+ * offset may be changed to step the wall clock as NTP or an operator would; the monotonic
+ * clock is the base's and never steps.
+ */
 export class SkewedClock implements Clock {
   constructor(
     private readonly base: Clock,
-    private readonly offsetMs: number,
+    public offsetMs: number,
   ) {}
 
   nowMs(): number {
     return this.base.nowMs() + this.offsetMs;
+  }
+
+  monotonicMs(): number {
+    return this.base.monotonicMs();
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
