@@ -15,8 +15,9 @@ export interface ServeOptions {
 export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
   const store = await openObjectStore(options.store);
-  await assertConditionalWrites(store);
-  say(`store ${store.description} (conditional writes verified)`);
+  const probe = await assertConditionalWrites(store);
+  const form = probe.ifMatchEtagForm === undefined ? "" : `; If-Match etags sent ${probe.ifMatchEtagForm}`;
+  say(`store ${store.description} (conditional writes verified${form})`);
   const nodeId = options.nodeId ?? `node-${randomBytes(6).toString("hex")}`;
   const sharded = await ShardedStore.open({
     store,
@@ -31,8 +32,19 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     const meta = engine.local.meta();
     say(`shard ${engine.shard}: local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
   }
+  // Listen before announcing readiness: whoever waits for the announcement may signal at once.
+  const stopRequested = stopSignal();
   say(`node ${nodeId} is the writer; no network server yet (later issues add it). Ctrl-C stops.`);
-  await new Promise<void>((done) => {
+  await stopRequested;
+  say("stopping: draining commits and releasing leases");
+  await sharded.close();
+  await store.close();
+  say("stopped");
+}
+
+/** Resolves on the first SIGINT or SIGTERM; the handlers are installed when this is called. */
+function stopSignal(): Promise<void> {
+  return new Promise<void>((done) => {
     const stop = () => {
       process.off("SIGINT", stop);
       process.off("SIGTERM", stop);
@@ -41,8 +53,4 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
   });
-  say("stopping: draining commits and releasing leases");
-  await sharded.close();
-  await store.close();
-  say("stopped");
 }

@@ -1,7 +1,7 @@
 /**
  * The one interface every layer above uses to reach the bucket. Its contract holds on
- * every adapter (memory, fs, S3 against AWS, R2 and MinIO); one conformance suite in
- * test/objectstore checks it.
+ * every adapter (memory, fs, S3 against AWS, R2, MinIO and Ceph radosgw); one conformance
+ * suite in test/objectstore checks it.
  *
  * Contract:
  * - Keys are relative to the store's root (an S3 URL's prefix, a directory). They are
@@ -17,10 +17,17 @@
  *   UTF-8 byte order, paginating internally.
  * - A write that returned is durable and visible to every later `get` and `list`.
  * - Transient trouble is retried inside the adapter with bounded backoff; what remains
- *   is thrown as STORE_TRANSIENT / STORE_UNREACHABLE. A conditional write whose outcome
- *   is unknown (the connection dropped after the request was sent) is thrown as
- *   STORE_AMBIGUOUS_OUTCOME, never as success or CAS_CONFLICT: the caller resolves it
- *   by re-reading.
+ *   is thrown as STORE_TRANSIENT / STORE_UNREACHABLE.
+ * - A conditional write whose answer was lost or proves nothing (a connection dropped
+ *   after the request was sent, a 5xx, an unreadable 2xx) is never taken as "nothing was
+ *   written". The adapter resolves it by reading the key back: its own bytes there mean
+ *   it landed. That is sound because Cairn never writes the same bytes to a key twice
+ *   as two different writes: every CAS body carries a fresh nonce and a higher version,
+ *   and every segment is unique by its header (shard, seqno, epoch, writer, previous
+ *   hash). Callers must keep it so. What the read-back cannot settle (a casPut whose key
+ *   now holds other bytes under another etag: ours may have landed and been overwritten)
+ *   is thrown as STORE_AMBIGUOUS_OUTCOME, never as success or CAS_CONFLICT; the caller
+ *   resolves it by nonce (CasObject) or by re-reading.
  */
 export interface ObjectStore {
   /** Human-readable location for messages and logs, e.g. "s3://bucket/prefix/". */

@@ -9,7 +9,7 @@ import {
   type S3ClientConfig,
 } from "@aws-sdk/client-s3";
 import { systemClock, type Clock } from "../base/clock.js";
-import { CairnError } from "../base/errors.js";
+import { CairnError, hasErrorCode, invalidArgument, isCasConflict, isStoreTransient } from "../base/errors.js";
 import {
   DELETE_BATCH_KEYS_MAX,
   LIST_PAGE_KEYS_MAX,
@@ -23,19 +23,46 @@ import { systemRandom, type Random } from "../base/random.js";
 import { assertValidKey } from "./keys.js";
 import type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutResult } from "./ObjectStore.js";
 import { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";
-import { classifyS3Failure, storeErrorFor, type S3Call, type S3CallKind } from "./s3Failures.js";
+import { answeredStatusOf, classifyS3Failure, storeErrorFor, type S3Call, type S3CallKind } from "./s3Failures.js";
 
 /**
- * The ObjectStore contract on S3 and S3-compatible stores (R2, MinIO), through
- * @aws-sdk/client-s3 v3. The only module in src/ that knows the AWS SDK.
+ * The ObjectStore contract on S3 and S3-compatible stores (AWS, R2, MinIO, Ceph radosgw),
+ * through @aws-sdk/client-s3 v3. The only module in src/ that knows the AWS SDK.
  *
  * Invariants:
  * - The SDK never retries (`maxAttempts: 1`): an SDK retry of a conditional write that
  *   landed turns its success into a 412. All retries happen here, bounded by the retry
- *   policy, and conditional writes are repeated only after answers that prove nothing was
- *   written (s3Failures decides).
+ *   policy (attempts and backoff), whatever the reason for repeating.
+ * - A conditional write is repeated only when an answer (s3Failures decides which) or a
+ *   read-back proves that it did not land. Every outcome left unknown — a 5xx, a
+ *   connection that broke after the request was sent, a 2xx whose answer is unreadable —
+ *   is resolved by reading the key back before giving up:
+ *     our exact bytes there                          → success, with the etag read;
+ *     create, key absent                             → repeat (create-only is safe to repeat);
+ *     create, other bytes                            → CAS_CONFLICT;
+ *     casPut, the etag we conditioned on still there → repeat (at most one write
+ *                                                      conditioned on that etag can land,
+ *                                                      and a repeat sends the same bytes);
+ *     casPut, anything else                          → STORE_AMBIGUOUS_OUTCOME (ours may
+ *                                                      have landed and been overwritten);
+ *     the read-back fails                            → STORE_AMBIGUOUS_OUTCOME.
+ *   A conflict answered to a repeat is resolved the same way: it may be our earlier write.
+ *   This is sound only because Cairn never writes the same bytes to a key twice (see the
+ *   ObjectStore contract): "our bytes" cannot be someone else's.
+ * - If-Match etag form (`ifMatchEtagForm`): AWS, R2 and MinIO strip the quotes of
+ *   If-Match; radosgw 16 compares the header verbatim with its unquoted etag, so a quoted
+ *   one never matches there. A form pinned by the `ifMatchEtag` option never changes.
+ *   Unknown, casPut sends the quoted etag and, when the answer is 412 while the form is
+ *   still unknown, repeats the same casPut once with the bare etag: the same etag value,
+ *   so the condition is identical. The first form answered with a 2xx is fixed for the
+ *   store's lifetime; after that a 412 is final. A 412 never teaches a form (it answers a
+ *   stale etag as well as an unreadable one), so every write stays conditioned on the
+ *   full etag in a form the store has accepted: the check is never weaker than the store's.
+ *   assertConditionalWrites, run at open by `cairn serve`, performs a casPut with the
+ *   right etag, so the form is learned there, once.
  * - Every key is sent as `prefix + key`; every key read back has the prefix removed.
- * - Etags cross this boundary without quotes; If-Match / If-None-Match get them quoted.
+ * - Etags cross this boundary without quotes; If-None-Match gets them quoted, If-Match in
+ *   the store's form.
  */
 
 /** Raw S3Client settings, for tests and unusual deployments. */
@@ -46,6 +73,9 @@ export interface S3Credentials {
   readonly secretAccessKey: string;
   readonly sessionToken?: string;
 }
+
+/** How If-Match carries an etag: `"abc…"` (quoted) or `abc…` (bare). */
+export type IfMatchEtagForm = "quoted" | "bare";
 
 export interface S3ObjectStoreOptions {
   readonly bucket: string;
@@ -63,12 +93,25 @@ export interface S3ObjectStoreOptions {
    * sends checksums only where S3 demands them, for stores that reject the headers.
    */
   readonly checksums?: "when_supported" | "when_required";
+  /**
+   * Pins the If-Match etag form: "quoted" (what AWS, R2 and MinIO document and the SDK
+   * sends) or "bare" (Ceph radosgw 16, which compares the header verbatim). Omitted: the
+   * first casPut that succeeds teaches it (the conditional-write probe does one at open),
+   * at the cost of one extra PutObject per conflicting casPut until then.
+   */
+  readonly ifMatchEtag?: IfMatchEtagForm;
   readonly clock?: Clock;
   readonly random?: Random;
   readonly retryPolicy?: RetryPolicy;
   /** Raw S3Client settings applied last (tests, unusual deployments). */
   readonly clientOverrides?: S3ClientOverrides;
 }
+
+/** A conditional write: create-only, or compare-and-swap against an unquoted etag. */
+type WriteCondition = { readonly kind: "create" } | { readonly kind: "cas"; readonly etag: string };
+
+/** What a read-back says about a conditional write whose outcome was unknown. */
+export type ReadBackVerdict = "written" | "repeat" | "conflict" | "ambiguous";
 
 /** What Cairn reads of a GetObject answer's body. */
 interface ByteStream {
@@ -83,6 +126,7 @@ export class S3ObjectStore implements ObjectStore {
   private readonly clock: Clock;
   private readonly random: Random;
   private readonly retryPolicy: RetryPolicy;
+  private etagForm: IfMatchEtagForm | "unknown";
 
   constructor(options: S3ObjectStoreOptions) {
     const prefix = options.prefix ?? "";
@@ -95,7 +139,17 @@ export class S3ObjectStore implements ObjectStore {
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? systemRandom;
     this.retryPolicy = options.retryPolicy ?? defaultRetryPolicy;
+    const pinned = options.ifMatchEtag;
+    if (pinned !== undefined && pinned !== "quoted" && pinned !== "bare") {
+      throw invalidArgument(`ifMatchEtag must be "quoted" or "bare", not ${JSON.stringify(pinned)}`, { ifMatchEtag: pinned });
+    }
+    this.etagForm = pinned ?? "unknown";
     this.client = new S3Client(clientConfigFor(options));
+  }
+
+  /** The If-Match etag form this store honours: pinned, learned from a 2xx, or not yet known. */
+  get ifMatchEtagForm(): IfMatchEtagForm | "unknown" {
+    return this.etagForm;
   }
 
   /**
@@ -155,11 +209,11 @@ export class S3ObjectStore implements ObjectStore {
   }
 
   async create(key: string, body: Uint8Array): Promise<PutResult> {
-    return this.put(key, body, { IfNoneMatch: "*" });
+    return this.conditionalWrite(key, body, { kind: "create" });
   }
 
   async casPut(key: string, body: Uint8Array, etag: string): Promise<PutResult> {
-    return this.put(key, body, { IfMatch: quoteEtag(etag) });
+    return this.conditionalWrite(key, body, { kind: "cas", etag: unquoteEtag(etag) });
   }
 
   async delete(key: string): Promise<void> {
@@ -231,21 +285,118 @@ export class S3ObjectStore implements ObjectStore {
     this.client.destroy();
   }
 
-  private async put(key: string, body: Uint8Array, condition: { IfNoneMatch: string } | { IfMatch: string }) {
+  /**
+   * One conditional write within the retry policy's bounds: transient refusals are
+   * repeated, unknown outcomes resolved by reading the key back (see the invariants).
+   */
+  private async conditionalWrite(key: string, body: Uint8Array, condition: WriteCondition): Promise<PutResult> {
     const fullKey = this.fullKey(key);
     const call = this.call("PutObject", "conditional-write", key);
-    return this.retrying(async () => {
-      let output;
-      try {
-        output = await this.client.send(
-          new PutObjectCommand({ Bucket: this.bucket, Key: fullKey, Body: body, ContentLength: body.byteLength, ...condition }),
+    let unknownOutcome: unknown;
+    try {
+      return await this.retrying(async () => {
+        try {
+          return await this.sendConditional(fullKey, body, condition, call);
+        } catch (error) {
+          if (hasErrorCode(error, "STORE_AMBIGUOUS_OUTCOME")) unknownOutcome = error;
+          // After an unknown outcome, a conflict may be our own earlier write that landed.
+          else if (unknownOutcome === undefined || !isCasConflict(error)) throw error;
+          return this.resolveByReadBack(key, body, condition, unknownOutcome);
+        }
+      });
+    } catch (error) {
+      // Out of attempts after an unknown outcome: an earlier attempt may still land.
+      if (unknownOutcome === undefined || !isStoreTransient(error)) throw error;
+      const exhausted = summaryOf(error);
+      throw new CairnError("STORE_AMBIGUOUS_OUTCOME", `${exhausted.message}; an earlier attempt may still land`, {
+        cause: error,
+        details: exhausted.details,
+      });
+    }
+  }
+
+  /** Sends the write once; a casPut may add one bare-etag repeat while the form is unknown. */
+  private async sendConditional(
+    fullKey: string,
+    body: Uint8Array,
+    condition: WriteCondition,
+    call: S3Call,
+  ): Promise<PutResult> {
+    if (condition.kind === "create") return this.sendPut(fullKey, body, { IfNoneMatch: "*" }, call, undefined);
+    const form: IfMatchEtagForm = this.etagForm === "bare" ? "bare" : "quoted";
+    try {
+      return await this.sendPut(fullKey, body, { IfMatch: etagInForm(condition.etag, form) }, call, form);
+    } catch (error) {
+      // A 412 to the quoted etag proves nothing while the form is unknown. The form is read
+      // after the answer: another casPut may have fixed it meanwhile.
+      if (form === "bare" || this.etagForm === "quoted" || answeredStatusOf(error) !== 412) throw error;
+      return this.sendPut(fullKey, body, { IfMatch: etagInForm(condition.etag, "bare") }, call, "bare");
+    }
+  }
+
+  /** One PutObject; a 2xx to an If-Match in `form` fixes that form if none was known. */
+  private async sendPut(
+    fullKey: string,
+    body: Uint8Array,
+    condition: { IfNoneMatch: string } | { IfMatch: string },
+    call: S3Call,
+    form: IfMatchEtagForm | undefined,
+  ): Promise<PutResult> {
+    let output;
+    try {
+      output = await this.client.send(
+        new PutObjectCommand({ Bucket: this.bucket, Key: fullKey, Body: body, ContentLength: body.byteLength, ...condition }),
+      );
+    } catch (error) {
+      throw storeErrorFor(classifyS3Failure(error), call, error);
+    }
+    if (form !== undefined && this.etagForm === "unknown") this.etagForm = form;
+    // The write landed, but without its etag only a read-back can tell what is stored.
+    return { etag: this.requireEtag(output.ETag, call, "STORE_AMBIGUOUS_OUTCOME") };
+  }
+
+  /** Reads the key back to settle a conditional write whose outcome is unknown. */
+  private async resolveByReadBack(
+    key: string,
+    body: Uint8Array,
+    condition: WriteCondition,
+    unknownOutcome: unknown,
+  ): Promise<PutResult> {
+    const original = summaryOf(unknownOutcome);
+    let stored: GetResult | null;
+    try {
+      const read = await this.get(key);
+      stored = read === "not-modified" ? null : read;
+    } catch (readError) {
+      const failed = summaryOf(readError);
+      throw new CairnError("STORE_AMBIGUOUS_OUTCOME", `${original.message}; reading the key back failed too: ${failed.message}`, {
+        cause: unknownOutcome,
+        details: { ...original.details, readBack: failed.code },
+      });
+    }
+    const verdict = readBackVerdict(condition, stored, body);
+    const details = { ...original.details, readBack: verdict };
+    switch (verdict) {
+      case "written":
+        return { etag: (stored as GetResult).etag };
+      case "repeat":
+        // STORE_TRANSIENT: the retry loop repeats the write after its backoff, within its bound.
+        throw new CairnError("STORE_TRANSIENT", `${original.message}; read back: it did not land, so it is repeated`, {
+          cause: unknownOutcome,
+          details,
+        });
+      case "conflict":
+        throw new CairnError("CAS_CONFLICT", `${original.message}; read back: another writer's object is there`, {
+          cause: unknownOutcome,
+          details,
+        });
+      case "ambiguous":
+        throw new CairnError(
+          "STORE_AMBIGUOUS_OUTCOME",
+          `${original.message}; read back: another object is there, ours may have landed and been overwritten`,
+          { cause: unknownOutcome, details },
         );
-      } catch (error) {
-        throw storeErrorFor(classifyS3Failure(error), call, error);
-      }
-      // The write landed, but without its etag the caller can only learn it by re-reading.
-      return { etag: this.requireEtag(output.ETag, call, "STORE_AMBIGUOUS_OUTCOME") };
-    });
+    }
   }
 
   private async deleteBatch(fullKeys: readonly string[]): Promise<KeyFailure[]> {
@@ -333,8 +484,40 @@ function clientConfigFor(options: S3ObjectStoreOptions): S3ClientConfig {
   };
 }
 
+/**
+ * The read-back rule of the invariants, as a pure function of what is stored now. `stored`
+ * is null when the key is absent.
+ */
+export function readBackVerdict(
+  condition: { readonly kind: "create" } | { readonly kind: "cas"; readonly etag: string },
+  stored: GetResult | null,
+  ours: Uint8Array,
+): ReadBackVerdict {
+  if (stored !== null && Buffer.from(stored.body).equals(ours)) return "written";
+  if (condition.kind === "create") return stored === null ? "repeat" : "conflict";
+  return stored !== null && stored.etag === condition.etag ? "repeat" : "ambiguous";
+}
+
 function quoteEtag(etag: string): string {
   return `"${unquoteEtag(etag)}"`;
+}
+
+function etagInForm(etag: string, form: IfMatchEtagForm): string {
+  return form === "quoted" ? quoteEtag(etag) : unquoteEtag(etag);
+}
+
+/** The message, code and details of a thrown value, for wrapping it. */
+function summaryOf(error: unknown): { message: string; code: unknown; details: Readonly<Record<string, unknown>> } {
+  const shape = (typeof error === "object" && error !== null ? error : {}) as {
+    message?: unknown;
+    code?: unknown;
+    details?: Readonly<Record<string, unknown>>;
+  };
+  return {
+    message: typeof shape.message === "string" ? shape.message : String(error),
+    code: shape.code,
+    details: shape.details ?? {},
+  };
 }
 
 /** S3 etags arrive quoted (`"abc…"`), sometimes weak (`W/"abc…"`). */

@@ -9,11 +9,12 @@ export { MemoryObjectStore } from "./MemoryObjectStore.js";
 export { FsObjectStore, type FsObjectStoreOptions } from "./FsObjectStore.js";
 export {
   S3ObjectStore,
+  type IfMatchEtagForm,
   type S3ClientOverrides,
   type S3Credentials,
   type S3ObjectStoreOptions,
 } from "./S3ObjectStore.js";
 export { openObjectStore, type OpenObjectStoreOptions } from "./openObjectStore.js";
 export { parseStoreUrl, STORE_URL_FORMS, type StoreLocation } from "./parseStoreUrl.js";
-export { assertConditionalWrites, PROBE_PREFIX } from "./assertConditionalWrites.js";
+export { assertConditionalWrites, PROBE_PREFIX, type ConditionalWritesReport } from "./assertConditionalWrites.js";
 export { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";

@@ -9,7 +9,7 @@ import { MemoryObjectStore } from "./MemoryObjectStore.js";
 import type { ObjectStore } from "./ObjectStore.js";
 import { invalidStoreUrl, parseStoreUrl, type StoreLocation } from "./parseStoreUrl.js";
 import type { RetryPolicy } from "./retry.js";
-import { S3ObjectStore, type S3ClientOverrides, type S3Credentials } from "./S3ObjectStore.js";
+import { S3ObjectStore, type IfMatchEtagForm, type S3ClientOverrides, type S3Credentials } from "./S3ObjectStore.js";
 
 export interface OpenObjectStoreOptions {
   readonly clock?: Clock;
@@ -23,6 +23,8 @@ export interface OpenObjectStoreOptions {
     readonly credentials?: S3Credentials;
     readonly clientOverrides?: S3ClientOverrides;
     readonly retryPolicy?: RetryPolicy;
+    /** Pins the If-Match etag form instead of learning it (see S3ObjectStoreOptions). */
+    readonly ifMatchEtag?: IfMatchEtagForm;
   };
 }
 
@@ -58,6 +60,7 @@ async function openS3(location: StoreLocation & { kind: "s3" }, options: OpenObj
     ...(options.s3?.credentials === undefined ? {} : { credentials: options.s3.credentials }),
     ...(options.s3?.clientOverrides === undefined ? {} : { clientOverrides: options.s3.clientOverrides }),
     ...(options.s3?.retryPolicy === undefined ? {} : { retryPolicy: options.s3.retryPolicy }),
+    ...(options.s3?.ifMatchEtag === undefined ? {} : { ifMatchEtag: options.s3.ifMatchEtag }),
   });
   try {
     await store.checkBucket(STORE_OPEN_ATTEMPTS_MAX);

@@ -9,9 +9,12 @@ import { STORE_THROTTLED_BACKOFF_MIN_MS } from "../base/limits.js";
  *   error's `name`: bodiless answers (HEAD, 304) arrive as "Unknown" or "NotFound". The
  *   XML code is consulted only to tell NoSuchBucket from NoSuchKey on a 404.
  * - A conditional write is a CAS_CONFLICT only on 412, 409 or a 404 answering If-Match;
- *   it is retried only on answers proving nothing was written (429, 500, 502, 503, 504)
- *   or when no connection was ever made. Anything that may have reached the store
- *   without an answer is STORE_AMBIGUOUS_OUTCOME: never success, never a conflict.
+ *   it is transient only on answers proving nothing was written (429: a throttle refuses
+ *   before it acts) or when no connection was ever made. A 500, 502, 503 or 504 proves
+ *   nothing: a gateway or a failing backend may answer it after the write landed (radosgw
+ *   16 answers 500 to losers of racing If-Match PUTs), so it is STORE_AMBIGUOUS_OUTCOME,
+ *   like every answer that may have reached the store without a readable reply: never
+ *   success, never a conflict. The S3 adapter resolves those by reading the key back.
  * - Reads, deletes and lists are idempotent: every network failure is transient for them.
  */
 
@@ -61,6 +64,8 @@ const MAYBE_SENT_CODES = new Set([
 /** The SDK's connect timeout names no code; its message is the only mark it leaves. */
 const CONNECT_TIMEOUT_MESSAGE = /did not establish a connection/;
 const TRANSIENT_STATUSES = new Set([429, 500, 502, 503, 504]);
+/** Server failures: for a conditional write they say nothing about whether it landed. */
+const SERVER_FAILURE_STATUSES = new Set([500, 502, 503, 504]);
 
 export function classifyS3Failure(error: unknown): S3Failure {
   const shape = (typeof error === "object" && error !== null ? error : {}) as S3ErrorShape;
@@ -113,6 +118,13 @@ export function storeErrorFor(failure: S3Failure, call: S3Call, error: unknown):
   }
 }
 
+/** The HTTP status behind an error made by storeErrorFor, when the store answered one. */
+export function answeredStatusOf(error: unknown): number | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const failure = (error as { details?: { failure?: Partial<S3Failure> & { status?: unknown } } }).details?.failure;
+  return failure?.kind === "status" && typeof failure.status === "number" ? failure.status : undefined;
+}
+
 type MakeError = (code: ErrorCode, message: string, extra?: object) => CairnError;
 
 function statusError(failure: S3Failure & { kind: "status" }, call: S3Call, what: string, make: MakeError): CairnError {
@@ -129,6 +141,12 @@ function statusError(failure: S3Failure & { kind: "status" }, call: S3Call, what
   }
   if (status === 301) {
     return make("STORE_URL_INVALID", `${what}: the bucket is in another region; set region=… in the store URL (${answer})`);
+  }
+  if (call.kind === "conditional-write" && SERVER_FAILURE_STATUSES.has(status)) {
+    return make(
+      "STORE_AMBIGUOUS_OUTCOME",
+      `${what}: the store failed (${answer}), which does not prove the write did not happen — re-read to find out`,
+    );
   }
   if (TRANSIENT_STATUSES.has(status)) {
     const extra = status === 429 ? { retryAfterMs: STORE_THROTTLED_BACKOFF_MIN_MS } : {};

@@ -3,7 +3,8 @@
  * become exactly one CairnError each. The S3 tests drive most answers over real HTTP;
  * this table covers the rest (a 301, an unreadable 2xx, no credentials, unknown local
  * failures) and pins the rule that a conditional write is never reported as success or
- * conflict when its outcome is unknown.
+ * conflict when its outcome is unknown — a 5xx included, since a gateway's 5xx does not
+ * prove that the write did not land.
  */
 import { describe, expect, it } from "vitest";
 import { classifyS3Failure, storeErrorFor, type S3CallKind } from "../../src/objectstore/s3Failures.js";
@@ -36,7 +37,14 @@ describe("S3 failure classification", () => {
     [sdkError(403, "SignatureDoesNotMatch", "SignatureDoesNotMatch"), "conditional-write", "STORE_ACCESS_DENIED"],
     [sdkError(301, "PermanentRedirect", "PermanentRedirect"), "read", "STORE_URL_INVALID"],
     [sdkError(429, "TooManyRequests", "TooManyRequests"), "conditional-write", "STORE_TRANSIENT"],
-    [sdkError(503, "SlowDown", "SlowDown"), "conditional-write", "STORE_TRANSIENT"],
+    // A 5xx does not prove a conditional write did not land; a 429 refuses before acting.
+    [sdkError(500, "InternalError", "InternalError"), "conditional-write", "STORE_AMBIGUOUS_OUTCOME"],
+    [sdkError(500, "UnknownError", "UnknownError"), "conditional-write", "STORE_AMBIGUOUS_OUTCOME"],
+    [sdkError(502, "Unknown"), "conditional-write", "STORE_AMBIGUOUS_OUTCOME"],
+    [sdkError(503, "SlowDown", "SlowDown"), "conditional-write", "STORE_AMBIGUOUS_OUTCOME"],
+    [sdkError(504, "Unknown"), "conditional-write", "STORE_AMBIGUOUS_OUTCOME"],
+    [sdkError(500, "InternalError", "InternalError"), "read", "STORE_TRANSIENT"],
+    [sdkError(503, "SlowDown", "SlowDown"), "idempotent-write", "STORE_TRANSIENT"],
     [sdkError(504, "Unknown"), "read", "STORE_TRANSIENT"],
     [sdkError(501, "NotImplemented", "NotImplemented"), "conditional-write", "STORE_REQUEST_FAILED"],
     [sdkError(412, "PreconditionFailed", "PreconditionFailed"), "read", "STORE_REQUEST_FAILED"],

@@ -6,10 +6,10 @@ import { invalidArgument } from "../../../src/base/errors.js";
 import { authenticate } from "./authenticate.js";
 import { createBucket, deleteObjects, headBucket, listObjectsV2 } from "./bucketOperations.js";
 import { Buckets, isValidBucketName, type Bucket } from "./buckets.js";
-import { isConditionalPut } from "./conditionalPut.js";
+import { isConditionalPut, refusePut } from "./conditionalPut.js";
 import { Counters, type OperationCounters } from "./counters.js";
 import { KEEP_ALIVE_TIMEOUT_MS, REQUEST_BODY_BYTES_MAX } from "./endpointLimits.js";
-import { Faults, type FaultController, type FaultTarget, type InjectedFailure } from "./faults.js";
+import { Faults, type AfterCommitStatus, type FaultController, type FaultTarget, type InjectedFailure } from "./faults.js";
 import { deleteObject, getObject, putConditionsOf, putObject, type ObjectRequest } from "./objectOperations.js";
 import { validatedSettings, type S3EndpointCredentials, type S3EndpointOptions, type Settings } from "./endpointSettings.js";
 import { isS3EndpointMode, type S3EndpointMode, type S3Operation } from "./operations.js";
@@ -23,6 +23,7 @@ import {
   internalError,
   isS3Error,
   noSuchBucket,
+  serviceUnavailable,
   slowDown,
 } from "./S3Error.js";
 import { errorDocument } from "./xml.js";
@@ -30,7 +31,8 @@ import { errorDocument } from "./xml.js";
 /**
  * The S3 test endpoint's server: accepts connections, runs each request through
  * read body → route → authenticate → bucket → payload checks → pause → injected faults
- * → operation → answer (or drop), and counts what it served. A request the router
+ * → operation → answer (or drop, or an injected 5xx in its place), and counts what it
+ * served. A request the router
  * refuses is answered only after authentication, as S3 does.
  *
  * Lifecycle: listening → closed. close() aborts every request in flight (held, sleeping
@@ -212,23 +214,38 @@ class RunningEndpoint implements S3Endpoint {
   private async serve(head: RequestHead, route: Route, wire: Uint8Array, signal: AbortSignal): Promise<Outcome> {
     const bucket = this.buckets.get(route.bucket);
     if (bucket === undefined && route.operation !== "CreateBucket") throw noSuchBucket(route.bucket);
-    const payload = decodePayload(head, wire, { lengthRequired: route.operation === "PutObject" });
+    const payload = decodePayload(head, wire, {
+      lengthRequired: route.operation === "PutObject",
+      chunkedTrailerRefused: this.mode === "radosgw",
+    });
+    const conditions = route.operation === "PutObject" ? putConditionsOf(head) : undefined;
     const target: FaultTarget = {
       operation: route.operation,
       key: route.key,
-      conditionalPut: route.operation === "PutObject" && isConditionalPut(putConditionsOf(head)),
+      conditionalPut: conditions !== undefined && isConditionalPut(conditions),
     };
+    // Whether the condition held on arrival: a refusal then means the request lost a race.
+    const heldOnArrival =
+      target.conditionalPut &&
+      conditions !== undefined &&
+      route.key !== undefined &&
+      bucket !== undefined &&
+      refusePut(this.mode, conditions, bucket.get(route.key), route.key) === undefined;
     await this.faults.waitWhilePaused(target, signal);
     const plan = this.faults.plan(target);
     if (plan.delayMs > 0) await sleep(plan.delayMs, undefined, { signal });
     if (plan.failure !== undefined) throw injectedError(plan.failure, route.key ?? "");
+    let response: S3Response | undefined;
+    let refusal: unknown;
     try {
-      const response = this.act(route, head, payload, bucket);
-      return plan.dropAfterCommit ? "drop" : response;
+      response = this.act(route, head, payload, bucket);
     } catch (error) {
-      if (plan.dropAfterCommit) return "drop";
-      throw error;
+      refusal = error;
     }
+    if (plan.afterCommit !== undefined) return replacedAnswer(plan.afterCommit);
+    if (response !== undefined) return response;
+    if (plan.lostRaceAs500 && heldOnArrival && isS3Error(refusal) && refusal.status === 412) throw internalError();
+    throw refusal;
   }
 
   /** Runs the operation itself; synchronous, so a check-and-write cannot interleave with another request. */
@@ -351,6 +368,25 @@ function injectedError(failure: InjectedFailure, key: string): S3Error {
       return internalError();
     case "ConditionalRequestConflict":
       return conditionalRequestConflict(key);
+  }
+}
+
+/** What replaces the answer of an operation that acted: nothing, or a 5xx. */
+function replacedAnswer(afterCommit: "drop" | AfterCommitStatus): Outcome {
+  switch (afterCommit) {
+    case "drop":
+      return "drop";
+    case 500:
+      throw internalError();
+    case 503:
+      throw serviceUnavailable();
+    case 502:
+      // A reverse proxy whose backend failed answers its own page, not S3 XML.
+      return {
+        status: 502,
+        headers: { "content-type": "text/html" },
+        body: Buffer.from("<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>\n"),
+      };
   }
 }
 

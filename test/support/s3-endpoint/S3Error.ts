@@ -41,10 +41,14 @@ export function noSuchBucket(bucket: string): S3Error {
   return new S3Error(404, "NoSuchBucket", "The specified bucket does not exist", [["BucketName", bucket]]);
 }
 
-export function preconditionFailed(condition: "If-Match" | "If-None-Match" | "If-Unmodified-Since"): S3Error {
-  return new S3Error(412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold", [
-    ["Condition", condition],
-  ]);
+/** `condition` undefined: no `<Condition>` element, as radosgw answers. */
+export function preconditionFailed(condition: "If-Match" | "If-None-Match" | "If-Unmodified-Since" | undefined): S3Error {
+  return new S3Error(
+    412,
+    "PreconditionFailed",
+    "At least one of the pre-conditions you specified did not hold",
+    condition === undefined ? [] : [["Condition", condition]],
+  );
 }
 
 export function notImplemented(message: string, header?: string): S3Error {
@@ -85,6 +89,10 @@ export function slowDown(): S3Error {
 
 export function internalError(): S3Error {
   return new S3Error(500, "InternalError", "We encountered an internal error. Please try again.");
+}
+
+export function serviceUnavailable(): S3Error {
+  return new S3Error(503, "ServiceUnavailable", "Please reduce your request rate.");
 }
 
 export function conditionalRequestConflict(key: string): S3Error {

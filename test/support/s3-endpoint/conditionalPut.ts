@@ -4,9 +4,10 @@ import type { S3EndpointMode } from "./operations.js";
 import { S3Error, noSuchKey, notImplemented, preconditionFailed } from "./S3Error.js";
 
 /**
- * The decision of a conditional PutObject, exactly the table of S3.md §1, per mode. Pure:
- * it sees the current object and returns whether the write may happen; the caller applies
- * it in the same synchronous step so that no other write can land in between.
+ * The decision of a conditional PutObject, exactly the table of S3.md §1, per mode (and,
+ * for radosgw, the behaviour checked against radosgw 16.2.15). Pure: it sees the current
+ * object and returns whether the write may happen; the caller applies it in the same
+ * synchronous step so that no other write can land in between.
  */
 
 export interface PutConditions {
@@ -31,6 +32,7 @@ export function refusePut(
     const unsupported = unsupportedOnAws(conditions);
     if (unsupported !== undefined) return unsupported;
   }
+  if (mode === "radosgw") return refuseAsRadosgw(conditions, current);
   if (conditions.ifMatch !== undefined) {
     const refusal = refuseIfMatch(mode, conditions.ifMatch, current, key);
     if (refusal !== undefined) return refusal;
@@ -73,7 +75,34 @@ function refuseIfMatch(
       case "legacy-minio":
         // The old MinIO bug: a CAS against nothing "succeeds" and creates the key.
         return undefined;
+      case "radosgw":
+        return preconditionFailed(undefined);
     }
   }
   return conditionMatches(parseEtagCondition(ifMatch), current.etag) ? undefined : preconditionFailed("If-Match");
+}
+
+/**
+ * radosgw 16.2: `*` means "exists"; any other value is compared with the stored etag as
+ * it is, quotes included; If-Match on a missing key fails; a 412 names no condition.
+ */
+function refuseAsRadosgw(conditions: PutConditions, current: StoredObject | undefined): S3Error | undefined {
+  const { ifMatch, ifNoneMatch } = conditions;
+  if (ifMatch !== undefined) {
+    if (current === undefined) return preconditionFailed(undefined);
+    if (ifMatch.trim() !== "*" && !radosgwEtagMatches(ifMatch, current.etag)) return preconditionFailed(undefined);
+  }
+  if (ifNoneMatch !== undefined && current !== undefined) {
+    if (ifNoneMatch.trim() === "*" || radosgwEtagMatches(ifNoneMatch, current.etag)) return preconditionFailed(undefined);
+  }
+  return undefined;
+}
+
+/**
+ * radosgw's comparison: leading blanks skipped, then `strncmp(header, etag, etag.length)`.
+ * So `"<etag>"` never matches (its first character is a quote) and `<etag>` does (as does
+ * `<etag>` followed by anything, which Cairn never sends).
+ */
+function radosgwEtagMatches(header: string, storedEtag: string): boolean {
+  return header.replace(/^[ \t]+/, "").startsWith(storedEtag);
 }

@@ -2,9 +2,10 @@
  * Scenario: fault injection and counters as tests and benchmarks use them. Seeded 503s
  * that the SDK's own retries get through; 500s and filters by operation and key pattern;
  * commit-then-drop that stores the object while the client sees a socket error (and the
- * SDK-retry ambiguity of S3.md §3 it causes); pause/release, a held client that gives up,
- * and close() releasing held requests; identical decisions for identical seeds; request,
- * byte, error and dollar counts.
+ * SDK-retry ambiguity of S3.md §3 it causes); commit-then-5xx that stores the object while
+ * the client sees 500, 502 (a proxy's HTML page) or 503; pause/release, a held client that
+ * gives up, and close() releasing held requests; identical decisions for identical seeds;
+ * request, byte, error and dollar counts.
  */
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, DeleteObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -115,6 +116,11 @@ describe("injected errors", () => {
       expect.objectContaining({ code: "INVALID_ARGUMENT" }),
     );
     expect(() => endpoint.faults.set([{ dropAfterCommit: 1.5 }])).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+    expect(() => endpoint.faults.set([{ errorAfterCommit: -1 }])).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+    expect(() => endpoint.faults.set([{ errorAfterCommitStatus: 504 as never }])).toThrow(
+      expect.objectContaining({ code: "INVALID_ARGUMENT" }),
+    );
+    expect(() => endpoint.faults.set([{ lostRace500Rate: -0.5 }])).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
     expect(await statusOf(put(client, "still-failing"))).toBe(500);
   });
 });
@@ -142,6 +148,26 @@ describe("commit then drop", () => {
       expect([failure.$metadata.httpStatusCode, failure.$metadata.attempts]).toEqual([412, 2]);
     }
     expect(stored("ambiguous")).toBe("mine");
+  });
+});
+
+describe("commit then answer a 5xx", () => {
+  it.each([500, 502, 503] as const)("stores the object and answers %i, for exactly `count` requests", async (status) => {
+    const client = clientFor(endpoint, { maxAttempts: 1 });
+    endpoint.resetCounters();
+    endpoint.faults.set([{ operations: ["PutObject"], errorAfterCommit: 1, errorAfterCommitStatus: status }]);
+    expect(await statusOf(put(client, `answered-${status}`, "landed"))).toBe(status);
+    expect(stored(`answered-${status}`)).toBe("landed");
+    expect(await statusOf(put(client, `answered-${status}-next`, "fine"))).toBe(200);
+    expect(endpoint.counters().PutObject).toMatchObject({ requests: 2, errors: 1 });
+  });
+
+  it("answers the 5xx also when the operation was refused, which leaves the object as it was", async () => {
+    const client = clientFor(endpoint, { maxAttempts: 1 });
+    await put(client, "taken", "first");
+    endpoint.faults.set([{ operations: ["PutObject"], errorAfterCommitRate: 1 }]);
+    expect(await statusOf(put(client, "taken", "second", { IfNoneMatch: "*" }))).toBe(500);
+    expect(stored("taken")).toBe("first");
   });
 });
 

@@ -3,13 +3,16 @@ import { SeededRandom, type Random } from "../../../src/base/random.js";
 import { isS3Operation, type S3Operation } from "./operations.js";
 
 /**
- * Fault injection (S3.md §6): latency, error answers, commit-then-drop and pause, chosen
- * per operation and key pattern, with randomness from a seed so that a failing run
- * replays.
+ * Fault injection (S3.md §6): latency, error answers, commit-then-drop, commit-then-5xx,
+ * radosgw's 500 to race losers, and pause, chosen per operation and key pattern, with
+ * randomness from a seed so that a failing run replays.
  *
  * Invariants:
  * - Faults decide before the operation acts: an injected 503/500/409 means nothing
- *   happened; a drop means the operation acted in full and only the answer is lost.
+ *   happened; a drop means the operation acted in full and only the answer is lost; an
+ *   error after commit means the operation acted in full (or was refused, as it would
+ *   have been) and its answer was replaced by a 5xx, as a gateway or a failing backend
+ *   may do; a lost race answered 500 changes only the answer of a write that was refused.
  * - Random numbers are drawn only for jitters and rates above zero, in rule order, so a
  *   seed yields the same decisions for the same rules and request sequence.
  * - A held request leaves `heldRequests` when released, when its client goes away, or
@@ -35,7 +38,27 @@ export interface FaultRule {
   readonly dropAfterCommit?: number;
   /** Same, at a rate 0..1. */
   readonly dropAfterCommitRate?: number;
+  /** Act, then answer `errorAfterCommitStatus` instead of the real answer: the next `count` matching requests. */
+  readonly errorAfterCommit?: number;
+  /** Same, at a rate 0..1. */
+  readonly errorAfterCommitRate?: number;
+  /**
+   * The status of an error after commit (default 500): 500 InternalError and 503
+   * ServiceUnavailable as S3 XML, 502 as the HTML page of a reverse proxy.
+   */
+  readonly errorAfterCommitStatus?: AfterCommitStatus;
+  /**
+   * 0..1, conditional PUTs only: a write whose condition held when the request arrived
+   * but failed when it acted, because another write to the key landed meanwhile (it lost
+   * a race), answers 500 instead of 412. Ceph radosgw 16 answers such losers of racing
+   * If-Match PUTs 500 (ECANCELED inside), while a condition that failed on arrival gets
+   * its 412 there too.
+   */
+  readonly lostRace500Rate?: number;
 }
+
+export const AFTER_COMMIT_STATUSES = [500, 502, 503] as const;
+export type AfterCommitStatus = (typeof AFTER_COMMIT_STATUSES)[number];
 
 export interface RequestFilter {
   readonly operations?: readonly S3Operation[];
@@ -65,12 +88,16 @@ export type InjectedFailure = "SlowDown" | "InternalError" | "ConditionalRequest
 export interface FaultPlan {
   readonly delayMs: number;
   readonly failure: InjectedFailure | undefined;
-  readonly dropAfterCommit: boolean;
+  /** What replaces the answer once the operation acted: no answer at all, or a 5xx. */
+  readonly afterCommit: "drop" | AfterCommitStatus | undefined;
+  /** A conditional PUT that loses a race answers 500 instead of 412. */
+  readonly lostRaceAs500: boolean;
 }
 
 interface ActiveRule {
   readonly rule: FaultRule;
   dropsLeft: number;
+  errorsLeft: number;
 }
 
 interface HeldRequest {
@@ -87,6 +114,10 @@ const RULE_FIELDS = new Set([
   "conflict409Rate",
   "dropAfterCommit",
   "dropAfterCommitRate",
+  "errorAfterCommit",
+  "errorAfterCommitRate",
+  "errorAfterCommitStatus",
+  "lostRace500Rate",
 ]);
 
 export class Faults implements FaultController {
@@ -102,7 +133,7 @@ export class Faults implements FaultController {
   set(rules: readonly FaultRule[]): void {
     if (!Array.isArray(rules)) throw invalidArgument("fault rules must be an array");
     const copies = rules.map((rule, index) => validatedRule(rule, index));
-    this.active = copies.map((rule) => ({ rule, dropsLeft: rule.dropAfterCommit ?? 0 }));
+    this.active = copies.map((rule) => ({ rule, dropsLeft: rule.dropAfterCommit ?? 0, errorsLeft: rule.errorAfterCommit ?? 0 }));
   }
 
   clear(): void {
@@ -154,9 +185,11 @@ export class Faults implements FaultController {
     for (const { rule } of matching) delayMs += (rule.latencyMs ?? 0) + this.uniform(rule.jitterMs ?? 0);
     for (const { rule } of matching) {
       const failure = this.drawFailure(rule, target);
-      if (failure !== undefined) return { delayMs, failure, dropAfterCommit: false };
+      if (failure !== undefined) return { delayMs, failure, afterCommit: undefined, lostRaceAs500: false };
     }
-    return { delayMs, failure: undefined, dropAfterCommit: this.drawDrop(matching) };
+    const afterCommit = this.drawAfterCommit(matching);
+    const lostRaceAs500 = target.conditionalPut && matching.some(({ rule }) => this.happens(rule.lostRace500Rate));
+    return { delayMs, failure: undefined, afterCommit, lostRaceAs500 };
   }
 
   private drawFailure(rule: FaultRule, target: FaultTarget): InjectedFailure | undefined {
@@ -166,16 +199,25 @@ export class Faults implements FaultController {
     return undefined;
   }
 
-  /** Rules decide in order: one with drops left consumes one; otherwise its rate may drop. */
-  private drawDrop(matching: readonly ActiveRule[]): boolean {
+  /**
+   * Rules decide in order: one with drops left consumes one, otherwise its rate may drop;
+   * then the same for its errors after commit. The first rule that decides wins.
+   */
+  private drawAfterCommit(matching: readonly ActiveRule[]): "drop" | AfterCommitStatus | undefined {
     for (const active of matching) {
       if (active.dropsLeft > 0) {
         active.dropsLeft--;
-        return true;
+        return "drop";
       }
-      if (this.happens(active.rule.dropAfterCommitRate)) return true;
+      if (this.happens(active.rule.dropAfterCommitRate)) return "drop";
+      const status = active.rule.errorAfterCommitStatus ?? 500;
+      if (active.errorsLeft > 0) {
+        active.errorsLeft--;
+        return status;
+      }
+      if (this.happens(active.rule.errorAfterCommitRate)) return status;
     }
-    return false;
+    return undefined;
   }
 
   private happens(rate: number | undefined): boolean {
@@ -207,15 +249,30 @@ function validatedRule(rule: FaultRule, index: number): FaultRule {
       throw invalidArgument(`${where}: ${name} must be a finite number >= 0`, { [name]: value });
     }
   }
-  for (const name of ["error503Rate", "error500Rate", "conflict409Rate", "dropAfterCommitRate"] as const) {
+  for (const name of [
+    "error503Rate",
+    "error500Rate",
+    "conflict409Rate",
+    "dropAfterCommitRate",
+    "errorAfterCommitRate",
+    "lostRace500Rate",
+  ] as const) {
     const value = rule[name];
     if (value !== undefined && !(typeof value === "number" && value >= 0 && value <= 1)) {
       throw invalidArgument(`${where}: ${name} must be a number in [0, 1]`, { [name]: value });
     }
   }
-  const drops = rule.dropAfterCommit;
-  if (drops !== undefined && !(Number.isSafeInteger(drops) && drops >= 0)) {
-    throw invalidArgument(`${where}: dropAfterCommit must be an integer >= 0`, { dropAfterCommit: drops });
+  for (const name of ["dropAfterCommit", "errorAfterCommit"] as const) {
+    const count = rule[name];
+    if (count !== undefined && !(Number.isSafeInteger(count) && count >= 0)) {
+      throw invalidArgument(`${where}: ${name} must be an integer >= 0`, { [name]: count });
+    }
+  }
+  const status = rule.errorAfterCommitStatus;
+  if (status !== undefined && !(AFTER_COMMIT_STATUSES as readonly unknown[]).includes(status)) {
+    throw invalidArgument(`${where}: errorAfterCommitStatus must be one of ${AFTER_COMMIT_STATUSES.join(", ")}`, {
+      errorAfterCommitStatus: status,
+    });
   }
   return { ...rule, ...(rule.operations === undefined ? {} : { operations: [...rule.operations] }) };
 }

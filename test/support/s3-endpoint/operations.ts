@@ -23,8 +23,15 @@ export type S3Operation = (typeof S3_OPERATIONS)[number];
  *   conditional headers AWS refuses are accepted.
  * - `legacy-minio`: MinIO before RELEASE.2025-09-06: If-Match on a missing key creates
  *   it. Cairn must refuse to run on such a store.
+ * - `radosgw`: Ceph radosgw 16.2 (checked against 16.2.15): If-Match and If-None-Match
+ *   etags are compared with the stored, unquoted etag without stripping quotes (leading
+ *   blanks skipped, then strncmp over the stored etag's length), so a quoted etag never
+ *   matches and a bare one does; If-Match on a missing key is 412; a 412 carries no
+ *   `<Condition>`; the conditional headers AWS refuses are accepted; an aws-chunked
+ *   upload with a trailer is 411 MissingContentLength. Its 500 to losers of racing
+ *   If-Match PUTs is the fault rule `lostRace500Rate`.
  */
-export const S3_ENDPOINT_MODES = ["aws", "r2", "legacy-minio"] as const;
+export const S3_ENDPOINT_MODES = ["aws", "r2", "legacy-minio", "radosgw"] as const;
 
 export type S3EndpointMode = (typeof S3_ENDPOINT_MODES)[number];
 

@@ -33,6 +33,11 @@ export interface Payload {
 export interface PayloadOptions {
   /** PutObject needs a length: Content-Length, or x-amz-decoded-content-length when streamed. */
   readonly lengthRequired: boolean;
+  /**
+   * Answer an aws-chunked upload with a trailer 411 MissingContentLength, as radosgw 16
+   * does (it does not read x-amz-decoded-content-length). Default false.
+   */
+  readonly chunkedTrailerRefused?: boolean;
 }
 
 const UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD";
@@ -43,6 +48,9 @@ type Framing = "hashed" | "unsigned" | "aws-chunked";
 export function decodePayload(head: RequestHead, wire: Uint8Array, options: PayloadOptions): Payload {
   const payloadHash = head.header("x-amz-content-sha256") ?? "";
   const framing = framingOf(head, payloadHash);
+  if (framing === "aws-chunked" && options.chunkedTrailerRefused === true && head.header("x-amz-trailer") !== undefined) {
+    throw missingContentLength();
+  }
   const { body, trailers } =
     framing === "aws-chunked" ? decodeStreamed(head, wire) : plainBody(head, wire, framing === "hashed", options);
   const checksum = verifyChecksum(head, body, trailers);
