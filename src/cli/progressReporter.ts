@@ -41,7 +41,15 @@ export function progressReporter(write: (line: string) => void): (event: EngineE
             `${event.pointer.parts} part(s), ${event.pointer.bytes} bytes`,
         );
         return;
+      case "local-rebuilt":
+        write(`shard ${event.shard}: WARNING: the local copy disagrees with the bucket and is rebuilt from it: ${event.reason}`);
+        return;
+      case "pruned":
+        return;
       case "gc":
+        for (const bad of event.report.malformedWatermarks) {
+          write(`shard ${event.shard}: gc: ignoring the malformed watermark of consumer ${bad.consumerId}: ${bad.reason}`);
+        }
         if (event.report.logStartAfter !== event.report.logStartBefore || event.report.snapshotObjectsDeleted > 0) {
           write(
             `shard ${event.shard}: gc: logStart ${event.report.logStartBefore} → ${event.report.logStartAfter}, ` +

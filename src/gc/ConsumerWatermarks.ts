@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CairnError } from "../base/errors.js";
+import { CairnError, hasErrorCode } from "../base/errors.js";
 import type { Random } from "../base/random.js";
 import { bucketLayout } from "../manifest/bucketLayout.js";
 import { CasObject, jsonCasCodec } from "../manifest/CasObject.js";
@@ -9,6 +9,12 @@ import type { ObjectStore } from "../objectstore/ObjectStore.js";
  * Replicas publish how far they have applied each shard's log, so that the owner's GC
  * keeps the segments they still need. A watermark not updated for the TTL stops holding
  * GC back: that replica restores from the snapshot when it returns.
+ *
+ * Invariants:
+ * - `publish` writes only a valid watermark (an integer appliedSeqno >= -1, an integer
+ *   updatedAt); anything else is INVALID_ARGUMENT and writes nothing.
+ * - A watermark that cannot be parsed (written by hand, by a buggy or foreign node) is
+ *   reported by `readAll` and otherwise ignored: it neither holds GC back nor stops it.
  */
 const watermarkSchema = z.object({
   version: z.number().int().min(1),
@@ -21,11 +27,22 @@ const watermarkSchema = z.object({
 
 export type ConsumerWatermark = z.infer<typeof watermarkSchema>;
 
-const watermarkCodec = jsonCasCodec(watermarkSchema, "MANIFEST_INVALID", "consumer watermark");
+const watermarkCodec = jsonCasCodec(watermarkSchema, "WATERMARK_INVALID", "consumer watermark");
 const CONSUMER_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** A silent consumer stops holding GC back after 24 h: a day of log is cheap, forever is not. */
 export const CONSUMER_TTL_MS_DEFAULT = 24 * 60 * 60 * 1000;
+
+/** A watermark `readAll` could not use, and why. */
+export interface MalformedWatermark {
+  readonly consumerId: string;
+  readonly reason: string;
+}
+
+export interface WatermarkScan {
+  readonly watermarks: readonly ConsumerWatermark[];
+  readonly malformed: readonly MalformedWatermark[];
+}
 
 export class ConsumerWatermarks {
   constructor(
@@ -35,7 +52,14 @@ export class ConsumerWatermarks {
   ) {}
 
   async publish(consumerId: string, appliedSeqno: number, nowMs: number): Promise<void> {
-    await this.object(consumerId).update((current) =>
+    const object = this.object(consumerId);
+    if (!Number.isSafeInteger(appliedSeqno) || appliedSeqno < -1) {
+      throw new CairnError("INVALID_ARGUMENT", `appliedSeqno must be an integer >= -1, got ${String(appliedSeqno)}`);
+    }
+    if (!Number.isSafeInteger(nowMs) || nowMs < 0) {
+      throw new CairnError("INVALID_ARGUMENT", `a watermark's time must be integer milliseconds >= 0, got ${String(nowMs)}`);
+    }
+    await object.update((current) =>
       current !== null && current.appliedSeqno === appliedSeqno && current.updatedAt === nowMs
         ? null
         : { consumerId, appliedSeqno, updatedAt: nowMs },
@@ -50,17 +74,33 @@ export class ConsumerWatermarks {
     await this.store.delete(this.object(consumerId).key);
   }
 
-  /** Every consumer's watermark (one LIST plus a GET each: off the hot path, on GC cadence). */
-  async readAll(): Promise<ConsumerWatermark[]> {
+  /**
+   * Every consumer's watermark (one LIST plus a GET each: off the hot path, on GC
+   * cadence), and the ones that could not be used.
+   */
+  async readAll(): Promise<WatermarkScan> {
     const watermarks: ConsumerWatermark[] = [];
+    const malformed: MalformedWatermark[] = [];
     const prefix = bucketLayout.consumersPrefix(this.shard);
     for await (const entry of this.store.list(prefix)) {
       const consumerId = entry.key.slice(prefix.length);
-      if (!CONSUMER_ID_PATTERN.test(consumerId)) continue;
-      const watermark = await this.read(consumerId);
-      if (watermark !== null) watermarks.push(watermark);
+      if (!CONSUMER_ID_PATTERN.test(consumerId)) {
+        malformed.push({ consumerId, reason: `the key does not name a consumer (ids match ${CONSUMER_ID_PATTERN})` });
+        continue;
+      }
+      try {
+        const watermark = await this.read(consumerId);
+        if (watermark !== null && watermark.consumerId !== consumerId) {
+          malformed.push({ consumerId, reason: `the watermark names consumer ${watermark.consumerId}` });
+        } else if (watermark !== null) {
+          watermarks.push(watermark);
+        }
+      } catch (error) {
+        if (!hasErrorCode(error, "WATERMARK_INVALID")) throw error;
+        malformed.push({ consumerId, reason: (error as Error).message });
+      }
     }
-    return watermarks;
+    return { watermarks, malformed };
   }
 
   private object(consumerId: string): CasObject<ConsumerWatermark> {
@@ -71,9 +111,13 @@ export class ConsumerWatermarks {
   }
 }
 
-/** The lowest seqno live consumers still need, or null when no live consumer exists. */
+/**
+ * The lowest seqno live consumers still need, or null when no live consumer exists. A
+ * watermark is live while updated within the TTL; one dated further than the TTL into the
+ * future (a clock far off, or a forged value) would hold GC back forever and is not.
+ */
 export function lowestNeededSeqno(watermarks: readonly ConsumerWatermark[], nowMs: number, ttlMs: number): number | null {
-  const live = watermarks.filter((watermark) => nowMs - watermark.updatedAt <= ttlMs);
+  const live = watermarks.filter((watermark) => Math.abs(nowMs - watermark.updatedAt) <= ttlMs);
   if (live.length === 0) return null;
   return Math.min(...live.map((watermark) => watermark.appliedSeqno + 1));
 }

@@ -1,8 +1,9 @@
 import { DELETE_BATCH_KEYS_MAX } from "../base/limits.js";
 import { bucketLayout, parseSegmentSeqno, parseSnapshotSeqno } from "../manifest/bucketLayout.js";
+import type { Manifest } from "../manifest/Manifest.js";
 import type { LeaseOwner, ShardManifest } from "../manifest/ShardManifest.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import { lowestNeededSeqno, type ConsumerWatermarks } from "./ConsumerWatermarks.js";
+import { lowestNeededSeqno, type ConsumerWatermarks, type MalformedWatermark } from "./ConsumerWatermarks.js";
 
 /**
  * Garbage collection of one shard by its lease owner (DESIGN.md §4).
@@ -11,22 +12,43 @@ import { lowestNeededSeqno, type ConsumerWatermarks } from "./ConsumerWatermarks
  * - Nothing is deleted before the manifest's `logStart` has been moved past it by a CAS
  *   made as the current owner: a fenced writer's CAS fails and it deletes nothing.
  * - floor = min(snapshot.seqno + 1, lowest seqno a live consumer still needs), so every
- *   reader can either continue from the log or restore the current snapshot.
+ *   reader can either continue from the log or restore the current snapshot. A
+ *   malformed watermark is reported in the result and holds nothing back.
  * - The current snapshot is never deleted; older ones (and failed attempts at or below
  *   its seqno) are.
  * - The hot path needs no LIST: deleted segments are the contiguous range between the old
  *   and new `logStart`. A periodic sweep LISTs the log to remove strays below `logStart`
  *   (a crashed GC's leftovers, a zombie's write into a collected slot).
+ * - `planGarbage` reads only: it is what a pass would delete now (`cairn gc --dry-run`).
  */
-export interface CollectGarbageOptions {
+export interface GarbageOptions {
   readonly store: ObjectStore;
-  readonly manifest: ShardManifest;
-  readonly owner: LeaseOwner;
   readonly watermarks: ConsumerWatermarks;
   readonly nowMs: number;
   readonly consumerTtlMs: number;
   /** Also LIST the log for strays below logStart. */
   readonly sweep: boolean;
+}
+
+export interface CollectGarbageOptions extends GarbageOptions {
+  readonly manifest: ShardManifest;
+  readonly owner: LeaseOwner;
+}
+
+/** What one pass would delete, from the manifest it read. */
+export interface GarbagePlan {
+  readonly logStartBefore: number;
+  readonly logStartAfter: number;
+  /** Segments in [logStartBefore, logStartAfter): deleted once logStart moved. */
+  readonly segmentKeys: readonly string[];
+  /** Parts of superseded snapshots and failed attempts at or below the current one. */
+  readonly snapshotKeys: readonly string[];
+  /** Segments below logStartBefore still present (only when sweeping). */
+  readonly strayKeys: readonly string[];
+  /** The lowest seqno a live consumer needed, if one held GC back. */
+  readonly heldBackBy: number | null;
+  /** Watermarks that could not be used; they were ignored (they hold nothing back). */
+  readonly malformedWatermarks: readonly MalformedWatermark[];
 }
 
 export interface GarbageReport {
@@ -37,59 +59,73 @@ export interface GarbageReport {
   readonly straysDeleted: number;
   /** The lowest seqno a live consumer needed, if one held GC back. */
   readonly heldBackBy: number | null;
+  /** Watermarks that could not be used; they were ignored (they hold nothing back). */
+  readonly malformedWatermarks: readonly MalformedWatermark[];
 }
 
 export async function collectGarbage(options: CollectGarbageOptions): Promise<GarbageReport> {
   const { store, manifest, owner } = options;
-  const shard = manifest.shard;
-  const current = await manifest.refresh();
-  const logStartBefore = current.logStart;
-  const consumerFloor = lowestNeededSeqno(await options.watermarks.readAll(), options.nowMs, options.consumerTtlMs);
-  const snapshotFloor = current.snapshot === null ? logStartBefore : current.snapshot.seqno + 1;
-  const floor = Math.min(snapshotFloor, consumerFloor ?? Number.POSITIVE_INFINITY);
-  let logStartAfter = logStartBefore;
-  if (floor > logStartBefore) {
-    const updated = await manifest.updateAsOwner(owner, (fields) => ({
-      ...fields,
-      logStart: Math.max(fields.logStart, floor),
-    }));
+  const plan = await planGarbage(await manifest.refresh(), options);
+  let logStartAfter = plan.logStartBefore;
+  if (plan.logStartAfter > plan.logStartBefore) {
+    const floor = plan.logStartAfter;
+    const updated = await manifest.updateAsOwner(owner, (fields) => ({ ...fields, logStart: Math.max(fields.logStart, floor) }));
     logStartAfter = updated.logStart;
   }
-  const segmentKeys: string[] = [];
-  for (let seqno = logStartBefore; seqno < logStartAfter; seqno++) segmentKeys.push(bucketLayout.segment(shard, seqno));
+  const segmentKeys = plan.segmentKeys.filter((key) => (parseSegmentSeqno(manifest.shard, key) ?? Infinity) < logStartAfter);
   await deleteInBatches(store, segmentKeys);
-
-  const snapshotObjectsDeleted = await deleteSupersededSnapshots(options);
-  const straysDeleted = options.sweep ? await sweepLogBelow(store, shard, logStartAfter) : 0;
+  await deleteInBatches(store, plan.snapshotKeys);
+  await deleteInBatches(store, plan.strayKeys);
   return {
-    logStartBefore,
+    logStartBefore: plan.logStartBefore,
     logStartAfter,
     segmentsDeleted: segmentKeys.length,
-    snapshotObjectsDeleted,
-    straysDeleted,
-    heldBackBy: consumerFloor !== null && consumerFloor < snapshotFloor ? consumerFloor : null,
+    snapshotObjectsDeleted: plan.snapshotKeys.length,
+    straysDeleted: plan.strayKeys.length,
+    heldBackBy: plan.heldBackBy,
+    malformedWatermarks: plan.malformedWatermarks,
   };
 }
 
-async function deleteSupersededSnapshots(options: CollectGarbageOptions): Promise<number> {
-  const { store, manifest } = options;
-  const shard = manifest.shard;
-  const snapshot = manifest.current.snapshot;
-  if (snapshot === null) return 0;
+/** What a pass would delete now, given the shard's current manifest. Reads only. */
+export async function planGarbage(current: Manifest, options: GarbageOptions): Promise<GarbagePlan> {
+  const { store } = options;
+  const shard = current.shard;
+  const logStartBefore = current.logStart;
+  const scan = await options.watermarks.readAll();
+  const consumerFloor = lowestNeededSeqno(scan.watermarks, options.nowMs, options.consumerTtlMs);
+  const snapshotFloor = current.snapshot === null ? logStartBefore : current.snapshot.seqno + 1;
+  const floor = Math.min(snapshotFloor, consumerFloor ?? Number.POSITIVE_INFINITY);
+  const logStartAfter = Math.max(logStartBefore, floor);
+  const segmentKeys: string[] = [];
+  for (let seqno = logStartBefore; seqno < logStartAfter; seqno++) segmentKeys.push(bucketLayout.segment(shard, seqno));
+  return {
+    logStartBefore,
+    logStartAfter,
+    segmentKeys,
+    snapshotKeys: await supersededSnapshotKeys(store, current),
+    strayKeys: options.sweep ? await segmentKeysBelow(store, shard, logStartBefore) : [],
+    heldBackBy: consumerFloor !== null && consumerFloor < snapshotFloor ? consumerFloor : null,
+    malformedWatermarks: scan.malformed,
+  };
+}
+
+async function supersededSnapshotKeys(store: ObjectStore, current: Manifest): Promise<string[]> {
+  const snapshot = current.snapshot;
+  if (snapshot === null) return [];
   const doomed: string[] = [];
-  for await (const entry of store.list(bucketLayout.snapshotsPrefix(shard))) {
+  for await (const entry of store.list(bucketLayout.snapshotsPrefix(current.shard))) {
     if (entry.key.startsWith(snapshot.key)) continue;
-    const seqno = parseSnapshotSeqno(shard, entry.key);
+    const seqno = parseSnapshotSeqno(current.shard, entry.key);
     // Attempts above the current snapshot may be in progress elsewhere; they are
     // collected once a newer snapshot supersedes them.
     if (seqno !== null && seqno <= snapshot.seqno) doomed.push(entry.key);
   }
-  await deleteInBatches(store, doomed);
-  return doomed.length;
+  return doomed;
 }
 
-/** Deletes segment keys below `logStart` that the contiguous delete did not cover. */
-async function sweepLogBelow(store: ObjectStore, shard: number, logStart: number): Promise<number> {
+/** Segment keys below `logStart` (the contiguous delete's leftovers and zombies' strays). */
+async function segmentKeysBelow(store: ObjectStore, shard: number, logStart: number): Promise<string[]> {
   const strays: string[] = [];
   for await (const entry of store.list(bucketLayout.logPrefix(shard))) {
     const seqno = parseSegmentSeqno(shard, entry.key);
@@ -98,8 +134,7 @@ async function sweepLogBelow(store: ObjectStore, shard: number, logStart: number
     if (seqno >= logStart) break;
     strays.push(entry.key);
   }
-  await deleteInBatches(store, strays);
-  return strays.length;
+  return strays;
 }
 
 async function deleteInBatches(store: ObjectStore, keys: readonly string[]): Promise<void> {

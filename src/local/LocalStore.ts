@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
 import { CairnError, invalidArgument } from "../base/errors.js";
+import { LOCAL_PRUNE_BATCH_ROWS } from "../base/limits.js";
 import { compareBytes } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import { successorKey } from "../model/KeyRange.js";
@@ -139,14 +140,24 @@ export class LocalStore {
 
   apply(batch: ApplyBatch): void {
     this.assertWritable();
-    if (typeof batch !== "object" || batch === null) throw new CairnError("LOCAL_APPLY_INVALID", "batch must be an object");
-    const rules = applyRules(this.currentMeta);
-    validateRows("LOCAL_APPLY_INVALID", "revision", batch.revisions, rules);
-    validateRows("LOCAL_APPLY_INVALID", "indexUpdate", batch.indexUpdates, rules);
-    validateRows("LOCAL_APPLY_INVALID", "receipt", batch.receipts, rules);
+    this.checkApplicable(batch);
     const meta = mergeMetaUpdate(this.currentMeta, batch.meta);
     this.writeBatch(batch, meta);
     this.currentMeta = meta;
+  }
+
+  /**
+   * Throws LOCAL_APPLY_INVALID exactly when `apply` would refuse these records now (meta
+   * aside), writing nothing. The shard engine runs it on every unit before queueing it,
+   * so that nothing a reader's apply would refuse ever reaches the log.
+   */
+  checkApplicable(records: Omit<ApplyBatch, "meta">): void {
+    this.assertOpen();
+    if (typeof records !== "object" || records === null) throw new CairnError("LOCAL_APPLY_INVALID", "batch must be an object");
+    const rules = applyRules(this.currentMeta);
+    validateRows("LOCAL_APPLY_INVALID", "revision", records.revisions, rules);
+    validateRows("LOCAL_APPLY_INVALID", "indexUpdate", records.indexUpdates, rules);
+    validateRows("LOCAL_APPLY_INVALID", "receipt", records.receipts, rules);
   }
 
   /** The newest revision of `id` at or below `ts`; null if there is none or it is a deletion. */
@@ -281,11 +292,39 @@ export class LocalStore {
     }
   }
 
-  /** Drops history no read at or above `belowTs` can see (see pruneHistory.ts). */
-  pruneHistory(belowTs: number): PruneStats {
+  /**
+   * Empties the store (as a new file is), atomically: for a local copy found to disagree
+   * with the bucket, before it is rebuilt from the bucket.
+   */
+  async reset(): Promise<void> {
+    await this.restore([], { appliedSeqno: -1, epoch: 0, lastHash: null, frontierTs: 0 });
+  }
+
+  /**
+   * One bounded step towards `pruneHistory(belowTs, receiptsBelowTs)`: prunes up to the
+   * ts at which LOCAL_PRUNE_BATCH_ROWS document revisions past the readable floor have
+   * been covered (or to `belowTs`, if nearer), so a caller can yield between steps
+   * instead of blocking on a long backlog. `done` once the floor reached `belowTs`.
+   */
+  pruneHistoryStep(belowTs: number, receiptsBelowTs = belowTs): PruneStats & { readonly done: boolean } {
     this.assertWritable();
     checkPruneTs(belowTs);
-    const result = pruneHistory(this.db, belowTs, this.currentMeta);
+    const floor = this.currentMeta.minReadableTs;
+    const stepEnd = this.statements.tsAfterRows.get(floor, LOCAL_PRUNE_BATCH_ROWS);
+    const stepBelowTs = stepEnd === undefined ? belowTs : Math.min(belowTs, Math.max(stepEnd, floor + 1));
+    const stats = this.pruneHistory(stepBelowTs, receiptsBelowTs);
+    return { ...stats, done: stats.minReadableTs >= belowTs };
+  }
+
+  /**
+   * Drops history no read at or above `belowTs` can see, and receipts older than
+   * `receiptsBelowTs` (by default `belowTs`; see pruneHistory.ts).
+   */
+  pruneHistory(belowTs: number, receiptsBelowTs = belowTs): PruneStats {
+    this.assertWritable();
+    checkPruneTs(belowTs);
+    checkPruneTs(receiptsBelowTs);
+    const result = pruneHistory(this.db, belowTs, this.currentMeta, receiptsBelowTs);
     this.currentMeta = result.meta;
     return result.stats;
   }

@@ -3,7 +3,9 @@ import { type LocalMeta, metaParameters, UPDATE_META } from "./LocalMeta.js";
 import type { SqliteDatabase } from "./schema.js";
 
 /**
- * Drops history that no read at or above `belowTs` can see, and receipts older than it.
+ * Drops history that no read at or above `belowTs` can see, and receipts older than
+ * `receiptsBelowTs` (receipts are not versioned: they answer re-sent mutations for as
+ * long as their own retention window, independent of the history kept for reads).
  *
  * For one key (a document id, or an index id and key) and a row `r` with `r.ts <= belowTs`:
  * - every older row of the key is hidden from reads at >= belowTs by `r` (or by a newer
@@ -30,17 +32,23 @@ export interface PruneStats {
   readonly minReadableTs: number;
 }
 
-export function pruneHistory(db: SqliteDatabase, belowTs: number, current: LocalMeta): { stats: PruneStats; meta: LocalMeta } {
+export function pruneHistory(
+  db: SqliteDatabase,
+  belowTs: number,
+  current: LocalMeta,
+  receiptsBelowTs = belowTs,
+): { stats: PruneStats; meta: LocalMeta } {
   const fromTs = current.minReadableTs;
+  const receiptsRemoved = pruneReceipts(db, receiptsBelowTs);
   if (belowTs <= fromTs) {
-    return { stats: { documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved: 0, minReadableTs: fromTs }, meta: current };
+    return { stats: { documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved, minReadableTs: fromTs }, meta: current };
   }
   const meta: LocalMeta = { ...current, minReadableTs: belowTs };
   db.prepare(UPDATE_META).run(...metaParameters(meta));
   const stats: PruneStats = {
     documentsRemoved: pruneDocuments(db, fromTs, belowTs),
     indexEntriesRemoved: pruneIndexEntries(db, fromTs, belowTs),
-    receiptsRemoved: pruneReceipts(db, belowTs),
+    receiptsRemoved,
     minReadableTs: belowTs,
   };
   return { stats, meta };

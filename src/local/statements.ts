@@ -98,6 +98,8 @@ export class Statements {
   readonly changes: Statement<[number, number, number], DocumentRow>;
   readonly receipt: Statement<[string, number], ReceiptRow>;
   readonly maxTs: Statement<[], number | null>;
+  /** The ts of the `n`-th document revision at or after a ts (for bounded pruning steps). */
+  readonly tsAfterRows: Statement<[number, number], number>;
   readonly storedRows: Statement<[], { documents: number; indexEntries: number; receipts: number }>;
 
   constructor(db: SqliteDatabase) {
@@ -133,6 +135,9 @@ export class Statements {
     );
     this.receipt = db.prepare(`SELECT client_id, seq, ts, result FROM receipts WHERE client_id = ? AND seq = ?`);
     this.maxTs = db.prepare<[], number | null>(`SELECT MAX(ts) FROM documents`).pluck();
+    this.tsAfterRows = db
+      .prepare<[number, number], number>(`SELECT ts FROM documents WHERE ts >= ? ORDER BY ts LIMIT 1 OFFSET ?`)
+      .pluck();
     this.storedRows = db.prepare(
       `SELECT (SELECT COUNT(*) FROM documents) AS documents, (SELECT COUNT(*) FROM index_entries) AS indexEntries,
          (SELECT COUNT(*) FROM receipts) AS receipts`,

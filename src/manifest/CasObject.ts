@@ -13,7 +13,12 @@ import type { ObjectStore } from "../objectstore/ObjectStore.js";
  *   whose response was lost can recognise its own write by re-reading.
  * - A write whose outcome is unknown is resolved by one re-read: our nonce there means it
  *   landed; anything else means it lost (CAS_CONFLICT). Only when the re-read also fails
- *   does the caller see STORE_AMBIGUOUS_OUTCOME.
+ *   does the caller see STORE_AMBIGUOUS_OUTCOME. (If ours landed and was overwritten
+ *   since, CAS_CONFLICT is still the right answer for a CAS object: the caller re-reads
+ *   and decides again on the state that superseded ours.)
+ * - Nothing is written that the schema would refuse to read back: every value is
+ *   validated before it is encoded (INVALID_ARGUMENT, nothing written), so a bad option or
+ *   argument can never leave an object that no node can parse.
  */
 export interface CasVersioned {
   readonly version: number;
@@ -23,7 +28,8 @@ export interface CasVersioned {
 export type CasFields<T extends CasVersioned> = Omit<T, "version" | "nonce">;
 
 export interface CasCodec<T extends CasVersioned> {
-  encode(value: T): Uint8Array;
+  /** Validates and encodes a value about to be written; INVALID_ARGUMENT if it is invalid. */
+  encode(value: T, key: string): Uint8Array;
   /** Parses and validates a stored body; throws a Corruption-kind CairnError. */
   decode(body: Uint8Array, key: string): T;
 }
@@ -96,7 +102,7 @@ export class CasObject<T extends CasVersioned> {
   }
 
   private async write(value: T, put: (body: Uint8Array) => Promise<{ etag: string }>): Promise<CasSnapshot<T>> {
-    const body = this.codec.encode(value);
+    const body = this.codec.encode(value, this.key);
     try {
       const { etag } = await put(body);
       return { value, etag };
@@ -123,12 +129,20 @@ export class CasObject<T extends CasVersioned> {
 
 /** JSON codec whose decode validates with a zod schema and reports `code` on failure. */
 export function jsonCasCodec<T extends CasVersioned>(
-  schema: z.ZodType<T>,
+  schema: z.ZodType<T, unknown>,
   code: ErrorCode,
   what: string,
 ): CasCodec<T> {
   return {
-    encode: (value) => new TextEncoder().encode(JSON.stringify(value)),
+    encode: (value, key) => {
+      const checked = schema.safeParse(value);
+      if (!checked.success) {
+        throw new CairnError("INVALID_ARGUMENT", `refusing to write an invalid ${what} at ${key}: ${z.prettifyError(checked.error)}`, {
+          details: { key },
+        });
+      }
+      return new TextEncoder().encode(JSON.stringify(value));
+    },
     decode: (body, key) => {
       let json: unknown;
       try {

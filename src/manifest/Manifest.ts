@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { jsonCasCodec, type CasCodec } from "./CasObject.js";
+import { jsonCasCodec, type CasCodec, type CasFields } from "./CasObject.js";
 
 /**
  * A shard's manifest (DESIGN.md §4): the fence (epoch), the lease, the snapshot pointer
@@ -15,6 +15,20 @@ const writerSchema = z.object({
 });
 
 const seqno = z.number().int().min(0);
+
+/**
+ * How many recent epochs' fence positions a manifest keeps. A writer stalled past its
+ * lease decides whether its segment in a since-collected slot was part of the log from
+ * the next epoch's fence (see commitVerdict); a zombie older than 16 takeovers reports
+ * an unknown outcome instead. 16 records are ~600 bytes of manifest.
+ */
+export const FENCE_RECORDS_MAX = 16;
+
+/** Where the fence segment of `epoch` landed, recorded by its writer once verified. */
+const fenceRecordSchema = z.object({
+  epoch: z.number().int().min(1),
+  seqno,
+});
 
 const snapshotPointerSchema = z.object({
   /** State through this seqno. */
@@ -48,16 +62,19 @@ export const manifestSchema = z.object({
   snapshot: snapshotPointerSchema.nullable(),
   /** Some seqno <= the real tail: where a reader may start probing for the end. */
   tailHint: z.number().int().min(-1),
+  /** The fences of recent epochs, by increasing epoch (absent in manifests of older nodes). */
+  fences: z.array(fenceRecordSchema).max(FENCE_RECORDS_MAX).default([]),
 });
 
 export type Manifest = z.infer<typeof manifestSchema>;
 export type WriterIdentity = z.infer<typeof writerSchema>;
 export type SnapshotPointer = z.infer<typeof snapshotPointerSchema>;
+export type FenceRecord = z.infer<typeof fenceRecordSchema>;
 
 export const manifestCodec: CasCodec<Manifest> = jsonCasCodec(manifestSchema, "MANIFEST_INVALID", "manifest");
 
 /** A new shard's manifest: no writer, epoch 0, an empty log starting at seqno 0. */
-export function initialManifestFields(deploymentId: string, shard: number) {
+export function initialManifestFields(deploymentId: string, shard: number): CasFields<Manifest> {
   return {
     format: MANIFEST_FORMAT,
     deploymentId,
@@ -68,9 +85,15 @@ export function initialManifestFields(deploymentId: string, shard: number) {
     logStart: 0,
     snapshot: null,
     tailHint: -1,
-  } as const;
+    fences: [],
+  };
 }
 
 export function isLeaseLive(manifest: Manifest, nowMs: number): boolean {
   return manifest.writer !== null && nowMs <= manifest.leaseExpiresAt;
+}
+
+/** `fences` with `record` added (replacing any record of an equal or later epoch), newest kept. */
+export function withFenceRecord(fences: readonly FenceRecord[], record: FenceRecord): FenceRecord[] {
+  return [...fences.filter((fence) => fence.epoch < record.epoch), record].slice(-FENCE_RECORDS_MAX);
 }

@@ -3,7 +3,14 @@ import type { Random } from "../base/random.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import { bucketLayout } from "./bucketLayout.js";
 import { CasObject, type CasFields, type CasSnapshot } from "./CasObject.js";
-import { initialManifestFields, isLeaseLive, manifestCodec, type Manifest, type WriterIdentity } from "./Manifest.js";
+import {
+  initialManifestFields,
+  isLeaseLive,
+  manifestCodec,
+  withFenceRecord,
+  type Manifest,
+  type WriterIdentity,
+} from "./Manifest.js";
 
 /**
  * One shard's manifest as seen by one node: the last snapshot read or written, and the
@@ -102,6 +109,18 @@ export class ShardManifest {
       ...current,
       leaseExpiresAt: nowMs + leaseTtlMs,
       tailHint: Math.max(current.tailHint, tailHint),
+    }));
+  }
+
+  /**
+   * Records where this epoch's fence landed (DESIGN.md §4 verify): a writer of an older
+   * epoch whose segment's slot has been collected decides from it whether that segment
+   * was part of the log.
+   */
+  async recordFence(owner: LeaseOwner, seqno: number): Promise<Manifest> {
+    return this.updateAsOwner(owner, (current) => ({
+      ...current,
+      fences: withFenceRecord(current.fences, { epoch: owner.epoch, seqno }),
     }));
   }
 

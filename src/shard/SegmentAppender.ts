@@ -23,8 +23,11 @@ export interface AppendContext {
   readonly shard: number;
   readonly epoch: number;
   position(): LogPosition;
-  /** Takes a lower-epoch segment found at the tail through the validity rule. */
-  ingest(segment: Segment): void;
+  /**
+   * Takes a lower-epoch segment found at the tail through the validity rule, once a
+   * manifest read after its GET shows the slot was not collected (else: FENCED).
+   */
+  ingest(segment: Segment): Promise<void>;
 }
 
 /** Leftovers of fenced writers at the tail are rare (one per takeover at most); bound the loop anyway. */
@@ -54,7 +57,7 @@ export async function appendSegment(
         `shard ${context.shard}: slot ${segment.header.seqno} holds a different segment of our own epoch ${context.epoch}`,
       );
     }
-    context.ingest(existing);
+    await context.ingest(existing);
   }
   throw new CairnError("INTERNAL", `shard ${context.shard}: more than ${LEFTOVER_SLOTS_MAX} leftover segments at the tail`);
 }

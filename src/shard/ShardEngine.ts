@@ -1,5 +1,6 @@
-import { CairnError, hasErrorCode } from "../base/errors.js";
+import { CairnError, errorKindOf, hasErrorCode } from "../base/errors.js";
 import { randomHex } from "../base/random.js";
+import { yieldToEventLoop } from "../base/yieldToEventLoop.js";
 import { collectGarbage, type GarbageReport } from "../gc/collectGarbage.js";
 import { ConsumerWatermarks } from "../gc/ConsumerWatermarks.js";
 import type { SnapshotPointer } from "../manifest/Manifest.js";
@@ -9,8 +10,16 @@ import { EMPTY_RECORD_BATCH, type RecordBatch } from "../segments/recordCodec.js
 import { encodeSegment, type Segment, type SegmentKind } from "../segments/Segment.js";
 import { writeSnapshot } from "../snapshots/writeSnapshot.js";
 import { catchUp, type CatchUpProgress, type CatchUpReport } from "./catchUp.js";
+import { checkLocalPosition } from "./checkLocalPosition.js";
+import { judgeCreatedSegment, type CommitVerdict } from "./commitVerdict.js";
 import type { HybridClock } from "./HybridClock.js";
-import { SHARD_ENGINE_DEFAULTS, type ShardEngineOptions, type ShardEngineTuning } from "./engineOptions.js";
+import {
+  ENGINE_DRIVERS,
+  resolveTuning,
+  validateEngineIdentity,
+  type ShardEngineOptions,
+  type ShardEngineTuning,
+} from "./engineOptions.js";
 import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
 import { RecentWrites } from "./RecentWrites.js";
 import { appendSegment } from "./SegmentAppender.js";
@@ -34,13 +43,25 @@ import {
  *   writing ──unknown commit outcome / local failure──▶ poisoned
  *   fenced | poisoned ──acquire (re-open: re-acquire and catch up)──▶ writing
  *   any ──close──▶ closed
+ * A relinquish that cannot clear the lease (the bucket is unreachable) still ends in
+ * "following" — the lease then lapses by itself — and a failed acquire leaves the state it
+ * started from, so acquire, relinquish and close always work next. Transitions (acquire,
+ * relinquish, close) run one at a time.
  *
  * Invariants:
  * - A commit is acknowledged only after its segment's create succeeded and verification
- *   (DESIGN.md §4) showed it durable; then it is applied locally before the caller hears.
+ *   (DESIGN.md §4, commitVerdict) showed it durable; then it is applied locally before
+ *   the caller hears. A write that may be durable is never reported as a definite
+ *   failure: it fails with ENGINE_POISONED (outcome unknown) instead.
+ * - Nothing is applied locally before a manifest read after its GET or create showed its
+ *   slot uncollected: own segments after verification, others' through catch-up.
+ * - Everything the local apply could refuse is refused by `commit`, by the same validator,
+ *   before the unit is queued: nothing a reader cannot apply reaches the log.
  * - Exactly one segment create is in flight per shard; the next batch accumulates.
  * - Timestamps strictly increase along the log (the validator refuses anything else).
  * - Once fenced or poisoned, the engine acknowledges nothing until re-acquired.
+ * - On open, a local file whose position the bucket does not confirm is rebuilt from the
+ *   bucket (event "local-rebuilt"), never trusted.
  */
 export type EngineState =
   | { readonly kind: "following" }
@@ -57,6 +78,8 @@ export type EngineEvent =
   | { readonly type: "poisoned"; readonly shard: number; readonly error: CairnError }
   | { readonly type: "snapshot"; readonly shard: number; readonly pointer: SnapshotPointer }
   | { readonly type: "gc"; readonly shard: number; readonly report: GarbageReport }
+  | { readonly type: "local-rebuilt"; readonly shard: number; readonly reason: string }
+  | { readonly type: "pruned"; readonly shard: number; readonly minReadableTs: number; readonly rowsRemoved: number }
   | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown };
 
 interface QueuedUnit {
@@ -81,11 +104,13 @@ export class ShardEngine {
   private accepting = false;
   private tickRequested = false;
   private committedSinceHeartbeat = false;
-  private leaseExpiresAt = 0;
+  /** On this node's monotonic clock: until when the lease is ours (for verify "lease"). */
+  private leaseValidUntilMonotonicMs = 0;
   private drivers: AbortController | null = null;
   private driverTasks: Promise<void>[] = [];
   private maintenance: Promise<unknown> = Promise.resolve();
   private catchingUp: Promise<unknown> = Promise.resolve();
+  private transitions: Promise<unknown> = Promise.resolve();
   private gcRuns = 0;
   private lastGcAtMs = 0;
   private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
@@ -93,24 +118,39 @@ export class ShardEngine {
 
   private constructor(private readonly options: ShardEngineOptions) {
     this.shard = options.shard;
-    this.tuning = { ...SHARD_ENGINE_DEFAULTS, ...options.tuning };
+    this.tuning = resolveTuning(options.tuning ?? {});
     this.manifest = new ShardManifest(options.store, options.shard, options.deploymentId, options.random);
     this.watermarks = new ConsumerWatermarks(options.store, options.shard, options.random);
     this.validator = new LogValidator(options.shard, positionFromMeta(options.local.meta()));
     this.recentWrites = new RecentWrites(this.tuning.recentWritesUnitsMax, this.tuning.recentWritesWindowMs * 1000);
   }
 
-  /** Loads (or creates) the shard's manifest and catches the local store up to the log's end. */
+  /**
+   * Loads (or creates) the shard's manifest, checks the local file's position against the
+   * bucket (rebuilding a local copy the bucket does not confirm) and catches the local
+   * store up to the log's end. Every option is validated first (INVALID_ARGUMENT).
+   */
   static async open(options: ShardEngineOptions): Promise<ShardEngine> {
+    if (typeof options !== "object" || options === null) throw new CairnError("INVALID_ARGUMENT", "engine options must be an object");
+    validateEngineIdentity(options);
     const meta = options.local.meta();
     if (meta.shard !== options.shard || meta.deploymentId !== options.deploymentId) {
       throw new CairnError("LOCAL_META_MISMATCH", `local store belongs to shard ${meta.shard} of ${meta.deploymentId}`);
     }
     const engine = new ShardEngine(options);
-    await engine.manifest.load();
+    const manifest = await engine.manifest.load();
+    const check = await checkLocalPosition(options.store, options.deploymentId, meta, manifest);
+    if (check.kind === "disagrees") await engine.rebuildLocal(check.reason);
     await engine.catchUpToTail();
     engine.sinceSnapshot = engine.countSinceSnapshot();
     return engine;
+  }
+
+  /** Empties a local copy the bucket does not confirm, so catch-up rebuilds it from the bucket. */
+  private async rebuildLocal(reason: string): Promise<void> {
+    this.emit({ type: "local-rebuilt", shard: this.shard, reason });
+    await this.options.local.reset();
+    this.validator.reset(positionFromMeta(this.options.local.meta()));
   }
 
   get state(): EngineState {
@@ -174,27 +214,37 @@ export class ShardEngine {
 
   /**
    * Becomes the shard's writer (DESIGN.md §4 acquire): takes the lease with a new epoch,
-   * catches up to the tail and creates the fence segment there. Also re-opens a fenced or
-   * poisoned engine.
+   * catches up to the tail, creates the fence segment there, verifies it and records
+   * where it landed in the manifest. Also re-opens a fenced or poisoned engine.
    */
-  async acquire(): Promise<void> {
+  acquire(): Promise<void> {
+    return this.serializeTransition(() => this.acquireNow());
+  }
+
+  private async acquireNow(): Promise<void> {
     this.assertNotClosed();
     if (this.currentState.kind === "writing") return;
-    await this.flushLoop;
+    await this.drainFlushes();
     await this.stopDrivers();
     const { clock } = this.options;
     const writer = { nodeId: this.options.nodeId, url: this.options.nodeUrl ?? null };
+    const sentAtMs = clock.monotonicMs();
     const acquired = await this.manifest.acquire(writer, clock.nowMs(), this.tuning.leaseTtlMs);
-    this.leaseExpiresAt = acquired.leaseExpiresAt;
+    this.leaseValidUntilMonotonicMs = sentAtMs + this.tuning.leaseTtlMs;
     const epoch = acquired.epoch;
+    const owner = { nodeId: this.options.nodeId, epoch };
     let fence: Segment;
     try {
       await this.catchUpToTail();
       fence = await this.append(epoch, "fence", 0, (hybridClock) => markerStamp(hybridClock.next()));
-      this.ingestOwn(fence);
-      if (await this.verifyDurable(fence, epoch)) {
-        throw new CairnError("FENCED", `shard ${this.shard}: another writer acquired during our takeover`);
+      const verdict = await this.verifyCreated(fence, epoch);
+      if (verdict.kind !== "durable" || verdict.newerEpoch) {
+        throw new CairnError("FENCED", `shard ${this.shard}: another writer acquired during our takeover`, {
+          details: { shard: this.shard, epoch, verdict: verdict.kind },
+        });
       }
+      this.ingestOwn(fence);
+      await this.manifest.recordFence(owner, fence.header.seqno);
     } catch (error) {
       await this.abandonLease(epoch, error);
       throw error;
@@ -231,6 +281,7 @@ export class ShardEngine {
       if (unit.readTs > this.readTs) {
         throw new CairnError("INVALID_ARGUMENT", `readTs ${unit.readTs} is ahead of the shard's frontier ${this.readTs}`);
       }
+      this.checkApplicable(unit);
       if (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith)) {
         throw new CairnError("WRITE_CONFLICT", `shard ${this.shard}: a write after ts ${unit.readTs} changed what the transaction read`);
       }
@@ -243,14 +294,33 @@ export class ShardEngine {
     });
   }
 
+  /**
+   * Runs the local store's own apply validation on the unit's records, stamped with a
+   * provisional ts: the real one is higher, and every ts-dependent rule (ts above the
+   * readable floor, prevTs below ts) only gets easier to meet as ts grows.
+   */
+  private checkApplicable(unit: WriteUnit): void {
+    try {
+      this.options.local.checkApplicable(stampUnit(unit, this.readTs + 1));
+    } catch (error) {
+      if (!hasErrorCode(error, "LOCAL_APPLY_INVALID")) throw error;
+      // Keep the model's precise code (DOCUMENT_ID_WRONG_TABLE, INDEX_KEY_INVALID, …) when it has one.
+      const cause = (error as CairnError).cause;
+      const code = errorKindOf(cause) === "InvalidInput" ? (cause as CairnError).code : "INVALID_ARGUMENT";
+      throw new CairnError(code, `invalid write unit: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
   /** Renews the lease now (the heartbeat driver calls this on its cadence). */
   async heartbeat(): Promise<void> {
     const owner = this.owner();
-    const manifest = await this.guard(
-      this.manifest.heartbeat(owner, this.options.clock.nowMs(), this.tuning.leaseTtlMs, this.validator.position.nextSeqno - 1),
+    const { clock } = this.options;
+    const sentAtMs = clock.monotonicMs();
+    await this.guard(
+      this.manifest.heartbeat(owner, clock.nowMs(), this.tuning.leaseTtlMs, this.validator.position.nextSeqno - 1),
     );
-    this.leaseExpiresAt = manifest.leaseExpiresAt;
-    if (this.tuning.tickWhenIdle && !this.committedSinceHeartbeat) {
+    this.leaseValidUntilMonotonicMs = Math.max(this.leaseValidUntilMonotonicMs, sentAtMs + this.tuning.leaseTtlMs);
+    if (this.tuning.tickWhenIdle && this.accepting && !this.committedSinceHeartbeat) {
       this.tickRequested = true;
       this.kickFlush();
     }
@@ -305,17 +375,35 @@ export class ShardEngine {
 
   /**
    * Graceful stop of the writer: stops accepting units, drains the queue, stops the
-   * drivers and clears the lease so a successor takes over at once.
+   * drivers and clears the lease so a successor takes over at once. The engine is
+   * "following" afterwards even if clearing the lease failed (that error is thrown; the
+   * lease then lapses by itself at leaseExpiresAt), or "fenced" when a newer owner exists.
    */
-  async relinquish(): Promise<void> {
+  relinquish(): Promise<void> {
+    return this.serializeTransition(() => this.relinquishNow());
+  }
+
+  private async relinquishNow(): Promise<void> {
     const state = this.currentState;
     if (state.kind !== "writing") return;
     this.accepting = false;
-    await this.flushLoop;
+    this.tickRequested = false;
+    // Drivers first: a heartbeat could otherwise request a tick after the drain.
     await this.stopDrivers();
+    await this.drainFlushes();
     if (this.currentState.kind !== "writing") return;
-    await this.guard(this.manifest.relinquish({ nodeId: this.options.nodeId, epoch: state.epoch }));
+    // From here on nothing is written under this epoch, whatever the CAS below does.
     this.currentState = { kind: "following" };
+    try {
+      await this.manifest.relinquish({ nodeId: this.options.nodeId, epoch: state.epoch });
+    } catch (error) {
+      // Fenced: another node owns the shard already; say so rather than "following".
+      if (hasErrorCode(error, "FENCED")) {
+        this.currentState = { kind: "fenced", error: error as CairnError };
+        this.emit({ type: "fenced", shard: this.shard, error: error as CairnError });
+      }
+      throw error;
+    }
     this.emit({ type: "relinquished", shard: this.shard, epoch: state.epoch });
   }
 
@@ -324,16 +412,29 @@ export class ShardEngine {
    * (the bucket is unreachable) simply expires; that is reported, not thrown. The caller
    * closes the local store.
    */
-  async close(): Promise<void> {
-    if (this.currentState.kind === "closed") return;
-    try {
-      await this.relinquish();
-    } catch (error) {
-      this.emit({ type: "driver-error", shard: this.shard, driver: "relinquish", error });
-    }
-    await this.stopDrivers();
-    this.failQueued(new CairnError("ENGINE_CLOSED", `shard ${this.shard}'s engine was closed`));
-    this.currentState = { kind: "closed" };
+  close(): Promise<void> {
+    return this.serializeTransition(async () => {
+      if (this.currentState.kind === "closed") return;
+      try {
+        await this.relinquishNow();
+      } catch (error) {
+        this.emit({ type: "driver-error", shard: this.shard, driver: "relinquish", error });
+      }
+      await this.stopDrivers();
+      this.failQueued(new CairnError("ENGINE_CLOSED", `shard ${this.shard}'s engine was closed`));
+      this.currentState = { kind: "closed" };
+    });
+  }
+
+  private serializeTransition<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.transitions.then(job);
+    this.transitions = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Waits until no flush runs (a finishing flush may start the next one). */
+  private async drainFlushes(): Promise<void> {
+    while (this.flushLoop !== null) await this.flushLoop;
   }
 
   // ---- group commit ------------------------------------------------------------------
@@ -386,7 +487,7 @@ export class ShardEngine {
         const records = mergeBatches(batch.map((queued, index) => stampUnit(queued.unit, stamps[index]!)));
         return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
       });
-      fencedAfter = await this.verifyDurable(segment, epoch);
+      fencedAfter = durableOrThrow(this.shard, segment, await this.verifyCreated(segment, epoch)).newerEpoch;
       this.ingestOwn(segment);
     } catch (error) {
       this.inFlight = [];
@@ -419,7 +520,16 @@ export class ShardEngine {
         shard: this.shard,
         epoch,
         position: () => this.validator.position,
-        ingest: (leftover) => {
+        ingest: async (leftover) => {
+          // The validity rule for a segment found at our tail: applied only if a manifest
+          // read after its GET shows the slot uncollected and us still the owner.
+          const manifest = await this.manifest.refresh();
+          const seqno = leftover.header.seqno;
+          if (manifest.logStart > seqno || manifest.epoch > epoch) {
+            throw new CairnError("FENCED", `shard ${this.shard}: epoch ${epoch} lost the shard while appending at ${seqno}`, {
+              details: { shard: this.shard, seqno, logStart: manifest.logStart, manifestEpoch: manifest.epoch },
+            });
+          }
           if (ingestSegment(this.options.local, this.validator, leftover) === "apply") this.notifyApplied(leftover);
         },
       },
@@ -433,22 +543,18 @@ export class ShardEngine {
   }
 
   /**
-   * DESIGN.md §4 verify: a created segment is durable iff its seqno >= logStart. Returns
-   * whether a newer epoch exists (acknowledge, then stop). Throws FENCED when the slot had
-   * been collected (we are a zombie and the write is lost to readers).
+   * DESIGN.md §4 verify: whether a segment this writer created is part of the log, from a
+   * manifest read after the create (see commitVerdict). In "lease" mode the read is
+   * skipped while this node's monotonic clock says the lease is ours for longer than the
+   * tolerated clock skew: a wall clock stepped back cannot extend it.
    */
-  private async verifyDurable(segment: Segment, epoch: number): Promise<boolean> {
+  private async verifyCreated(segment: Segment, epoch: number): Promise<CommitVerdict> {
     const { clock } = this.options;
-    if (this.tuning.verify === "lease" && clock.nowMs() + this.tuning.clockSkewMsMax < this.leaseExpiresAt) return false;
-    const manifest = await this.manifest.refresh();
-    if (manifest.logStart > segment.header.seqno) {
-      throw new CairnError(
-        "FENCED",
-        `shard ${this.shard}: segment ${segment.header.seqno} landed in a collected slot (logStart ${manifest.logStart})`,
-        { details: { shard: this.shard, seqno: segment.header.seqno, logStart: manifest.logStart } },
-      );
+    if (this.tuning.verify === "lease" && clock.monotonicMs() + this.tuning.clockSkewMsMax < this.leaseValidUntilMonotonicMs) {
+      return { kind: "durable", newerEpoch: false };
     }
-    return manifest.epoch > epoch;
+    const manifest = await this.manifest.refresh();
+    return judgeCreatedSegment(manifest, segment.header.seqno, epoch);
   }
 
   private ingestOwn(segment: Segment): void {
@@ -500,10 +606,16 @@ export class ShardEngine {
   private startDrivers(): void {
     const controller = new AbortController();
     this.drivers = controller;
-    this.driverTasks = [
-      this.driverLoop(controller.signal, "heartbeat", this.tuning.heartbeatIntervalMs, () => this.heartbeat()),
-      this.driverLoop(controller.signal, "maintenance", this.tuning.maintenanceIntervalMs, () => this.runMaintenance()),
-    ];
+    const drivers = this.options.drivers ?? ENGINE_DRIVERS;
+    this.driverTasks = [];
+    if (drivers.includes("heartbeat")) {
+      this.driverTasks.push(this.driverLoop(controller.signal, "heartbeat", this.tuning.heartbeatIntervalMs, () => this.heartbeat()));
+    }
+    if (drivers.includes("maintenance")) {
+      this.driverTasks.push(
+        this.driverLoop(controller.signal, "maintenance", this.tuning.maintenanceIntervalMs, () => this.runMaintenance()),
+      );
+    }
   }
 
   private async stopDrivers(): Promise<void> {
@@ -543,6 +655,30 @@ export class ShardEngine {
       this.gcRuns++;
       await this.collectGarbageNow({ sweep: this.gcRuns % this.tuning.gcSweepEveryRuns === 0 });
     }
+    await this.pruneLocal();
+  }
+
+  /**
+   * Retention (DESIGN.md §6, §8): drops local history older than historyRetentionMs and
+   * receipts older than receiptRetentionMs, never anything a read at the frontier needs.
+   * The work is cut into bounded steps with the event loop free in between, so a long
+   * backlog never holds commits up.
+   */
+  async pruneLocal(): Promise<void> {
+    const local = this.options.local;
+    const nowMicros = this.options.clock.nowMs() * 1000;
+    const frontier = this.readTs;
+    const historyBelowTs = Math.max(0, Math.min(frontier, Math.floor(nowMicros - this.tuning.historyRetentionMs * 1000)));
+    const receiptsBelowTs = Math.max(0, Math.min(frontier, Math.floor(nowMicros - this.tuning.receiptRetentionMs * 1000)));
+    let rowsRemoved = 0;
+    for (;;) {
+      const step = local.pruneHistoryStep(historyBelowTs, receiptsBelowTs);
+      rowsRemoved += step.documentsRemoved + step.indexEntriesRemoved + step.receiptsRemoved;
+      if (step.done) break;
+      await yieldToEventLoop();
+      if (this.currentState.kind === "closed") return;
+    }
+    if (rowsRemoved > 0) this.emit({ type: "pruned", shard: this.shard, minReadableTs: local.meta().minReadableTs, rowsRemoved });
   }
 
   private serializeMaintenance<T>(job: () => Promise<T>): Promise<T> {
@@ -613,6 +749,26 @@ export class ShardEngine {
     } catch {
       // An observer's failure must not change the engine's behaviour.
     }
+  }
+}
+
+/**
+ * The durable verdict, or the error a flush fails with: FENCED when the segment is
+ * definitely not in the log, ENGINE_POISONED (outcome unknown) when the bucket cannot tell.
+ */
+function durableOrThrow(shard: number, segment: Segment, verdict: CommitVerdict): { readonly newerEpoch: boolean } {
+  const { seqno } = segment.header;
+  switch (verdict.kind) {
+    case "durable":
+      return verdict;
+    case "lost":
+      throw new CairnError("FENCED", `shard ${shard}: segment ${seqno} is not part of the log: ${verdict.reason}`, {
+        details: { shard, seqno },
+      });
+    case "unknown":
+      throw new CairnError("ENGINE_POISONED", `shard ${shard}: whether segment ${seqno} is part of the log is unknown: ${verdict.reason}`, {
+        details: { shard, seqno, outcome: "unknown" },
+      });
   }
 }
 

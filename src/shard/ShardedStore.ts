@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { systemClock, type Clock } from "../base/clock.js";
+import { CairnError } from "../base/errors.js";
 import { systemRandom, type Random } from "../base/random.js";
 import { LocalStore } from "../local/index.js";
 import { openGlobals } from "../manifest/Globals.js";
@@ -80,9 +81,14 @@ export class ShardedStore {
     return this.engines.length;
   }
 
+  /** The engine of `shard`; INVALID_ARGUMENT for a shard the deployment does not have. */
   engine(shard: number): ShardEngine {
-    const engine = this.engines[shard];
-    if (engine === undefined) throw new RangeError(`no shard ${shard} in a deployment of ${this.engines.length}`);
+    const engine = Number.isSafeInteger(shard) ? this.engines[shard] : undefined;
+    if (engine === undefined) {
+      throw new CairnError("INVALID_ARGUMENT", `no shard ${String(shard)} in a deployment of ${this.engines.length} shard(s) (0..${this.engines.length - 1})`, {
+        details: { shard, numShards: this.engines.length },
+      });
+    }
     return engine;
   }
 

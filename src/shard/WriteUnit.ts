@@ -1,7 +1,6 @@
 import { CairnError } from "../base/errors.js";
 import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
-import { documentIdOfTable, type DocumentId } from "../model/DocumentId.js";
-import { validateIndexKey } from "../model/IndexKey.js";
+import type { DocumentId } from "../model/DocumentId.js";
 import type { RecordBatch } from "../segments/recordCodec.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
 
@@ -70,41 +69,73 @@ export function writtenKeys(unit: WriteUnit): WrittenKey[] {
   ];
 }
 
-/** Rejects a malformed unit before it is queued, so a bad write never reaches the log. */
+/**
+ * Rejects a malformed unit before it is queued, so a bad write never reaches the log:
+ * the unit's shape (plain values of the documented types, no TypeErrors later), its
+ * size, and `prevTs <= readTs` (a write replaces a revision the transaction read, so the
+ * commit ts, above readTs, is always above it). The records themselves are checked by
+ * the local store's own apply validator (LocalStore.checkApplicable) in `commit`.
+ */
 export function validateWriteUnit(unit: WriteUnit, unitBytesMax: number): void {
+  if (typeof unit !== "object" || unit === null) throw invalidUnit("a write unit must be an object");
   if (!Number.isSafeInteger(unit.readTs) || unit.readTs < 0) {
-    throw new CairnError("INVALID_ARGUMENT", `readTs must be a non-negative integer, got ${unit.readTs}`);
+    throw invalidUnit(`readTs must be a non-negative integer, got ${String(unit.readTs)}`);
+  }
+  if (!Array.isArray(unit.documents) || !Array.isArray(unit.indexWrites)) {
+    throw invalidUnit("documents and indexWrites must be arrays");
+  }
+  if (unit.conflictsWith !== undefined && typeof unit.conflictsWith !== "function") {
+    throw invalidUnit("conflictsWith must be a function when given");
   }
   if (unit.documents.length === 0 && unit.indexWrites.length === 0 && unit.receipt === undefined) {
-    throw new CairnError("INVALID_ARGUMENT", "a write unit must write something");
+    throw invalidUnit("a write unit must write something");
   }
-  for (const write of unit.documents) {
-    documentIdOfTable(write.id, write.tableNumber);
-    if (write.value !== null && Buffer.byteLength(write.value, "utf8") > DOCUMENT_BYTES_MAX) {
-      throw new CairnError("VALUE_TOO_LARGE", `document ${write.id} is larger than ${DOCUMENT_BYTES_MAX} bytes`);
-    }
-    if (write.prevTs !== null && (!Number.isSafeInteger(write.prevTs) || write.prevTs < 0)) {
-      throw new CairnError("INVALID_ARGUMENT", `prevTs of ${write.id} must be a non-negative integer or null`);
-    }
-  }
-  for (const write of unit.indexWrites) {
-    if (!Number.isSafeInteger(write.indexId) || write.indexId < 0) {
-      throw new CairnError("INVALID_ARGUMENT", `index id must be a non-negative integer, got ${write.indexId}`);
-    }
-    validateIndexKey(write.key);
-  }
-  if (unit.receipt !== undefined) {
-    const { clientId, seq } = unit.receipt;
-    if (typeof clientId !== "string" || clientId.length === 0 || !Number.isSafeInteger(seq) || seq < 0) {
-      throw new CairnError("INVALID_ARGUMENT", "a receipt needs a non-empty clientId and a non-negative integer seq");
-    }
-  }
+  unit.documents.forEach((write, index) => checkDocumentWrite(write, index, unit.readTs));
+  unit.indexWrites.forEach((write, index) => checkIndexWrite(write, index));
+  if (unit.receipt !== undefined) checkReceiptWrite(unit.receipt);
   const bytes = unitBytes(unit);
   if (bytes > unitBytesMax) {
     throw new CairnError("BATCH_TOO_LARGE", `a write unit of ~${bytes} bytes exceeds the limit of ${unitBytesMax}`, {
       details: { bytes, limit: unitBytesMax },
     });
   }
+}
+
+function checkDocumentWrite(write: DocumentWrite, index: number, readTs: number): void {
+  const where = `documents[${index}]`;
+  if (typeof write !== "object" || write === null) throw invalidUnit(`${where} must be an object`);
+  if (!Number.isSafeInteger(write.tableNumber) || write.tableNumber < 0) {
+    throw invalidUnit(`${where}.tableNumber must be a non-negative integer`);
+  }
+  if (typeof write.id !== "string") throw invalidUnit(`${where}.id must be a document id string`);
+  if (write.value !== null && typeof write.value !== "string") throw invalidUnit(`${where}.value must be encoded JSON text or null`);
+  if (write.value !== null && Buffer.byteLength(write.value, "utf8") > DOCUMENT_BYTES_MAX) {
+    throw new CairnError("VALUE_TOO_LARGE", `document ${write.id} is larger than ${DOCUMENT_BYTES_MAX} bytes`);
+  }
+  if (write.prevTs !== null && !(Number.isSafeInteger(write.prevTs) && write.prevTs >= 0 && write.prevTs <= readTs)) {
+    throw invalidUnit(`${where}.prevTs must be null or an integer in [0, readTs ${readTs}], got ${String(write.prevTs)}`);
+  }
+}
+
+function checkIndexWrite(write: IndexWrite, index: number): void {
+  const where = `indexWrites[${index}]`;
+  if (typeof write !== "object" || write === null) throw invalidUnit(`${where} must be an object`);
+  if (!Number.isSafeInteger(write.indexId) || write.indexId < 0) throw invalidUnit(`${where}.indexId must be a non-negative integer`);
+  if (!(write.key instanceof Uint8Array)) throw invalidUnit(`${where}.key must be a Uint8Array`);
+  if (write.docId !== null && typeof write.docId !== "string") throw invalidUnit(`${where}.docId must be a document id string or null`);
+}
+
+function checkReceiptWrite(receipt: ReceiptWrite): void {
+  if (typeof receipt !== "object" || receipt === null) throw invalidUnit("receipt must be an object");
+  const { clientId, seq, result } = receipt;
+  if (typeof clientId !== "string" || clientId.length === 0 || !Number.isSafeInteger(seq) || seq < 0) {
+    throw invalidUnit("a receipt needs a non-empty clientId and a non-negative integer seq");
+  }
+  if (typeof result !== "string") throw invalidUnit("a receipt's result must be JSON text");
+}
+
+function invalidUnit(reason: string): CairnError {
+  return new CairnError("INVALID_ARGUMENT", `invalid write unit: ${reason}`);
 }
 
 /** The unit's records at commit timestamp `ts`. */

@@ -1,4 +1,5 @@
 import { CairnError, hasErrorCode } from "../base/errors.js";
+import { CATCH_UP_ROUND_BYTES_MAX, CATCH_UP_ROUND_SEGMENTS_MAX } from "../base/limits.js";
 import type { LocalStore } from "../local/index.js";
 import type { Manifest } from "../manifest/Manifest.js";
 import type { ShardManifest } from "../manifest/ShardManifest.js";
@@ -14,8 +15,18 @@ import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
  * the local copy is behind what the log still holds (or far behind it), then applies
  * segments from the local position until the first empty slot.
  *
- * A reader never skips an empty slot. If the slot it stopped at was collected meanwhile
- * (the manifest's logStart moved past it), it starts over from the newer snapshot.
+ * Invariants:
+ * - A segment is applied only when a manifest read *after* its GET completed shows its
+ *   seqno >= logStart (DESIGN.md §4 validity). GC raises logStart before it deletes, so
+ *   such a segment is the slot's original, never a stalled zombie's late create into a
+ *   collected slot. Segments are read in rounds (bounded by count and bytes), and each
+ *   round ends with one conditional GET of the manifest before any of it is applied.
+ * - Nothing below logStart is judged: a segment there that is corrupt or breaks the chain
+ *   is a stray, not corruption; the reader restores the snapshot instead.
+ * - A reader never skips an empty slot. If the slot it stopped at was collected meanwhile
+ *   (logStart moved past it), it restores the newer snapshot and reads on from there.
+ * - Every round refreshes the manifest, also when its reads failed, so an error never
+ *   leaves the cached manifest older than the last segment read.
  */
 export interface CatchUpOptions {
   readonly store: ObjectStore;
@@ -43,53 +54,101 @@ export interface CatchUpReport {
   readonly tail: number;
 }
 
-/** Bounds restarts caused by GC racing a slow reader; each restart makes real progress. */
-const CATCH_UP_ROUNDS_MAX = 8;
+/** Bounds restores caused by GC racing a slow reader; each one makes real progress. */
+const CATCH_UP_RESTORES_MAX = 8;
+
+/** What one read round fetched: segments in seqno order from the position, and why it stopped. */
+interface ReadRound {
+  readonly segments: readonly Segment[];
+  readonly end:
+    | { readonly kind: "empty-slot"; readonly seqno: number }
+    | { readonly kind: "bound" }
+    /** A read failed (a transient error, or a segment that fails its checks) at `seqno`. */
+    | { readonly kind: "failed"; readonly seqno: number; readonly error: unknown };
+}
 
 export async function catchUp(options: CatchUpOptions): Promise<CatchUpReport> {
   const { manifest, validator } = options;
-  let restoredFromSeqno: number | null = null;
-  let segmentsApplied = 0;
-  let segmentsSkipped = 0;
-  for (let round = 1; round <= CATCH_UP_ROUNDS_MAX; round++) {
-    const current = round === 1 ? manifest.current : await manifest.refresh();
-    if (needsRestore(current, validator.position.nextSeqno, options.restoreLagSegments)) {
-      restoredFromSeqno = await restoreCurrentSnapshot(options, current);
-    }
-    const start = validator.position.nextSeqno;
-    if (start < current.logStart) {
-      throw new CairnError(
-        "LOG_GAP",
-        `shard ${manifest.shard}: the log starts at ${current.logStart} but the local copy needs ${start} and no snapshot covers the gap`,
-        { details: { shard: manifest.shard, logStart: current.logStart, needed: start } },
-      );
-    }
-    const segments = readLog(options.store, {
-      deploymentId: options.deploymentId,
-      shard: manifest.shard,
-      fromSeqno: start,
-      concurrency: options.fetchConcurrency,
-      knownTail: current.tailHint,
-    });
-    for await (const segment of segments) {
-      if (ingestSegment(options.local, validator, segment) === "apply") {
-        segmentsApplied++;
-        options.onApplied?.(segment);
-      } else {
-        segmentsSkipped++;
-      }
-      options.onProgress?.({
-        phase: "replay",
-        shard: manifest.shard,
-        seqno: segment.header.seqno,
-        tailHint: current.tailHint,
-      });
-    }
-    const tail = validator.position.nextSeqno;
-    const after = await manifest.refresh();
-    if (after.logStart <= tail) return { restoredFromSeqno, segmentsApplied, segmentsSkipped, tail };
+  const counts = { restoredFromSeqno: null as number | null, segmentsApplied: 0, segmentsSkipped: 0, restores: 0 };
+  // The cached manifest only decides whether to restore before reading (an optimisation:
+  // a stale one costs a round); what gets applied is decided by the reads below.
+  if (needsRestore(manifest.current, validator.position.nextSeqno, options.restoreLagSegments)) {
+    counts.restoredFromSeqno = await restoreCurrentSnapshot(options, manifest.current, counts);
   }
-  throw new CairnError("TIMEOUT", `shard ${manifest.shard}: catch-up kept losing the race with garbage collection`);
+  for (;;) {
+    const round = await readRound(options);
+    const current = await manifest.refresh();
+    if (current.logStart > validator.position.nextSeqno) {
+      counts.restoredFromSeqno = await restoreCurrentSnapshot(options, current, counts);
+    }
+    applyRound(options, round.segments, current, counts);
+    const end = round.end;
+    if (end.kind === "failed") {
+      // A failure below logStart concerned a stray or a collected slot: read on from the snapshot.
+      if (end.seqno < validator.position.nextSeqno) continue;
+      throw end.error;
+    }
+    if (end.kind === "empty-slot" && end.seqno === validator.position.nextSeqno) {
+      return {
+        restoredFromSeqno: counts.restoredFromSeqno,
+        segmentsApplied: counts.segmentsApplied,
+        segmentsSkipped: counts.segmentsSkipped,
+        tail: validator.position.nextSeqno,
+      };
+    }
+  }
+}
+
+/** GETs segments from the local position until an empty slot, a failure or the round's bounds. */
+async function readRound(options: CatchUpOptions): Promise<ReadRound> {
+  const { validator, manifest } = options;
+  const segments: Segment[] = [];
+  let bytes = 0;
+  let seqno = validator.position.nextSeqno;
+  const log = readLog(options.store, {
+    deploymentId: options.deploymentId,
+    shard: manifest.shard,
+    fromSeqno: seqno,
+    concurrency: options.fetchConcurrency,
+    knownTail: Math.min(manifest.current.tailHint, seqno + CATCH_UP_ROUND_SEGMENTS_MAX - 1),
+  });
+  try {
+    for await (const segment of log) {
+      segments.push(segment);
+      bytes += segment.bytes.byteLength;
+      seqno++;
+      if (segments.length >= CATCH_UP_ROUND_SEGMENTS_MAX || bytes >= CATCH_UP_ROUND_BYTES_MAX) {
+        return { segments, end: { kind: "bound" } };
+      }
+    }
+    return { segments, end: { kind: "empty-slot", seqno } };
+  } catch (error) {
+    return { segments, end: { kind: "failed", seqno, error } };
+  }
+}
+
+/** Applies the round's segments that lie at or above the local position (all of them >= logStart). */
+function applyRound(
+  options: CatchUpOptions,
+  segments: readonly Segment[],
+  current: Manifest,
+  counts: { segmentsApplied: number; segmentsSkipped: number },
+): void {
+  const { validator, local } = options;
+  for (const segment of segments) {
+    const { seqno } = segment.header;
+    if (seqno < validator.position.nextSeqno) continue; // covered by a snapshot restored meanwhile
+    if (seqno < current.logStart) {
+      throw new CairnError("INTERNAL", `segment ${seqno} below logStart ${current.logStart} reached the apply step`);
+    }
+    if (ingestSegment(local, validator, segment) === "apply") {
+      counts.segmentsApplied++;
+      options.onApplied?.(segment);
+    } else {
+      counts.segmentsSkipped++;
+    }
+    options.onProgress?.({ phase: "replay", shard: validator.shard, seqno, tailHint: current.tailHint });
+  }
 }
 
 function needsRestore(manifest: Manifest, nextSeqno: number, restoreLagSegments: number): boolean {
@@ -98,11 +157,26 @@ function needsRestore(manifest: Manifest, nextSeqno: number, restoreLagSegments:
   return nextSeqno < manifest.logStart || nextSeqno === 0 || snapshot.seqno - nextSeqno >= restoreLagSegments;
 }
 
-async function restoreCurrentSnapshot(options: CatchUpOptions, manifest: Manifest): Promise<number> {
+/** Restores the manifest's snapshot (a newer one if it was superseded and collected meanwhile). */
+async function restoreCurrentSnapshot(
+  options: CatchUpOptions,
+  manifest: Manifest,
+  counts: { restores: number },
+): Promise<number> {
   let current = manifest;
-  for (let attempt = 1; ; attempt++) {
+  for (;;) {
     const pointer = current.snapshot;
-    if (pointer === null) throw new CairnError("INTERNAL", "restore requested without a snapshot");
+    if (pointer === null || pointer.seqno + 1 < current.logStart) {
+      throw new CairnError(
+        "LOG_GAP",
+        `shard ${options.manifest.shard}: the log starts at ${current.logStart} but the local copy needs ` +
+          `${options.validator.position.nextSeqno} and no snapshot covers the gap`,
+        { details: { shard: options.manifest.shard, logStart: current.logStart, needed: options.validator.position.nextSeqno } },
+      );
+    }
+    if (++counts.restores > CATCH_UP_RESTORES_MAX) {
+      throw new CairnError("TIMEOUT", `shard ${options.manifest.shard}: catch-up kept losing the race with garbage collection`);
+    }
     try {
       await restoreSnapshot({
         store: options.store,
@@ -116,7 +190,7 @@ async function restoreCurrentSnapshot(options: CatchUpOptions, manifest: Manifes
       return pointer.seqno;
     } catch (error) {
       // The snapshot was superseded and collected while we read it: take the newer one.
-      if (!hasErrorCode(error, "SNAPSHOT_MISSING") || attempt >= CATCH_UP_ROUNDS_MAX) throw error;
+      if (!hasErrorCode(error, "SNAPSHOT_MISSING")) throw error;
       current = await options.manifest.refresh();
     }
   }

@@ -1,4 +1,6 @@
+import { z } from "zod";
 import type { Clock } from "../base/clock.js";
+import { CairnError } from "../base/errors.js";
 import type { Random } from "../base/random.js";
 import { CONSUMER_TTL_MS_DEFAULT } from "../gc/ConsumerWatermarks.js";
 import type { LocalStore } from "../local/index.js";
@@ -24,8 +26,17 @@ export interface ShardEngineOptions {
   /** One per node, shared by all its shards. */
   readonly hybridClock: HybridClock;
   readonly tuning?: Partial<ShardEngineTuning>;
+  /**
+   * The drivers the engine runs on its own cadence while writing; default both. A caller
+   * that leaves one out runs it itself (`heartbeat()`, `runMaintenance()`): tests that
+   * move time by hand, an embedder with its own scheduler.
+   */
+  readonly drivers?: readonly EngineDriver[];
   readonly onEvent?: (event: import("./ShardEngine.js").EngineEvent) => void;
 }
+
+export const ENGINE_DRIVERS = ["heartbeat", "maintenance"] as const;
+export type EngineDriver = (typeof ENGINE_DRIVERS)[number];
 
 export interface ShardEngineTuning {
   /**
@@ -81,6 +92,19 @@ export interface ShardEngineTuning {
   readonly recentWritesUnitsMax: number;
   /** … and for at most this long; an older read snapshot re-runs. Default 60 s. */
   readonly recentWritesWindowMs: number;
+  /**
+   * Local history kept for reads at past timestamps; older revisions a current read
+   * cannot see are pruned (by the maintenance driver). Default 1 h: a read, page or
+   * transaction that started within the hour still sees its snapshot; a document updated
+   * once a second keeps ~3,600 old revisions (~0.4 MB at 100 bytes each).
+   */
+  readonly historyRetentionMs: number;
+  /**
+   * How long a mutation's receipt answers a re-sent mutation. Default 24 h: a client
+   * offline for longer that re-sends a mutation has it applied again. Each receipt is a
+   * local row of ~100 bytes: 10 mutations/s keep ~86 MB of receipts.
+   */
+  readonly receiptRetentionMs: number;
 }
 
 export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
@@ -103,4 +127,85 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   tickWhenIdle: false,
   recentWritesUnitsMax: 100_000,
   recentWritesWindowMs: 60_000,
+  historyRetentionMs: 60 * 60 * 1000,
+  receiptRetentionMs: 24 * 60 * 60 * 1000,
 };
+
+/** Node ids name writers in manifests and segment headers. */
+export const NODE_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** Longest duration option: ~31 years, so `now + duration` stays an exact integer. */
+const DURATION_MS_MAX = 1e12;
+const positive = (max = Number.MAX_SAFE_INTEGER) => z.number().int().min(1).max(max);
+const nonNegative = (max = Number.MAX_SAFE_INTEGER) => z.number().int().min(0).max(max);
+
+/** Every tuning option, typed and bounded; unknown names are refused (a typo must not pass silently). */
+const tuningSchema = z
+  .strictObject({
+    leaseTtlMs: positive(DURATION_MS_MAX),
+    heartbeatIntervalMs: positive(DURATION_MS_MAX),
+    verify: z.enum(["always", "lease"]),
+    clockSkewMsMax: nonNegative(DURATION_MS_MAX),
+    flushUnitsMax: positive(1_000_000),
+    flushBytesMax: positive(1024 * 1024 * 1024),
+    unitBytesMax: positive(1024 * 1024 * 1024),
+    fetchConcurrency: positive(1_024),
+    restoreLagSegments: positive(),
+    snapshotEverySegments: positive(),
+    snapshotEveryBytes: positive(),
+    snapshotEveryMs: positive(DURATION_MS_MAX),
+    maintenanceIntervalMs: positive(DURATION_MS_MAX),
+    gcIntervalMs: positive(),
+    gcSweepEveryRuns: positive(),
+    consumerTtlMs: positive(DURATION_MS_MAX),
+    tickWhenIdle: z.boolean(),
+    recentWritesUnitsMax: positive(100_000_000),
+    recentWritesWindowMs: positive(DAY_MS),
+    historyRetentionMs: nonNegative(DURATION_MS_MAX),
+    receiptRetentionMs: nonNegative(DURATION_MS_MAX),
+  })
+  .refine((tuning) => tuning.heartbeatIntervalMs < tuning.leaseTtlMs, {
+    message: "heartbeatIntervalMs must be below leaseTtlMs, or the lease lapses between heartbeats",
+    path: ["heartbeatIntervalMs"],
+  })
+  .refine((tuning) => tuning.clockSkewMsMax < tuning.leaseTtlMs, {
+    message: "clockSkewMsMax must be below leaseTtlMs",
+    path: ["clockSkewMsMax"],
+  });
+
+/** The defaults with `overrides` applied, validated; INVALID_ARGUMENT naming every bad option. */
+export function resolveTuning(overrides: unknown = {}): ShardEngineTuning {
+  if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) {
+    throw new CairnError("INVALID_ARGUMENT", "engine tuning must be an object of options");
+  }
+  const parsed = tuningSchema.safeParse({ ...SHARD_ENGINE_DEFAULTS, ...overrides });
+  if (!parsed.success) {
+    throw new CairnError("INVALID_ARGUMENT", `invalid engine tuning: ${z.prettifyError(parsed.error)}`, {
+      details: { issues: parsed.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })) },
+    });
+  }
+  return parsed.data;
+}
+
+/** Checks the identity options of an engine (the tuning is checked by resolveTuning). */
+export function validateEngineIdentity(options: ShardEngineOptions): void {
+  const problems: string[] = [];
+  if (!Number.isSafeInteger(options.shard) || options.shard < 0) problems.push(`shard must be a non-negative integer, not ${String(options.shard)}`);
+  if (typeof options.deploymentId !== "string" || !/^[0-9a-f]{32}$/.test(options.deploymentId)) {
+    problems.push(`deploymentId must be 32 lowercase hex digits, not ${JSON.stringify(options.deploymentId)}`);
+  }
+  if (typeof options.nodeId !== "string" || !NODE_ID_PATTERN.test(options.nodeId)) {
+    problems.push(`nodeId must match ${NODE_ID_PATTERN}, not ${JSON.stringify(options.nodeId)}`);
+  }
+  const url = options.nodeUrl;
+  if (url !== undefined && url !== null && !(typeof url === "string" && /^https?:\/\//.test(url) && URL.canParse(url))) {
+    problems.push(`nodeUrl must be an http(s) URL or null, not ${JSON.stringify(url)}`);
+  }
+  if (options.onEvent !== undefined && typeof options.onEvent !== "function") problems.push("onEvent must be a function");
+  const drivers = options.drivers;
+  if (drivers !== undefined && !(Array.isArray(drivers) && drivers.every((driver) => (ENGINE_DRIVERS as readonly unknown[]).includes(driver)))) {
+    problems.push(`drivers must be a list of ${ENGINE_DRIVERS.join(", ")}`);
+  }
+  if (problems.length > 0) throw new CairnError("INVALID_ARGUMENT", `invalid shard engine options: ${problems.join("; ")}`);
+}

@@ -93,6 +93,8 @@ class Model {
 
   /** The pruning rule, as stated: keep the newest row <= belowTs unless it is a deletion. */
   prune(belowTs: number): void {
+    // Receipts have their own window, independent of the history floor.
+    for (const [name, receipt] of this.receipts) if (receipt.ts < belowTs) this.receipts.delete(name);
     if (belowTs <= this.meta.minReadableTs) return;
     const pruneRows = <Row extends { ts: number }>(rows: Row[], isDeletion: (row: Row) => boolean): Row[] => {
       const old = rows.filter((row) => row.ts <= belowTs);
@@ -102,7 +104,6 @@ class Model {
     };
     for (const [id, rows] of this.documents) this.documents.set(id, pruneRows(rows, (row) => row.value === null));
     for (const entry of this.entries.values()) entry.rows = pruneRows(entry.rows, (row) => row.docId === null);
-    for (const [name, receipt] of this.receipts) if (receipt.ts < belowTs) this.receipts.delete(name);
     this.meta = { ...this.meta, minReadableTs: belowTs };
   }
 

@@ -149,4 +149,24 @@ describe("LocalStore.pruneHistory", () => {
     expect(reopened.meta().minReadableTs).toBe(3);
     expect(readsAt(reopened, sample, 3)).toEqual(expected);
   });
+
+  it("prunes receipts by their own window, and in bounded steps reaches the same state as one call", () => {
+    const stepped = stores.open(dirs.file());
+    const whole = stores.open(dirs.file());
+    // ~2.5 revisions per round: 6,000 rounds are more revisions than one pruning step covers.
+    for (const store of [stepped, whole]) writeHistory(store, 300, 6_000, 54);
+    const belowTs = 5_000;
+    const receiptsBelowTs = 2_000;
+    let steps = 0;
+    for (let done = false; !done; steps++) done = stepped.pruneHistoryStep(belowTs, receiptsBelowTs).done;
+    expect(steps).toBeGreaterThan(1);
+    whole.pruneHistory(belowTs, receiptsBelowTs);
+    expect(stepped.meta().minReadableTs).toBe(belowTs);
+    expect(stepped.meta().minReadableTs).toBe(whole.meta().minReadableTs);
+    expect(stepped.storedRows()).toEqual(whole.storedRows());
+    const receiptAt = (store: LocalStore, ts: number) => store.receipt(`client-${ts % 3}`, ts);
+    expect(receiptAt(stepped, receiptsBelowTs - 1)).toBeNull();
+    expect(receiptAt(stepped, receiptsBelowTs)).not.toBeNull(); // kept: receipts have their own, shorter window here
+    expect(receiptAt(stepped, belowTs - 1)).not.toBeNull();
+  });
 });

@@ -23,6 +23,12 @@ export interface FaultPlan {
     | "unreachable"
     /** Holds the call for delayMs plus a uniform 0..jitterMs before it reaches the bucket. */
     | { readonly delayMs: number; readonly jitterMs?: number }
+    /**
+     * The call reaches the bucket at once, then the whole process pauses for pauseAfterMs
+     * (plus 0..jitterMs): this answer and every other call of this store wait it out, as a
+     * stop-the-world pause right after a request was served.
+     */
+    | { readonly pauseAfterMs: number; readonly jitterMs?: number }
     /** Holds the call until the promise settles (a test's gate), then lets it through. */
     | { readonly until: Promise<void> };
 }
@@ -123,11 +129,14 @@ export class FaultyObjectStore implements ObjectStore {
     const pausedMs = this.pausedUntilMs - this.clock.nowMs();
     if (pausedMs > 0) await this.clock.sleep(pausedMs);
     let loseResponse = false;
+    let pauseAfterMs = 0;
     for (const plan of this.matching(operation, key)) {
       const effect = plan.effect;
       if (typeof effect === "object" && "until" in effect) {
         this.held++;
         await Promise.race([effect.until, this.released]).finally(() => this.held--);
+      } else if (typeof effect === "object" && "pauseAfterMs" in effect) {
+        pauseAfterMs += effect.pauseAfterMs + Math.floor(this.random.float() * (effect.jitterMs ?? 0));
       } else if (typeof effect === "object") {
         await this.clock.sleep(effect.delayMs + Math.floor(this.random.float() * (effect.jitterMs ?? 0)));
       } else if (effect === "transient") {
@@ -139,6 +148,10 @@ export class FaultyObjectStore implements ObjectStore {
       }
     }
     const result = await action();
+    if (pauseAfterMs > 0) {
+      this.pauseUntil(this.clock.nowMs() + pauseAfterMs);
+      await this.clock.sleep(pauseAfterMs);
+    }
     if (loseResponse) {
       throw new CairnError("STORE_AMBIGUOUS_OUTCOME", `injected: response to ${operation} ${key} was lost after it succeeded`);
     }

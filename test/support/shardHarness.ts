@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ManualClock } from "../../src/base/clock.js";
+import { ManualClock, type Clock } from "../../src/base/clock.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { LocalStore } from "../../src/local/index.js";
 import { newDocumentId, type DocumentId } from "../../src/model/DocumentId.js";
 import { openGlobals } from "../../src/manifest/Globals.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
+import type { EngineEvent } from "../../src/shard/ShardEngine.js";
 import { HybridClock } from "../../src/shard/HybridClock.js";
 import { ShardEngine } from "../../src/shard/ShardEngine.js";
 import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
@@ -29,11 +30,16 @@ export interface HarnessNode {
   readonly store: FaultyObjectStore;
   readonly local: LocalStore;
   readonly engine: ShardEngine;
+  /** Every event the engine emitted, in order. */
+  readonly events: EngineEvent[];
+}
+
+export interface NodeOptions {
+  /** The node's own clock (default: the harness's shared manual clock). */
+  readonly clock?: Clock;
 }
 
 export const TABLE = 1;
-/** A driver interval the manual clock never reaches in a test. */
-const DRIVERS_NEVER_MS = 1e12;
 
 export class ShardHarness {
   readonly clock = new ManualClock();
@@ -56,32 +62,46 @@ export class ShardHarness {
 
   /**
    * Opens a node (follower) with its own local file; `tuning` overrides engine defaults.
-   * Its heartbeat and maintenance drivers never fire on their own (a node whose clock
-   * moves but whose drivers do not is a paused process); tests call them explicitly.
+   * Its heartbeat and maintenance drivers run only when the test sets their interval;
+   * otherwise they never fire on their own (a node whose clock moves but whose drivers do
+   * not is a paused process) and tests call them explicitly.
    */
-  async node(name: string, overrides: Partial<ShardEngineTuning> = {}): Promise<HarnessNode> {
-    const tuning = { heartbeatIntervalMs: DRIVERS_NEVER_MS, maintenanceIntervalMs: DRIVERS_NEVER_MS, ...overrides };
+  async node(name: string, tuning: Partial<ShardEngineTuning> = {}, options: NodeOptions = {}): Promise<HarnessNode> {
+    const drivers = [
+      ...(tuning.heartbeatIntervalMs !== undefined ? (["heartbeat"] as const) : []),
+      ...(tuning.maintenanceIntervalMs !== undefined ? (["maintenance"] as const) : []),
+    ];
     const random = new SeededRandom(this.seed++);
     const store = new FaultyObjectStore(this.bucket, random, this.clock);
     const local = LocalStore.open({ path: join(this.directory, `${name}.sqlite`), shard: 0, deploymentId: this.deploymentId });
-    const engine = await ShardEngine.open({
-      store,
-      deploymentId: this.deploymentId,
-      shard: 0,
-      local,
-      nodeId: name,
-      clock: this.clock,
-      random,
-      hybridClock: new HybridClock(this.clock),
-      tuning,
-    });
-    const node = { name, store, local, engine };
+    const clock = options.clock ?? this.clock;
+    const events: EngineEvent[] = [];
+    let engine: ShardEngine;
+    try {
+      engine = await ShardEngine.open({
+        store,
+        deploymentId: this.deploymentId,
+        shard: 0,
+        local,
+        nodeId: name,
+        clock,
+        random,
+        hybridClock: new HybridClock(clock),
+        tuning,
+        drivers,
+        onEvent: (event) => events.push(event),
+      });
+    } catch (error) {
+      local.close();
+      throw error;
+    }
+    const node = { name, store, local, engine, events };
     this.nodes.push(node);
     return node;
   }
 
-  async writer(name: string, tuning: Partial<ShardEngineTuning> = {}): Promise<HarnessNode> {
-    const node = await this.node(name, tuning);
+  async writer(name: string, tuning: Partial<ShardEngineTuning> = {}, options: NodeOptions = {}): Promise<HarnessNode> {
+    const node = await this.node(name, tuning, options);
     await node.engine.acquire();
     return node;
   }
@@ -92,6 +112,24 @@ export class ShardHarness {
     await node.engine.close();
     node.local.close();
     this.nodes.splice(this.nodes.indexOf(node), 1);
+  }
+
+  /** Every object in the bucket, as a backup an operator could restore later. */
+  async backupBucket(): Promise<Map<string, Uint8Array>> {
+    const backup = new Map<string, Uint8Array>();
+    for await (const entry of this.bucket.list("")) {
+      const object = await this.bucket.get(entry.key);
+      if (object !== null && object !== "not-modified") backup.set(entry.key, object.body);
+    }
+    return backup;
+  }
+
+  /** Replaces the bucket's whole content with `backup` (a restore from an older copy). */
+  async restoreBucket(backup: ReadonlyMap<string, Uint8Array>): Promise<void> {
+    const keys: string[] = [];
+    for await (const entry of this.bucket.list("")) keys.push(entry.key);
+    await this.bucket.deleteMany(keys);
+    for (const [key, body] of backup) await this.bucket.create(key, body);
   }
 
   newId(): DocumentId {
