@@ -2,6 +2,8 @@
 import { Command, InvalidArgumentError } from "commander";
 import { serveCommand } from "./serveCommand.js";
 import { inspectCommand } from "./inspectCommand.js";
+import { verifyCommand } from "./verifyCommand.js";
+import { gcCommand } from "./gcCommand.js";
 
 /**
  * `cairn` — the command-line entry. `npm start` runs `cairn serve` on the embedded
@@ -13,6 +15,12 @@ export const DEFAULT_LOCAL_DIRECTORY = ".cairn/local";
 function positiveInteger(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a positive integer");
+  return parsed;
+}
+
+function shardNumber(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed)) throw new InvalidArgumentError("expected a shard number (0, 1, …)");
   return parsed;
 }
 
@@ -34,6 +42,21 @@ program
   .description("print the deployment's globals, each shard's manifest and log extent")
   .option("--store <url>", "bucket URL (see serve)", DEFAULT_STORE_URL)
   .action(inspectCommand);
+
+program
+  .command("verify")
+  .description("check every shard's manifest, log and snapshot (checksums, chain, epochs, contiguity); exit 1 on a problem")
+  .option("--store <url>", "bucket URL (see serve)", DEFAULT_STORE_URL)
+  .option("--shard <n>", "verify only this shard", shardNumber)
+  .action(verifyCommand);
+
+program
+  .command("gc")
+  .description("run one garbage-collection pass on every shard (takes and returns each shard's lease)")
+  .option("--store <url>", "bucket URL (see serve)", DEFAULT_STORE_URL)
+  .option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY)
+  .option("--dry-run", "only print what a pass would delete now; takes no lease, writes nothing")
+  .action(gcCommand);
 
 program.parseAsync().catch((error: unknown) => {
   const code = (error as { code?: string }).code;

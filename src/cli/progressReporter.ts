@@ -6,22 +6,30 @@ import type { EngineEvent } from "../shard/ShardEngine.js";
  */
 const PROGRESS_INTERVAL_MS = 500;
 
+/** `write`, but at most once per PROGRESS_INTERVAL_MS (for long work's progress lines). */
+export function throttled(write: (line: string) => void): (line: string) => void {
+  let lastAt = 0;
+  return (line) => {
+    const now = Date.now();
+    if (now - lastAt < PROGRESS_INTERVAL_MS) return;
+    lastAt = now;
+    write(line);
+  };
+}
+
 export function progressReporter(write: (line: string) => void): (event: EngineEvent) => void {
-  let lastProgressAt = 0;
+  const progressLine = throttled(write);
   return (event) => {
     switch (event.type) {
       case "progress": {
-        const now = Date.now();
-        if (now - lastProgressAt < PROGRESS_INTERVAL_MS) return;
-        lastProgressAt = now;
         const progress = event.progress;
         if (progress.phase === "restore") {
-          write(
+          progressLine(
             `shard ${event.shard}: restoring snapshot ${progress.seqno}: part ${progress.partsDone}/${progress.parts}, ` +
               `${progress.documents}/${progress.documentsTotal} documents`,
           );
         } else {
-          write(`shard ${event.shard}: replaying segment ${progress.seqno} (tail hint ${progress.tailHint})`);
+          progressLine(`shard ${event.shard}: replaying segment ${progress.seqno} (tail hint ${progress.tailHint})`);
         }
         return;
       }

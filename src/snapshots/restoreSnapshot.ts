@@ -5,7 +5,7 @@ import type { DumpChunk, LocalStore, RestoreStats } from "../local/index.js";
 import { bucketLayout } from "../manifest/bucketLayout.js";
 import type { SnapshotPointer } from "../manifest/Manifest.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import { decodeSnapshotPart } from "./SnapshotPart.js";
+import { decodeSnapshotPart, type DecodedSnapshotPart } from "./SnapshotPart.js";
 
 /**
  * Replaces the local state with a snapshot: parts are fetched ahead with bounded
@@ -47,9 +47,43 @@ export async function restoreSnapshot(options: RestoreSnapshotOptions): Promise<
 }
 
 async function* snapshotChunks(options: RestoreSnapshotOptions): AsyncGenerator<DumpChunk> {
+  const { pointer, shard } = options;
+  let documents = 0;
+  for await (const part of readSnapshotParts(options)) {
+    const { revisions, indexUpdates, receipts } = part.records;
+    if (revisions.length > 0) yield { kind: "documents", rows: revisions };
+    if (indexUpdates.length > 0) yield { kind: "indexEntries", rows: indexUpdates };
+    if (receipts.length > 0) yield { kind: "receipts", rows: receipts };
+    documents += revisions.length;
+    options.onProgress?.({
+      phase: "restore",
+      shard,
+      seqno: pointer.seqno,
+      partsDone: part.header.part + 1,
+      parts: pointer.parts,
+      documents,
+      documentsTotal: pointer.documents,
+    });
+  }
+}
+
+export interface ReadSnapshotOptions {
+  readonly store: ObjectStore;
+  readonly deploymentId: string;
+  readonly shard: number;
+  readonly pointer: SnapshotPointer;
+  readonly fetchConcurrency?: number;
+}
+
+/**
+ * The snapshot's parts in order, each verified (checksum, header, counts), fetched ahead
+ * with bounded concurrency. The combined hash is checked before the last part is yielded,
+ * so a consumer that stops at an error has never seen the whole of a snapshot that fails
+ * it. SNAPSHOT_MISSING for a part that is gone, SNAPSHOT_INVALID for one that fails.
+ */
+export async function* readSnapshotParts(options: ReadSnapshotOptions): AsyncGenerator<DecodedSnapshotPart> {
   const { store, pointer, shard, deploymentId } = options;
   const combined = createHash("sha256");
-  let documents = 0;
   const parts = prefetchInOrder(
     pointer.parts,
     async (part) => {
@@ -74,19 +108,6 @@ async function* snapshotChunks(options: RestoreSnapshotOptions): AsyncGenerator<
         details: { shard, seqno: pointer.seqno },
       });
     }
-    const { revisions, indexUpdates, receipts } = part.records;
-    if (revisions.length > 0) yield { kind: "documents", rows: revisions };
-    if (indexUpdates.length > 0) yield { kind: "indexEntries", rows: indexUpdates };
-    if (receipts.length > 0) yield { kind: "receipts", rows: receipts };
-    documents += revisions.length;
-    options.onProgress?.({
-      phase: "restore",
-      shard,
-      seqno: pointer.seqno,
-      partsDone,
-      parts: pointer.parts,
-      documents,
-      documentsTotal: pointer.documents,
-    });
+    yield part;
   }
 }

@@ -5,7 +5,7 @@
  * it cannot use is refused with a clear message and exit code 1.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -62,6 +62,28 @@ describe("cairn command", () => {
     expect(inspect.code).toBe(0);
     expect(inspect.stdout).toMatch(/1 shard\(s\)/);
     expect(inspect.stdout).toMatch(/shard 0: epoch 2, writer none, logStart 0, segments 0\.\.1 \(2\)/);
+  });
+
+  it("verify finds the log sound, gc runs (and dry-runs), and verify exits 1 on a corrupted segment", async () => {
+    const sound = await cairn(["verify", "--store", store]);
+    expect(sound.code).toBe(0);
+    expect(sound.stdout).toMatch(/shard 0: epoch 2, logStart 0, segments 0\.\.1 checked \(2\)/);
+    expect(sound.stdout).toMatch(/verify: no problems found/);
+    const dryRun = await cairn(["gc", "--store", store, "--local", local, "--dry-run"]);
+    expect(dryRun.code).toBe(0);
+    expect(dryRun.stdout).toMatch(/shard 0: logStart stays 0, would delete 0 segment\(s\)/);
+    const gc = await cairn(["gc", "--store", store, "--local", local]);
+    expect(gc.code).toBe(0);
+    expect(gc.stdout).toMatch(/shard 0: logStart 0 → 0, deleted 0 segment\(s\)/);
+    // Flip one byte of segment 1 in the directory store (its file sits after a header line).
+    const segmentFile = join(store, "s0", "log", `${"0".repeat(19)}1@`);
+    const bytes = readFileSync(segmentFile);
+    bytes[bytes.length - 40]! ^= 0x01;
+    writeFileSync(segmentFile, bytes);
+    const broken = await cairn(["verify", "--store", store, "--shard", "0"]);
+    expect(broken.code).toBe(1);
+    // The directory store itself refuses a file that does not match its etag header.
+    expect(broken.stdout).toMatch(/shard 0: PROBLEM: object file of s0\/log\/0{19}1 does not match its etag/);
   });
 
   it("refuses a store URL it cannot use, and a deployment that does not exist", async () => {
