@@ -24,37 +24,34 @@ function shardNumber(value: string): number {
   return parsed;
 }
 
+/** The options every command that opens the bucket shares. */
+function storeCommand(name: string, description: string, options: { isDefault?: boolean } = {}): Command {
+  return program
+    .command(name, options)
+    .description(description)
+    .option("--store <url>", "bucket: file:///abs/dir, a path, s3://bucket/prefix?endpoint=…, mem://name", DEFAULT_STORE_URL);
+}
+
+function withLocal(command: Command): Command {
+  return command.option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY);
+}
+
 const program = new Command()
   .name("cairn")
   .description("A reactive document database whose only durable home is an object-store bucket");
 
-program
-  .command("serve", { isDefault: true })
-  .description("open (or create) the deployment and become the writer of its shards")
-  .option("--store <url>", "bucket: file:///abs/dir, a path, s3://bucket/prefix?endpoint=…, mem://name", DEFAULT_STORE_URL)
-  .option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY)
+withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards", { isDefault: true }))
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
   .option("--node-id <id>", "this node's id in the manifests (default: random per process)")
   .action(serveCommand);
 
-program
-  .command("inspect")
-  .description("print the deployment's globals, each shard's manifest and log extent")
-  .option("--store <url>", "bucket URL (see serve)", DEFAULT_STORE_URL)
-  .action(inspectCommand);
+storeCommand("inspect", "print the deployment's globals, each shard's manifest and log extent").action(inspectCommand);
 
-program
-  .command("verify")
-  .description("check every shard's manifest, log and snapshot (checksums, chain, epochs, contiguity); exit 1 on a problem")
-  .option("--store <url>", "bucket URL (see serve)", DEFAULT_STORE_URL)
+storeCommand("verify", "check every shard's manifest, log and snapshot (checksums, chain, epochs, contiguity); exit 1 on a problem")
   .option("--shard <n>", "verify only this shard", shardNumber)
   .action(verifyCommand);
 
-program
-  .command("gc")
-  .description("run one garbage-collection pass on every shard (takes and returns each shard's lease)")
-  .option("--store <url>", "bucket URL (see serve)", DEFAULT_STORE_URL)
-  .option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY)
+withLocal(storeCommand("gc", "run one garbage-collection pass on every shard (takes and returns each shard's lease)"))
   .option("--dry-run", "only print what a pass would delete now; takes no lease, writes nothing")
   .action(gcCommand);
 

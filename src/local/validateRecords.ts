@@ -1,6 +1,6 @@
 import { CairnError, type ErrorCode } from "../base/errors.js";
 import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
-import { documentIdOfTable, encodeDocumentId, parseDocumentId } from "../model/DocumentId.js";
+import { isCanonicalSpelling, parseDocumentId, parseDocumentIdOfTable } from "../model/DocumentId.js";
 import { validateIndexKey } from "../model/IndexKey.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
 
@@ -59,7 +59,7 @@ const CHECKS = {
 
 function revisionProblem(row: DocumentRevision, rules: RecordRules): Problem | null {
   if (typeof row !== "object" || row === null) return { reason: "not an object" };
-  const idProblem = canonicalIdProblem(row.id, () => documentIdOfTable(row.id, row.tableNumber));
+  const idProblem = canonicalIdProblem(row.id, () => parseDocumentIdOfTable(row.id, row.tableNumber));
   if (idProblem !== null) return idProblem;
   rules.validIds.add(row.id);
   const tsProblem = timestampProblem(row.ts, rules);
@@ -84,7 +84,7 @@ function indexUpdateProblem(row: IndexUpdate, rules: RecordRules): Problem | nul
   if (row.docId === null) return rules.allowDeletions ? null : { reason: "a removed key in current state" };
   if (rules.validIds.has(row.docId)) return null;
   // An index may point at a document of any table: the id only has to be valid.
-  return canonicalIdProblem(row.docId, () => encodeDocumentId(parseDocumentId(row.docId)));
+  return canonicalIdProblem(row.docId, () => parseDocumentId(row.docId));
 }
 
 function receiptProblem(row: ClientReceipt, rules: RecordRules): Problem | null {
@@ -120,9 +120,10 @@ function timestampProblem(ts: number, rules: RecordRules): Problem | null {
  * Ids are stored as given, so they must be in canonical form: the same document spelled
  * two ways would be two documents.
  */
-function canonicalIdProblem(id: unknown, canonical: () => string): Problem | null {
+function canonicalIdProblem(id: unknown, parse: () => unknown): Problem | null {
   try {
-    if (canonical() !== id) return { reason: `document id ${String(id)} is not in canonical (lowercase) form` };
+    parse();
+    if (!isCanonicalSpelling(id as string)) return { reason: `document id ${String(id)} is not in canonical (lowercase) form` };
     return null;
   } catch (error) {
     return { reason: error instanceof Error ? error.message : String(error), cause: error };

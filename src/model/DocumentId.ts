@@ -24,12 +24,11 @@ export const TABLE_NUMBER_MAX = 0xffff_ffff;
  * Both ASCII cases decode; nothing else does. (`toLowerCase()` would also fold non-ASCII
  * look-alikes such as the Kelvin sign U+212A into "k", giving one id extra spellings.)
  */
-const DECODE = new Map<string, number>(
-  [...ALPHABET].flatMap((char, index) => [
-    [char, index],
-    [char.toUpperCase(), index],
-  ]),
-);
+const DECODE = new Int8Array(128).fill(-1);
+for (const [index, char] of [...ALPHABET].entries()) {
+  DECODE[char.charCodeAt(0)] = index;
+  DECODE[char.toUpperCase().charCodeAt(0)] = index;
+}
 
 export function newDocumentId(tableNumber: number, random: Random): DocumentId {
   return encodeDocumentId({ tableNumber, random: random.bytes(RANDOM_BYTES) });
@@ -65,6 +64,11 @@ export function parseDocumentId(text: unknown): ParsedDocumentId {
 
 /** Parses `text` and checks that it belongs to `tableNumber`; returns the canonical form. */
 export function documentIdOfTable(text: unknown, tableNumber: number): DocumentId {
+  return encodeDocumentId(parseDocumentIdOfTable(text, tableNumber));
+}
+
+/** Parses `text` and checks that it belongs to `tableNumber`. */
+export function parseDocumentIdOfTable(text: unknown, tableNumber: number): ParsedDocumentId {
   const parsed = parseDocumentId(text);
   if (parsed.tableNumber !== tableNumber) {
     throw new CairnError(
@@ -73,7 +77,17 @@ export function documentIdOfTable(text: unknown, tableNumber: number): DocumentI
       { details: { id: text, expectedTable: tableNumber, actualTable: parsed.tableNumber } },
     );
   }
-  return encodeDocumentId(parsed);
+  return parsed;
+}
+
+/**
+ * Whether a parseable id is spelled canonically. The decoder already refuses non-zero
+ * padding and over-long tails, so a decodable id re-encodes to the same letters up to
+ * case: lowercase is canonical, and no re-encoding is needed to tell (the check runs on
+ * every document of every commit).
+ */
+export function isCanonicalSpelling(text: string): boolean {
+  return !/[A-Z]/.test(text);
 }
 
 /** Whether `text` is a document id in canonical (lowercase) form. */
@@ -154,21 +168,24 @@ function base32Encode(bytes: Uint8Array): string {
 }
 
 function base32Decode(text: string): Uint8Array | null {
-  const out: number[] = [];
+  const out = new Uint8Array(Math.floor((text.length * 5) / 8));
+  let length = 0;
   let buffer = 0;
   let bits = 0;
-  for (const char of text) {
-    const digit = DECODE.get(char);
-    if (digit === undefined) return null;
+  // By UTF-16 code unit: anything outside ASCII (a surrogate half included) is refused.
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    const digit = code < 128 ? DECODE[code]! : -1;
+    if (digit < 0) return null;
     buffer = (buffer << 5) | digit;
     bits += 5;
     if (bits >= 8) {
-      out.push((buffer >>> (bits - 8)) & 0xff);
+      out[length++] = (buffer >>> (bits - 8)) & 0xff;
       bits -= 8;
     }
     buffer &= (1 << bits) - 1;
   }
   // Leftover bits must be short zero padding, or two spellings would decode to one id.
   if (bits >= 5 || buffer !== 0) return null;
-  return Uint8Array.from(out);
+  return out;
 }

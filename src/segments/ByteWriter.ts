@@ -1,3 +1,5 @@
+import { assert } from "../base/errors.js";
+
 /**
  * Growable little binary writer for the segment and snapshot payload codecs. Integers are
  * unsigned LEB128 varints up to 2^53 (timestamps are µs, ~2^51 today); strings and
@@ -21,7 +23,8 @@ export class ByteWriter {
   }
 
   varuint(value: number): void {
-    if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`varuint out of range: ${value}`);
+    // Callers validate what they encode (commit checks every unit), so this is a bug if hit.
+    assert(Number.isSafeInteger(value) && value >= 0, `varuint out of range: ${value}`);
     this.reserve(8);
     let rest = value;
     while (rest >= 0x80) {

@@ -7,7 +7,7 @@
  * copy under nodes that kept their files, a relinquish that cannot reach the bucket, and a
  * writer's wall clock stepped back under "lease" verification.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { errorKindOf, hasErrorCode } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
@@ -15,7 +15,7 @@ import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import type { WriteUnit } from "../../src/shard/WriteUnit.js";
 import { BUCKET_FACTORIES } from "../support/bucketFactories.js";
 import { eventually, Gate } from "../support/Gate.js";
-import { insertUnit, ShardHarness, type HarnessNode } from "../support/shardHarness.js";
+import { commitMany, harnessPerTest, insertUnit, type HarnessNode, type ShardHarness } from "../support/shardHarness.js";
 import { SkewedClock } from "../support/SkewedClock.js";
 
 const TTL = 10_000;
@@ -28,23 +28,13 @@ function stallNextCreate(node: HarnessNode): Gate {
   return gate;
 }
 
-async function commitMany(node: HarnessNode, h: ShardHarness, count: number): Promise<void> {
-  for (let index = 0; index < count; index++) await node.engine.commit(insertUnit(node.engine, h.newId(), { index }));
-}
 
 async function slotHolds(h: ShardHarness, seqno: number): Promise<boolean> {
   return (await h.bucket.get(bucketLayout.segment(0, seqno))) !== null;
 }
 
 describe.each(BUCKET_FACTORIES)("hardened shard log on $name", (factory) => {
-  let harness: ShardHarness;
-  afterEach(async () => {
-    await harness?.close();
-  });
-  const setup = async () => {
-    harness = await ShardHarness.create(factory);
-    return harness;
-  };
+  const setup = harnessPerTest(factory);
 
   /**
    * Writer "a" stalls a commit's create past its lease; "b" fences that slot, snapshots

@@ -4,7 +4,7 @@
  * Nodes share a manual clock; bucket calls are held, lost or failed on purpose with a
  * fault-injecting view of the bucket per node.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { hasErrorCode } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { LocalStore } from "../../src/local/index.js";
@@ -17,7 +17,7 @@ import { HybridClock } from "../../src/shard/HybridClock.js";
 import { ShardEngine } from "../../src/shard/ShardEngine.js";
 import { BUCKET_FACTORIES } from "../support/bucketFactories.js";
 import { eventually, Gate } from "../support/Gate.js";
-import { insertUnit, ShardHarness } from "../support/shardHarness.js";
+import { harnessPerTest, insertUnit, type ShardHarness } from "../support/shardHarness.js";
 
 const TTL = 10_000;
 const code = (expected: string) => (error: unknown) => hasErrorCode(error, expected as never);
@@ -39,14 +39,7 @@ async function stallZombieCommit(h: ShardHarness) {
 }
 
 describe.each(BUCKET_FACTORIES)("shard protocol on $name", (factory) => {
-  let harness: ShardHarness;
-  afterEach(async () => {
-    await harness?.close();
-  });
-  const setup = async () => {
-    harness = await ShardHarness.create(factory);
-    return harness;
-  };
+  const setup = harnessPerTest(factory);
 
   it("first commit: acquire writes a fence, commits get increasing timestamps and are batched", async () => {
     const h = await setup();

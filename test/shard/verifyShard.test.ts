@@ -5,17 +5,14 @@
  * (segments lost), and a log start no snapshot covers. A sound shard — fenced leftovers,
  * strays below logStart and a GC'd prefix included — has no problems.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SeededRandom } from "../../src/base/random.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import { verifyShard } from "../../src/shard/verifyShard.js";
 import { BUCKET_FACTORIES } from "../support/bucketFactories.js";
-import { insertUnit, ShardHarness, type HarnessNode } from "../support/shardHarness.js";
+import { commitMany, harnessPerTest, type ShardHarness } from "../support/shardHarness.js";
 
-async function commitMany(node: HarnessNode, h: ShardHarness, count: number): Promise<void> {
-  for (let index = 0; index < count; index++) await node.engine.commit(insertUnit(node.engine, h.newId(), { index }));
-}
 
 async function replaceObject(h: ShardHarness, key: string, change: (body: Buffer) => Buffer): Promise<void> {
   const stored = await h.bucket.get(key);
@@ -30,14 +27,11 @@ const flipMiddleByte = (body: Buffer) => {
 };
 
 describe.each(BUCKET_FACTORIES)("verifyShard on $name", (factory) => {
-  let harness: ShardHarness;
-  afterEach(async () => {
-    await harness?.close();
-  });
+  const setup = harnessPerTest(factory);
   const verify = (h: ShardHarness) => verifyShard({ store: h.bucket, deploymentId: h.deploymentId, shard: 0 });
 
   it("finds nothing wrong with a sound shard: takeovers, a snapshot, a collected prefix and a stray", async () => {
-    const h = (harness = await ShardHarness.create(factory));
+    const h = await setup();
     const a = await h.writer("a");
     await commitMany(a, h, 4);
     await a.engine.relinquish();
@@ -55,7 +49,7 @@ describe.each(BUCKET_FACTORIES)("verifyShard on $name", (factory) => {
   });
 
   it("reports a flipped byte, a gap, a damaged snapshot, a tail hint past the end, and an uncovered log start", async () => {
-    const h = (harness = await ShardHarness.create(factory));
+    const h = await setup();
     const a = await h.writer("a");
     await commitMany(a, h, 3);
     const snapshot = (await a.engine.snapshotNow())!;

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { afterEach } from "vitest";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ManualClock, type Clock } from "../../src/base/clock.js";
@@ -154,5 +155,26 @@ export function insertUnit(engine: ShardEngine, id: DocumentId, body: unknown, r
     documents: [{ tableNumber: TABLE, id, value: JSON.stringify(body), prevTs: null }],
     indexWrites: [],
     ...(receipt ? { receipt: { ...receipt, result: '"ok"' } } : {}),
+  };
+}
+
+/** Commits `count` blind inserts on `node`, one after another. */
+export async function commitMany(node: HarnessNode, h: ShardHarness, count: number): Promise<void> {
+  for (let index = 0; index < count; index++) await node.engine.commit(insertUnit(node.engine, h.newId(), { index }));
+}
+
+/**
+ * For a describe block: returns a function that creates the test's harness on `factory`,
+ * and closes whatever harness a test created after it.
+ */
+export function harnessPerTest(factory: BucketFactory): () => Promise<ShardHarness> {
+  let harness: ShardHarness | undefined;
+  afterEach(async () => {
+    await harness?.close();
+    harness = undefined;
+  });
+  return async () => {
+    harness = await ShardHarness.create(factory);
+    return harness;
   };
 }
