@@ -29,6 +29,19 @@ function stallNextCreate(node: HarnessNode): Gate {
 }
 
 
+/**
+ * After the current writer's lease lapsed: "b" takes over, snapshots right behind its
+ * fence and collects everything below it, then commits `commitsAfter` units on top.
+ */
+async function successorCollects(h: ShardHarness, commitsAfter: number): Promise<HarnessNode> {
+  h.clock.advance(TTL + 1);
+  const b = await h.writer("b", { leaseTtlMs: TTL });
+  await b.engine.snapshotNow();
+  await b.engine.collectGarbageNow();
+  await commitMany(b, h, commitsAfter);
+  return b;
+}
+
 async function slotHolds(h: ShardHarness, seqno: number): Promise<boolean> {
   return (await h.bucket.get(bucketLayout.segment(0, seqno))) !== null;
 }
@@ -106,11 +119,7 @@ describe.each(BUCKET_FACTORIES)("hardened shard log on $name", (factory) => {
     const takeover = c.engine.acquire();
     await eventually(() => c.store.held === 1);
     const fenceSlot = c.engine.position.nextSeqno;
-    h.clock.advance(TTL + 1);
-    const b = await h.writer("b", { leaseTtlMs: TTL });
-    await b.engine.snapshotNow();
-    await b.engine.collectGarbageNow();
-    await commitMany(b, h, 3);
+    const b = await successorCollects(h, 3);
     gate.open();
     await expect(takeover).rejects.toSatisfy(code("FENCED"));
     expect(await slotHolds(h, fenceSlot)).toBe(true);
@@ -279,11 +288,7 @@ describe.each(BUCKET_FACTORIES)("hardened shard log on $name", (factory) => {
     const id = h.newId();
     const commit = a.engine.commit(insertUnit(a.engine, id, { stepped: true }));
     await eventually(() => a.store.held === 1);
-    h.clock.advance(TTL + 1);
-    const b = await h.writer("b", { leaseTtlMs: TTL });
-    await b.engine.snapshotNow();
-    await b.engine.collectGarbageNow();
-    await commitMany(b, h, 1);
+    await successorCollects(h, 1);
     gate.open();
     await expect(commit).rejects.toSatisfy(code("FENCED"));
     const reader = await h.node("reader");
