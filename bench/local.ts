@@ -152,15 +152,15 @@ function collectGarbage(): void {
   (globalThis as { gc?: () => void }).gc?.();
 }
 
-function* sampled(cursorChunks: Iterable<DumpChunk>, sampler: RssSampler): Generator<DumpChunk> {
-  for (const chunk of cursorChunks) {
+async function* sampled(cursorChunks: AsyncIterable<DumpChunk>, sampler: RssSampler): AsyncGenerator<DumpChunk> {
+  for await (const chunk of cursorChunks) {
     sampler.sample();
     yield chunk;
   }
 }
 
-function* chunksOf(store: LocalStore): Generator<DumpChunk> {
-  const cursor = store.openDumpCursor();
+async function* chunksOf(store: LocalStore): AsyncGenerator<DumpChunk> {
+  const cursor = await store.openDumpCursor();
   try {
     for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) yield chunk;
   } finally {
@@ -225,7 +225,7 @@ async function dumpAndRestore(dir: string, options: Options) {
 
   const dumpStarted = performance.now();
   let dumpedRows = 0;
-  for (const chunk of sampled(chunksOf(source), sampler)) dumpedRows += chunk.rows.length;
+  for await (const chunk of sampled(chunksOf(source), sampler)) dumpedRows += chunk.rows.length;
   const dumpMs = performance.now() - dumpStarted;
 
   const target = LocalStore.open({ path: join(dir, "restore-target.sqlite"), shard: 0, deploymentId: "bench" });

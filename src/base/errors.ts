@@ -59,6 +59,7 @@ export const ERROR_CODES = {
   LOCAL_SCHEMA_UNSUPPORTED: "InvalidInput",
   LOCAL_BUSY: "Unavailable",
   LOCAL_CLOSED: "Unavailable",
+  LOCAL_FOLD_FAILED: "Unavailable",
   // manifest, log, snapshots
   DEPLOYMENT_MISMATCH: "InvalidInput",
   MANIFEST_INVALID: "Corruption",

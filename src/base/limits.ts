@@ -132,6 +132,27 @@ export const LOCAL_PAGE_CACHE_KIB = 32 * 1024;
  * documents/s. Crash recovery replays at most this much WAL, well under a second.
  */
 export const LOCAL_WAL_CHECKPOINT_PAGES = 10_000;
+/**
+ * How long a connection waits for another's write lock. The fold worker and the main
+ * connection never write at once by design; this covers a worker that is still shutting
+ * down while a reopened store starts its own.
+ */
+export const LOCAL_BUSY_TIMEOUT_MS = 10_000;
+/**
+ * Rows (document revisions + index entries + receipts) in the overlay that start a fold
+ * at once, without waiting for LOCAL_FOLD_DELAY_MS. A fold costs per touched B-tree page,
+ * so bigger folds are cheaper per row: under load, rows accumulate while the previous
+ * fold runs and the next one takes them all.
+ */
+export const LOCAL_FOLD_MIN_ROWS = 30_000;
+/** Longest a row waits in the overlay before a fold starts on a quiet store. */
+export const LOCAL_FOLD_DELAY_MS = 250;
+/**
+ * Unfolded rows above which the overlay asks its writers to wait (`LocalStore.room()`):
+ * a replica far behind downloads faster than it folds. ~600k rows of small documents
+ * are ~300 MiB of JS heap; the writer's own commits never get near it.
+ */
+export const LOCAL_OVERLAY_ROWS_MAX = 600_000;
 
 // ---- shard log ------------------------------------------------------------------------
 

@@ -1,7 +1,13 @@
 import { resolve } from "node:path";
+import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { CairnError, invalidArgument } from "../base/errors.js";
-import { LOCAL_PRUNE_BATCH_ROWS } from "../base/limits.js";
+import {
+  LOCAL_FOLD_DELAY_MS,
+  LOCAL_FOLD_MIN_ROWS,
+  LOCAL_OVERLAY_ROWS_MAX,
+  LOCAL_PRUNE_BATCH_ROWS,
+} from "../base/limits.js";
 import { compareBytes } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import { successorKey } from "../model/KeyRange.js";
@@ -19,23 +25,34 @@ import {
   mergeMetaUpdate,
 } from "./checkArguments.js";
 import { type DumpChunk, type DumpCursor, type DumpCursorOptions, SqliteDumpCursor, validateDumpOptions } from "./DumpCursor.js";
-import { type LocalMeta, type MetaUpdate, metaParameters, readMeta } from "./LocalMeta.js";
+import { type Folder, InlineFolder, WorkerFolder } from "./Folder.js";
+import { foldJobOf } from "./FoldJob.js";
+import { type LocalMeta, type MetaUpdate, readMeta } from "./LocalMeta.js";
+import { Overlay } from "./Overlay.js";
 import { type PruneStats, pruneHistory } from "./pruneHistory.js";
 import { restoreDump, type RestoreMeta, type RestoreStats } from "./restore.js";
+import { scanIndex } from "./scanIndex.js";
 import { openDatabase, openReader, type SqliteDatabase } from "./schema.js";
-import { type ScanRow, Statements } from "./statements.js";
+import { Statements } from "./statements.js";
 import { type RecordRules, validateRows } from "./validateRecords.js";
 
 /**
  * One shard's local SQLite materialization: MVCC documents, index entries and client
  * receipts, read at any timestamp from minReadableTs on (DESIGN.md §6).
  *
+ * Writes go to an in-memory overlay first and are folded into the file in the
+ * background, in large sorted transactions (on a worker thread for a file store; see
+ * Overlay and Folder). Reads merge both.
+ *
  * Invariants:
  * - A read at `ts` sees, per document and per index key, the newest row with row.ts <= ts;
- *   a deletion (null value, null docId) hides the key.
- * - `apply` is one transaction including meta: after a crash the file holds exactly the
- *   segments up to meta.appliedSeqno. It overwrites by (key, ts), so replaying a segment
- *   is harmless, and it checks the whole batch before writing: a bad batch changes nothing.
+ *   a deletion (null value, null docId) hides the key. An applied batch is visible to
+ *   every read as soon as `apply` returns, before any fold.
+ * - Each fold is one transaction including meta: after a crash the file holds exactly the
+ *   batches up to its meta.appliedSeqno (the last committed fold), so a reopened store
+ *   resumes from there and the log replays the rest. Folds run in apply order.
+ * - `apply` overwrites by (key, ts), so replaying a segment is harmless, and it checks the
+ *   whole batch before taking it: a bad batch changes nothing.
  * - Rows below minReadableTs are refused: writing under pruned history could make an old
  *   version visible again where a pruned deletion used to hide it.
  * - Index entries and documents are kept consistent only as given: the caller writes a
@@ -43,17 +60,24 @@ import { type RecordRules, validateRows } from "./validateRecords.js";
  *   whose document is missing or deleted at the read ts (a dangling entry: a bug of the
  *   batch that wrote it) skips it, counts it in `danglingIndexEntriesSkipped`, and still
  *   returns up to `limit` rows; `count` agrees with the scan.
- * - The in-memory meta is the committed meta row: it changes only after a commit.
+ * - `meta()` is where the store stands for readers (the last applied batch);
+ *   `durableMeta()` is where the file stands (the last committed fold). Only folds,
+ *   prunes and restores write the file, and never two at once.
  *
  * Lifecycle: open → restoring (while `restore` runs; reads see the old state, writes
  * fail with LOCAL_BUSY) → open; open | restoring → closed (every call then fails with
- * LOCAL_CLOSED; dump cursors still open are closed with the store).
+ * LOCAL_CLOSED; dump cursors still open are closed with the store; rows not yet folded
+ * are dropped, as in a crash: `flush` first to keep them). A fold that fails makes the
+ * store failed: every later call throws LOCAL_FOLD_FAILED (the bucket still holds every
+ * segment; a restarted node catches up from the file's last fold).
  */
 export interface LocalStoreOptions {
   /** A file path, or ":memory:". */
   readonly path: string;
   readonly shard: number;
   readonly deploymentId: string;
+  /** When folds start (defaults LOCAL_FOLD_MIN_ROWS and LOCAL_FOLD_DELAY_MS); tests fold early and often. */
+  readonly fold?: { readonly minRows?: number; readonly delayMs?: number };
 }
 
 export interface ApplyBatch {
@@ -91,6 +115,12 @@ export interface StoredRows {
 
 type Lifecycle = "open" | "restoring" | "closed";
 
+/** A document version as the file or the overlay holds it (value null: a deletion). */
+interface StoredVersion {
+  readonly value: string | null;
+  readonly ts: number;
+}
+
 /** Deletions and removals are what segments carry; the floor is the current minReadableTs. */
 function applyRules(meta: LocalMeta): RecordRules {
   return { minTs: meta.minReadableTs, allowDeletions: true, validIds: new Set() };
@@ -99,18 +129,38 @@ function applyRules(meta: LocalMeta): RecordRules {
 export class LocalStore {
   private lifecycle: Lifecycle = "open";
   private currentMeta: LocalMeta;
+  private fileMeta: LocalMeta;
   private readonly statements: Statements;
   private readonly cursors = new Set<DumpCursor>();
-  private readonly writeBatch: (batch: ApplyBatch, meta: LocalMeta) => void;
+  private readonly overlay = new Overlay();
+  private readonly folder: Folder;
   private danglingSkipped = 0;
+  private failure: CairnError | null = null;
+  /** The fold in flight, if any. */
+  private folding: Promise<void> | null = null;
+  private foldTimer: NodeJS.Timeout | null = null;
+  private foldSoon: NodeJS.Immediate | null = null;
+  /** Batches applied and batches folded since open: `flush` waits for the second to reach the first. */
+  private appliedBatches = 0;
+  private foldedBatches = 0;
+  /** Set while a prune or restore writes through the main connection: no fold may start. */
+  private mainWriting = false;
+  /** Prunes and restores run one after the other. */
+  private mainWrites: Promise<unknown> = Promise.resolve();
+  private roomWaiters: (() => void)[] = [];
+  /** Receipts below this ts were pruned since open (0: none; no receipt has a negative ts). */
+  private receiptsPrunedBelowTs = 0;
 
   private constructor(
     private readonly db: SqliteDatabase,
     private readonly path: string,
+    private readonly foldMinRows: number,
+    private readonly foldDelayMs: number,
   ) {
     this.currentMeta = readMeta(db);
+    this.fileMeta = this.currentMeta;
     this.statements = new Statements(db);
-    this.writeBatch = db.transaction((batch: ApplyBatch, meta: LocalMeta) => this.write(batch, meta));
+    this.folder = db.memory ? new InlineFolder(db) : new WorkerFolder(path);
   }
 
   /**
@@ -123,9 +173,13 @@ export class LocalStore {
     if (typeof path !== "string" || path.length === 0) throw invalidArgument("path must be a file path or \":memory:\"");
     if (!Number.isSafeInteger(shard) || shard < 0) throw invalidArgument(`shard must be a non-negative integer, not ${String(shard)}`);
     if (typeof deploymentId !== "string" || deploymentId.length === 0) throw invalidArgument("deploymentId must be a non-empty string");
-    // Dump cursors reopen the file by name: pin it against later changes of directory.
+    // Dump cursors and the fold worker reopen the file by name: pin it against later changes of directory.
     const fullPath = path === ":memory:" ? path : resolve(path);
-    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath);
+    const minRows = options.fold?.minRows ?? LOCAL_FOLD_MIN_ROWS;
+    const delayMs = options.fold?.delayMs ?? LOCAL_FOLD_DELAY_MS;
+    if (!Number.isSafeInteger(minRows) || minRows < 0) throw invalidArgument(`fold.minRows must be a non-negative integer, not ${String(minRows)}`);
+    if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw invalidArgument(`fold.delayMs must be a non-negative integer, not ${String(delayMs)}`);
+    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs);
   }
 
   meta(): LocalMeta {
@@ -133,17 +187,68 @@ export class LocalStore {
     return this.currentMeta;
   }
 
+  /** Where the file stands: the meta of the last committed fold (or prune, or restore). */
+  durableMeta(): LocalMeta {
+    this.assertOpen();
+    return this.fileMeta;
+  }
+
   /** Number of dangling index entries scans have skipped since open (see the invariants). */
   get danglingIndexEntriesSkipped(): number {
     return this.danglingSkipped;
+  }
+
+  /** Rows applied but not yet folded into the file (diagnostics, backpressure). */
+  get unfoldedRows(): number {
+    return this.overlay.rows;
   }
 
   apply(batch: ApplyBatch): void {
     this.assertWritable();
     this.checkApplicable(batch);
     const meta = mergeMetaUpdate(this.currentMeta, batch.meta);
-    this.writeBatch(batch, meta);
+    let minTs = Number.POSITIVE_INFINITY;
+    for (const rows of [batch.revisions, batch.indexUpdates, batch.receipts]) for (const row of rows) minTs = Math.min(minTs, row.ts);
+    this.overlay.add(
+      { minTs, revisions: [...batch.revisions], indexUpdates: [...batch.indexUpdates], receipts: [...batch.receipts], meta },
+      performance.now(),
+    );
     this.currentMeta = meta;
+    this.appliedBatches++;
+    this.scheduleFold();
+  }
+
+  /**
+   * Resolves once every batch applied before the call is folded into the file (at once
+   * if there is none). Rejects if the store closes or fails first.
+   */
+  async flush(): Promise<void> {
+    this.assertOpen();
+    const target = this.appliedBatches;
+    while (this.foldedBatches < target) {
+      if (this.folding === null) this.startFold();
+      if (this.folding === null) {
+        this.assertOpen();
+        // A prune or restore holds the file: its end starts the next fold.
+        await this.mainWrites;
+        continue;
+      }
+      await this.folding;
+    }
+  }
+
+  /**
+   * Resolves once the overlay holds fewer than LOCAL_OVERLAY_ROWS_MAX rows: a writer
+   * that applies faster than folds keep up (a replica far behind) awaits it between
+   * batches, so memory stays bounded.
+   */
+  async room(): Promise<void> {
+    this.assertOpen();
+    while (this.overlay.rows >= LOCAL_OVERLAY_ROWS_MAX) {
+      if (this.folding === null) this.startFold();
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+      this.assertOpen();
+    }
   }
 
   /**
@@ -165,20 +270,29 @@ export class LocalStore {
     this.assertOpen();
     checkDocumentId(id);
     checkReadTs(ts, this.currentMeta);
-    const row = this.statements.getDocument.get(id, ts);
-    return row === undefined || row.value === null ? null : { value: row.value, ts: row.ts };
+    const version = this.overlay.document(id, ts) ?? this.statements.getDocument.get(id, ts);
+    return version === undefined || version.value === null ? null : { value: version.value, ts: version.ts };
   }
 
-  /** `get` for each id, in one statement; the answer has one entry per id, in order. */
+  /** `get` for each id, in one statement for those the overlay does not answer; one entry per id, in order. */
   getMany(ids: readonly DocumentId[], ts: number): (DocumentVersion | null)[] {
     this.assertOpen();
     if (!Array.isArray(ids)) throw invalidArgument("ids must be an array");
     for (const id of ids) checkDocumentId(id);
     checkReadTs(ts, this.currentMeta);
     const found: (DocumentVersion | null)[] = new Array<DocumentVersion | null>(ids.length).fill(null);
-    if (ids.length === 0) return found;
-    for (const row of this.statements.getDocuments.all({ ids: JSON.stringify(ids), ts })) {
-      if (row.value !== null) found[row.position] = { value: row.value, ts: row.ts };
+    const fromFile: DocumentId[] = [];
+    const positions: number[] = [];
+    ids.forEach((id, position) => {
+      const version = this.overlay.document(id, ts);
+      if (version === undefined) {
+        fromFile.push(id);
+        positions.push(position);
+      } else if (version.value !== null) found[position] = { value: version.value, ts: version.ts };
+    });
+    if (fromFile.length === 0) return found;
+    for (const row of this.statements.getDocuments.all({ ids: JSON.stringify(fromFile), ts })) {
+      if (row.value !== null) found[positions[row.position]!] = { value: row.value, ts: row.ts };
     }
     return found;
   }
@@ -195,25 +309,25 @@ export class LocalStore {
     checkReadTs(ts, this.currentMeta);
     checkOrder(order);
     checkLimit(limit);
-    const statements = order === "asc" ? this.statements.scanAscending : this.statements.scanDescending;
-    const rows: IndexScanRow[] = [];
-    let { start, end } = range;
-    while (rows.length < limit && (end === null || compareBytes(start, end) < 0)) {
-      const wanted = limit - rows.length;
-      const page = end === null
-        ? statements.unbounded.all({ indexId, start, ts, limit: wanted })
-        : statements.bounded.all({ indexId, start, end, ts, limit: wanted });
-      const dangling = this.collectLive(page, rows);
-      if (dangling === 0 || page.length < wanted) break;
-      // Dangling entries took places in the page: continue after its last key.
-      const lastKey = page[page.length - 1]!.key;
-      if (order === "asc") start = successorKey(lastKey);
-      else end = lastKey;
-    }
-    return rows;
+    const { start, end } = range;
+    if (limit === 0 || (end !== null && compareBytes(start, end) >= 0)) return [];
+    const result = scanIndex(this.overlay, this.statements, (id, atTs) => this.fileDocument(id, atTs), {
+      indexId,
+      start,
+      end,
+      ts,
+      order,
+      limit,
+    });
+    this.danglingSkipped += result.dangling;
+    return result.rows;
   }
 
-  /** How many rows an unlimited `indexScan` would return. */
+  /**
+   * How many rows an unlimited `indexScan` would return. The file counts in one
+   * statement while the overlay holds nothing that could change the answer; otherwise
+   * the merged scan is walked (O(rows in range)).
+   */
   count(indexId: number, range: IndexScanRange, ts: number): number {
     this.assertOpen();
     checkIndexId(indexId);
@@ -221,9 +335,27 @@ export class LocalStore {
     checkReadTs(ts, this.currentMeta);
     const { start, end } = range;
     if (end !== null && compareBytes(start, end) >= 0) return 0;
-    return end === null
-      ? this.statements.countUnbounded.get({ indexId, start, ts })!
-      : this.statements.countBounded.get({ indexId, start, end, ts })!;
+    if (!this.overlay.hasEntriesIn(indexId) && !this.overlay.hasDocuments) {
+      return end === null
+        ? this.statements.countUnbounded.get({ indexId, start, ts })!
+        : this.statements.countBounded.get({ indexId, start, end, ts })!;
+    }
+    const page = 4096;
+    let counted = 0;
+    let from = start;
+    for (;;) {
+      const { rows } = scanIndex(this.overlay, this.statements, (id, atTs) => this.fileDocument(id, atTs), {
+        indexId,
+        start: from,
+        end,
+        ts,
+        order: "asc",
+        limit: page,
+      });
+      counted += rows.length;
+      if (rows.length < page) return counted;
+      from = successorKey(rows[rows.length - 1]!.key);
+    }
   }
 
   /** Revisions with afterTs < ts <= throughTs, by ts (then id), at most `limit`. */
@@ -231,18 +363,30 @@ export class LocalStore {
     this.assertOpen();
     checkChangesWindow(afterTs, throughTs, limit, this.currentMeta);
     if (limit === 0 || throughTs <= afterTs) return [];
-    return this.statements.changes.all(afterTs, throughTs, limit).map((row) => ({
-      tableNumber: row.table_number,
-      id: row.id as DocumentId,
-      ts: row.ts,
-      value: row.value,
-      prevTs: row.prev_ts,
-    }));
+    const byKey = new Map<string, DocumentRevision>();
+    for (const row of this.statements.changes.all(afterTs, throughTs, limit)) {
+      byKey.set(`${row.ts}/${row.id}`, {
+        tableNumber: row.table_number,
+        id: row.id as DocumentId,
+        ts: row.ts,
+        value: row.value,
+        prevTs: row.prev_ts,
+      });
+    }
+    // The file's first `limit` and every overlay revision in the window hold the union's first `limit`.
+    for (const row of this.overlay.allRevisions()) {
+      if (row.ts > afterTs && row.ts <= throughTs) byKey.set(`${row.ts}/${row.id}`, row);
+    }
+    return [...byKey.values()]
+      .sort((left, right) => left.ts - right.ts || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0))
+      .slice(0, limit);
   }
 
   receipt(clientId: string, seq: number): ClientReceipt | null {
     this.assertOpen();
     checkReceiptKey(clientId, seq);
+    const held = this.overlay.receipt(clientId, seq);
+    if (held !== undefined) return held;
     const row = this.statements.receipt.get(clientId, seq);
     return row === undefined ? null : { clientId: row.client_id, seq: row.seq, ts: row.ts, result: row.result };
   }
@@ -250,26 +394,37 @@ export class LocalStore {
   /**
    * Rows physically stored, history included: what pruning frees and what a snapshot
    * does not need. Counts whole tables (O(rows)): for diagnostics, not for a hot path.
+   * Rows still in the overlay count once each, so a row the file also holds (one being
+   * folded, or a replay of a folded one) counts twice until the next fold.
    */
   storedRows(): StoredRows {
     this.assertOpen();
-    return this.statements.storedRows.get()!;
+    const file = this.statements.storedRows.get()!;
+    const held = this.overlay.heldRows();
+    return {
+      documents: file.documents + held.documents,
+      indexEntries: file.indexEntries + held.indexEntries,
+      receipts: file.receipts + held.receipts,
+    };
   }
 
   /** The highest ts of any stored revision; 0 if there is none. */
   maxTs(): number {
     this.assertOpen();
-    return this.statements.maxTs.get() ?? 0;
+    return Math.max(this.statements.maxTs.get() ?? 0, this.overlay.maxTs);
   }
 
   /**
-   * A consistent point-in-time dump that later applies do not disturb: a file store is
-   * read through a second, read-only connection holding one read transaction; an
-   * in-memory store through a private serialized copy.
+   * A consistent point-in-time dump that later applies do not disturb, of the state
+   * once everything applied before the call is folded (its `meta` says which): a file
+   * store is read through a second, read-only connection holding one read transaction;
+   * an in-memory store through a private serialized copy.
    */
-  openDumpCursor(options: DumpCursorOptions = {}): DumpCursor {
+  async openDumpCursor(options: DumpCursorOptions = {}): Promise<DumpCursor> {
     this.assertOpen();
     validateDumpOptions(options);
+    await this.flush();
+    this.assertOpen();
     const db = this.db.memory ? new Database(this.db.serialize()) : openReader(this.path);
     const cursor: DumpCursor = new SqliteDumpCursor(db, options, () => this.cursors.delete(cursor));
     this.cursors.add(cursor);
@@ -278,15 +433,23 @@ export class LocalStore {
 
   /**
    * Replaces the whole state with a dump, atomically (see restore.ts), and sets meta from
-   * `meta` with minReadableTs = meta.frontierTs.
+   * `meta` with minReadableTs = meta.frontierTs. Rows applied and not yet folded are
+   * replaced too.
    */
   async restore(chunks: AsyncIterable<DumpChunk> | Iterable<DumpChunk>, meta: RestoreMeta): Promise<RestoreStats> {
     this.assertWritable();
     this.lifecycle = "restoring";
     try {
-      const result = await restoreDump(this.db, chunks, meta, this.currentMeta, () => this.assertOpen());
-      this.currentMeta = result.meta;
-      return result.stats;
+      return await this.writeThroughMain(async () => {
+        const result = await restoreDump(this.db, chunks, meta, this.currentMeta, () => this.assertOpen());
+        // In the same macrotask as the swap: no read sees the new file with the old overlay.
+        this.overlay.clear();
+        this.receiptsPrunedBelowTs = 0;
+        this.foldedBatches = this.appliedBatches;
+        this.currentMeta = result.meta;
+        this.fileMeta = result.meta;
+        return result.stats;
+      });
     } finally {
       if (this.lifecycle === "restoring") this.lifecycle = "open";
     }
@@ -306,60 +469,183 @@ export class LocalStore {
    * been covered (or to `belowTs`, if nearer), so a caller can yield between steps
    * instead of blocking on a long backlog. `done` once the floor reached `belowTs`.
    */
-  pruneHistoryStep(belowTs: number, receiptsBelowTs = belowTs): PruneStats & { readonly done: boolean } {
+  async pruneHistoryStep(belowTs: number, receiptsBelowTs = belowTs): Promise<PruneStats & { readonly done: boolean }> {
     this.assertWritable();
     checkPruneTs(belowTs);
-    const floor = this.currentMeta.minReadableTs;
-    const stepEnd = this.statements.tsAfterRows.get(floor, LOCAL_PRUNE_BATCH_ROWS);
-    const stepBelowTs = stepEnd === undefined ? belowTs : Math.min(belowTs, Math.max(stepEnd, floor + 1));
-    const stats = this.pruneHistory(stepBelowTs, receiptsBelowTs);
-    return { ...stats, done: stats.minReadableTs >= belowTs };
+    checkPruneTs(receiptsBelowTs);
+    if (this.nothingToPrune(belowTs, receiptsBelowTs)) return { ...this.noPrune(), done: true };
+    await this.foldRowsAtOrBelow(Math.max(belowTs, receiptsBelowTs));
+    return this.writeThroughMain(async () => {
+      const floor = this.fileMeta.minReadableTs;
+      const stepEnd = this.statements.tsAfterRows.get(floor, LOCAL_PRUNE_BATCH_ROWS);
+      const stepBelowTs = stepEnd === undefined ? belowTs : Math.min(belowTs, Math.max(stepEnd, floor + 1));
+      const stats = this.pruneNow(stepBelowTs, receiptsBelowTs);
+      return { ...stats, done: stats.minReadableTs >= belowTs };
+    });
   }
 
   /**
    * Drops history no read at or above `belowTs` can see, and receipts older than
-   * `receiptsBelowTs` (by default `belowTs`; see pruneHistory.ts).
+   * `receiptsBelowTs` (by default `belowTs`; see pruneHistory.ts). Everything applied
+   * before the call is folded first, so it is pruned too.
    */
-  pruneHistory(belowTs: number, receiptsBelowTs = belowTs): PruneStats {
+  async pruneHistory(belowTs: number, receiptsBelowTs = belowTs): Promise<PruneStats> {
     this.assertWritable();
     checkPruneTs(belowTs);
     checkPruneTs(receiptsBelowTs);
-    const result = pruneHistory(this.db, belowTs, this.currentMeta, receiptsBelowTs);
-    this.currentMeta = result.meta;
-    return result.stats;
+    if (this.nothingToPrune(belowTs, receiptsBelowTs)) return this.noPrune();
+    await this.foldRowsAtOrBelow(Math.max(belowTs, receiptsBelowTs));
+    return this.writeThroughMain(async () => this.pruneNow(belowTs, receiptsBelowTs));
   }
 
+  /**
+   * Closes at once. Rows applied and not yet folded are dropped, as in a crash (the
+   * file still says where its last fold stands, and the log has the rest): `flush`
+   * first for a quick restart.
+   */
   close(): void {
     if (this.lifecycle === "closed") return;
     this.lifecycle = "closed";
+    this.clearFoldTimers();
+    this.folder.close();
     for (const cursor of [...this.cursors]) cursor.close();
     this.db.close();
+    this.wakeRoomWaiters();
   }
 
-  private write(batch: ApplyBatch, meta: LocalMeta): void {
-    const { upsertDocument, upsertIndexEntry, upsertReceipt, updateMeta } = this.statements;
-    for (const row of batch.revisions) upsertDocument.run(row.tableNumber, row.id, row.ts, row.value, row.prevTs);
-    for (const row of batch.indexUpdates) upsertIndexEntry.run(row.indexId, row.key, row.ts, row.docId);
-    for (const row of batch.receipts) upsertReceipt.run(row.clientId, row.seq, row.ts, row.result);
-    updateMeta.run(...metaParameters(meta));
-  }
+  // ---- folding --------------------------------------------------------------------------
 
-  /** Appends the page's live rows to `rows`; returns how many dangling rows it skipped. */
-  private collectLive(page: readonly ScanRow[], rows: IndexScanRow[]): number {
-    let dangling = 0;
-    for (const row of page) {
-      if (row.value === null || row.doc_ts === null) {
-        dangling++;
-        continue;
-      }
-      rows.push({ key: row.key, id: row.doc_id as DocumentId, value: row.value, docTs: row.doc_ts });
+  /** Starts a fold now if one is due, else makes sure one will start. */
+  private scheduleFold(): void {
+    if (this.folding !== null || this.mainWriting || this.overlay.pendingBatches === 0) return;
+    if (this.overlay.pendingRows >= this.foldMinRows) {
+      // Not inside apply: building the job is O(rows) and belongs to no caller's latency.
+      this.foldSoon ??= setImmediate(() => {
+        this.foldSoon = null;
+        this.startFold();
+      });
+      return;
     }
-    this.danglingSkipped += dangling;
-    return dangling;
+    if (this.foldTimer === null) {
+      this.foldTimer = setTimeout(() => {
+        this.foldTimer = null;
+        this.startFold();
+      }, this.foldDelayMs);
+      this.foldTimer.unref();
+    }
+  }
+
+  private startFold(): void {
+    if (this.lifecycle === "closed" || this.failure !== null) return;
+    if (this.folding !== null || this.mainWriting || this.overlay.pendingBatches === 0) return;
+    this.clearFoldTimers();
+    const batches = this.overlay.takePending();
+    const minReadableTs = this.currentMeta.minReadableTs;
+    const metaAfter: LocalMeta = { ...batches[batches.length - 1]!.meta, minReadableTs };
+    const folding = this.folder.fold(foldJobOf(batches, minReadableTs)).then(
+      () => {
+        this.folding = null;
+        if (this.lifecycle === "closed") return;
+        this.overlay.folded();
+        this.foldedBatches += batches.length;
+        this.fileMeta = metaAfter;
+        this.wakeRoomWaiters();
+        this.scheduleFold();
+      },
+      (error: unknown) => {
+        this.folding = null;
+        if (this.lifecycle !== "closed") this.fail(error);
+        throw this.failure ?? error;
+      },
+    );
+    // Awaited by flush and room; an unobserved failure is recorded in `failure`, not lost.
+    folding.catch(() => undefined);
+    this.folding = folding;
+  }
+
+  private fail(error: unknown): void {
+    if (this.failure !== null) return;
+    this.failure =
+      error instanceof CairnError && error.code === "LOCAL_FOLD_FAILED"
+        ? error
+        : new CairnError("LOCAL_FOLD_FAILED", `local store of shard ${this.currentMeta.shard} failed to fold: ${String(error)}`, {
+            cause: error,
+          });
+    this.clearFoldTimers();
+    this.wakeRoomWaiters();
+  }
+
+  /**
+   * Runs `write` on the main connection with no fold in flight and none starting, after
+   * any earlier prune or restore; folds resume afterwards.
+   */
+  private writeThroughMain<T>(write: () => Promise<T>): Promise<T> {
+    const run = this.mainWrites.then(async () => {
+      this.assertOpen();
+      this.mainWriting = true;
+      try {
+        this.clearFoldTimers();
+        while (this.folding !== null) await this.folding;
+        this.assertOpen();
+        return await write();
+      } finally {
+        this.mainWriting = false;
+        if (this.lifecycle !== "closed") this.scheduleFold();
+      }
+    });
+    this.mainWrites = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * A prune whose floors are where earlier prunes left them changes nothing: skip it
+   * without waiting for folds (maintenance calls it on every cadence).
+   */
+  private nothingToPrune(belowTs: number, receiptsBelowTs: number): boolean {
+    return belowTs <= this.currentMeta.minReadableTs && receiptsBelowTs <= this.receiptsPrunedBelowTs;
+  }
+
+  private noPrune(): PruneStats {
+    return { documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved: 0, minReadableTs: this.currentMeta.minReadableTs };
+  }
+
+  /**
+   * Pruning applies to the file, so the rows it concerns must be there: folds everything
+   * applied so far if any row at or below `ts` is still in the overlay. (Rows applied
+   * meanwhile are above the frontier the caller pruned below.)
+   */
+  private async foldRowsAtOrBelow(ts: number): Promise<void> {
+    if (this.overlay.holdsRowsAtOrBelow(ts)) await this.flush();
+  }
+
+  private pruneNow(belowTs: number, receiptsBelowTs: number): PruneStats {
+    this.receiptsPrunedBelowTs = Math.max(this.receiptsPrunedBelowTs, receiptsBelowTs);
+    const result = pruneHistory(this.db, belowTs, this.fileMeta, receiptsBelowTs);
+    this.fileMeta = result.meta;
+    this.currentMeta = { ...this.currentMeta, minReadableTs: result.meta.minReadableTs };
+    return result.stats;
+  }
+
+  private clearFoldTimers(): void {
+    if (this.foldTimer !== null) clearTimeout(this.foldTimer);
+    if (this.foldSoon !== null) clearImmediate(this.foldSoon);
+    this.foldTimer = null;
+    this.foldSoon = null;
+  }
+
+  private wakeRoomWaiters(): void {
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  private fileDocument(id: string, ts: number): StoredVersion | undefined {
+    return this.statements.getDocument.get(id, ts);
   }
 
   private assertOpen(): void {
     if (this.lifecycle === "closed") throw new CairnError("LOCAL_CLOSED", `local store of shard ${this.currentMeta.shard} is closed`);
+    if (this.failure !== null) throw this.failure;
   }
 
   private assertWritable(): void {

@@ -12,10 +12,11 @@ import type { SqliteDatabase } from "./schema.js";
  *   row), so it may go;
  * - if `r` is a deletion, `r` itself may go too: the reads it answered then find nothing
  *   at or below their ts, which also reads as "deleted".
- * Applying that to each row with ts in [minReadableTs, belowTs] is enough, because the
- * previous prune (or restore) left at most one row per key below minReadableTs, never a
- * deletion, and `apply` refuses rows below minReadableTs. Both rules only delete rows
- * older than the row examined, so the walk by ts never deletes a row ahead of it.
+ * For documents, applying that to each row with ts in [minReadableTs, belowTs] is enough,
+ * because the previous prune (or restore) left at most one row per key below
+ * minReadableTs, never a deletion, and `apply` refuses rows below minReadableTs. Both
+ * rules only delete rows older than the row examined, so the walk by ts never deletes a
+ * row ahead of it. Index entries are walked through their history log instead (below).
  *
  * Invariants:
  * - Reads at ts >= belowTs return the same before, during and after pruning; every
@@ -47,7 +48,7 @@ export function pruneHistory(
   db.prepare(UPDATE_META).run(...metaParameters(meta));
   const stats: PruneStats = {
     documentsRemoved: pruneDocuments(db, fromTs, belowTs),
-    indexEntriesRemoved: pruneIndexEntries(db, fromTs, belowTs),
+    indexEntriesRemoved: pruneIndexEntries(db, belowTs),
     receiptsRemoved,
     minReadableTs: belowTs,
   };
@@ -89,36 +90,51 @@ function pruneDocuments(db: SqliteDatabase, fromTs: number, belowTs: number): nu
   }
 }
 
-function pruneIndexEntries(db: SqliteDatabase, fromTs: number, belowTs: number): number {
+/**
+ * Index entries are found through `index_history`, the log of every folded index row in
+ * ts order: its rows at or below `belowTs` are examined in log order (the rules above
+ * hold for any row at or below belowTs, in any order) and deleted once examined. The
+ * walk stops at the first row above belowTs; a row out of order behind it waits for a
+ * later prune, which only delays freeing space.
+ */
+function pruneIndexEntries(db: SqliteDatabase, belowTs: number): number {
   interface Row {
+    rowid: number;
+    ts: number;
     index_id: number;
     key: Buffer;
-    ts: number;
-    removed: number;
   }
-  const page = db.prepare<[PageCursor & { afterIndexId: number; afterKey: Uint8Array }], Row>(
-    `SELECT index_id, key, ts, doc_id IS NULL AS removed FROM index_entries
-     WHERE ts >= :afterTs AND ts <= :belowTs AND (ts, index_id, key) > (:afterTs, :afterIndexId, :afterKey)
-     ORDER BY ts, index_id, key LIMIT :limit`,
+  const page = db.prepare<[number, number, number], Row>(
+    `SELECT rowid, ts, index_id, key FROM index_history WHERE rowid > ? AND rowid < ? ORDER BY rowid LIMIT ?`,
   );
+  const firstAbove = db.prepare<[number], number>(`SELECT MIN(rowid) FROM index_history WHERE ts > ?`).pluck();
+  const entryAt = db
+    .prepare<[number, Uint8Array, number], number>(`SELECT doc_id IS NULL FROM index_entries WHERE index_id = ? AND key = ? AND ts = ?`)
+    .pluck();
   const dropOlder = db.prepare<[number, Uint8Array, number]>(
     `DELETE FROM index_entries WHERE index_id = ? AND key = ? AND ts < ?`,
   );
   const dropThrough = db.prepare<[number, Uint8Array, number]>(
     `DELETE FROM index_entries WHERE index_id = ? AND key = ? AND ts <= ?`,
   );
+  const dropExamined = db.prepare<[number]>(`DELETE FROM index_history WHERE rowid <= ?`);
   let removed = 0;
   const batch = db.transaction((rows: readonly Row[]) => {
-    for (const row of rows) removed += (row.removed ? dropThrough : dropOlder).run(row.index_id, row.key, row.ts).changes;
+    for (const row of rows) {
+      const removal = entryAt.get(row.index_id, row.key, row.ts);
+      if (removal === undefined) continue; // Pruned already, through a newer row of its key.
+      removed += (removal === 1 ? dropThrough : dropOlder).run(row.index_id, row.key, row.ts).changes;
+    }
+    dropExamined.run(rows[rows.length - 1]!.rowid);
   });
-  // Index ids are never negative, so (-1, "") precedes every row at fromTs.
-  let cursor = { belowTs, afterTs: fromTs, afterIndexId: -1, afterKey: new Uint8Array(0) as Uint8Array, limit: LOCAL_PRUNE_BATCH_ROWS };
+  // Rows after the first one above belowTs stay for a later prune (see above).
+  const stopAt = firstAbove.get(belowTs) ?? Number.MAX_SAFE_INTEGER;
+  let afterRowid = 0;
   for (;;) {
-    const rows = page.all(cursor);
+    const rows = page.all(afterRowid, stopAt, LOCAL_PRUNE_BATCH_ROWS);
     if (rows.length === 0) return removed;
     batch(rows);
-    const last = rows[rows.length - 1]!;
-    cursor = { ...cursor, afterTs: last.ts, afterIndexId: last.index_id, afterKey: last.key };
+    afterRowid = rows[rows.length - 1]!.rowid;
   }
 }
 

@@ -20,6 +20,9 @@ import { type RecordKind, type RecordRules, validateRows } from "./validateRecor
  *   (say, a snapshot that fails its hash) propagates unchanged. Either way the old state
  *   stays.
  * - Memory is bounded by one chunk: each is written in its own staging transaction.
+ * - Documents load into a table without indexes (appends only); the swap builds its
+ *   indexes with one sort each, the fast way to bulk-load a B-tree. The history log
+ *   starts empty: the dump holds one row per key and no deletions, nothing to prune.
  */
 export interface RestoreMeta {
   appliedSeqno: number;
@@ -139,7 +142,12 @@ function swapIn(db: SqliteDatabase, meta: LocalMeta): void {
     for (const table of DATA_TABLES) {
       db.exec(`DROP TABLE ${table}; ALTER TABLE ${STAGING_PREFIX}${table} RENAME TO ${table};`);
     }
-    db.exec(SECONDARY_INDEXES_SQL);
+    try {
+      db.exec(SECONDARY_INDEXES_SQL);
+    } catch (error) {
+      // The staging documents table has no key of its own: a (id, ts) given twice shows here.
+      throw new CairnError("LOCAL_RESTORE_INVALID", `dump cannot be loaded: ${String(error)}`, { cause: error });
+    }
     db.prepare(UPDATE_META).run(...metaParameters(meta));
   })();
 }

@@ -1,4 +1,5 @@
 import type { Statement } from "better-sqlite3";
+import type { FoldSql } from "./FoldJob.js";
 import { UPDATE_META } from "./LocalMeta.js";
 import type { SqliteDatabase } from "./schema.js";
 
@@ -82,11 +83,23 @@ function countSql(bounded: boolean): string {
       AND (SELECT value IS NOT NULL FROM documents WHERE id = e.doc_id AND ts <= :ts ORDER BY ts DESC LIMIT 1)`;
 }
 
+/**
+ * What a fold writes (foldWorker.mjs). Writes overwrite by (key, ts), so a replayed
+ * segment or a fold retried after a crash changes nothing.
+ */
+export const FOLD_SQL: FoldSql = {
+  upsertDocument: `INSERT INTO documents (table_number, id, ts, value, prev_ts) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT (id, ts) DO UPDATE SET
+      table_number = excluded.table_number, value = excluded.value, prev_ts = excluded.prev_ts`,
+  upsertIndexEntry: `INSERT INTO index_entries (index_id, key, ts, doc_id) VALUES (?, ?, ?, ?)
+    ON CONFLICT (index_id, key, ts) DO UPDATE SET doc_id = excluded.doc_id`,
+  upsertReceipt: `INSERT INTO receipts (client_id, seq, ts, result) VALUES (?, ?, ?, ?)
+    ON CONFLICT (client_id, seq) DO UPDATE SET ts = excluded.ts, result = excluded.result`,
+  appendIndexHistory: `INSERT INTO index_history (ts, index_id, key) VALUES (?, ?, ?)`,
+  updateMeta: UPDATE_META,
+};
+
 export class Statements {
-  readonly upsertDocument: Statement<[number, string, number, string | null, number | null]>;
-  readonly upsertIndexEntry: Statement<[number, Uint8Array, number, string | null]>;
-  readonly upsertReceipt: Statement<[string, number, number, string]>;
-  readonly updateMeta: Statement<[number, number, string | null, number, number]>;
 
   readonly getDocument: Statement<[string, number], { value: string | null; ts: number }>;
   /** Ids travel as one JSON array, so a batch of gets is one statement. */
@@ -103,21 +116,6 @@ export class Statements {
   readonly storedRows: Statement<[], { documents: number; indexEntries: number; receipts: number }>;
 
   constructor(db: SqliteDatabase) {
-    this.upsertDocument = db.prepare(
-      `INSERT INTO documents (table_number, id, ts, value, prev_ts) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (id, ts) DO UPDATE SET
-         table_number = excluded.table_number, value = excluded.value, prev_ts = excluded.prev_ts`,
-    );
-    this.upsertIndexEntry = db.prepare(
-      `INSERT INTO index_entries (index_id, key, ts, doc_id) VALUES (?, ?, ?, ?)
-       ON CONFLICT (index_id, key, ts) DO UPDATE SET doc_id = excluded.doc_id`,
-    );
-    this.upsertReceipt = db.prepare(
-      `INSERT INTO receipts (client_id, seq, ts, result) VALUES (?, ?, ?, ?)
-       ON CONFLICT (client_id, seq) DO UPDATE SET ts = excluded.ts, result = excluded.result`,
-    );
-    this.updateMeta = db.prepare(UPDATE_META);
-
     this.getDocument = db.prepare(`SELECT value, ts FROM documents WHERE id = ? AND ts <= ? ORDER BY ts DESC LIMIT 1`);
     this.getDocuments = db.prepare(
       `SELECT CAST(j.key AS INTEGER) AS position, d.value AS value, d.ts AS ts

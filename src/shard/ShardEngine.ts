@@ -331,7 +331,7 @@ export class ShardEngine {
   snapshotNow(): Promise<SnapshotPointer | null> {
     return this.serializeMaintenance(async () => {
       const owner = this.owner();
-      const cursor = this.options.local.openDumpCursor();
+      const cursor = await this.options.local.openDumpCursor();
       if (cursor.meta.appliedSeqno <= (this.manifest.current.snapshot?.seqno ?? -1)) {
         cursor.close();
         return null;
@@ -672,7 +672,7 @@ export class ShardEngine {
     const receiptsBelowTs = Math.max(0, Math.min(frontier, Math.floor(nowMicros - this.tuning.receiptRetentionMs * 1000)));
     let rowsRemoved = 0;
     for (;;) {
-      const step = local.pruneHistoryStep(historyBelowTs, receiptsBelowTs);
+      const step = await local.pruneHistoryStep(historyBelowTs, receiptsBelowTs);
       rowsRemoved += step.documentsRemoved + step.indexEntriesRemoved + step.receiptsRemoved;
       if (step.done) break;
       await yieldToEventLoop();

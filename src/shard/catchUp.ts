@@ -76,6 +76,8 @@ export async function catchUp(options: CatchUpOptions): Promise<CatchUpReport> {
     counts.restoredFromSeqno = await restoreCurrentSnapshot(options, manifest.current, counts);
   }
   for (;;) {
+    // A node far behind downloads faster than its local store folds: let the folds catch up.
+    await options.local.room();
     const round = await readRound(options);
     const current = await manifest.refresh();
     if (current.logStart > validator.position.nextSeqno) {

@@ -27,14 +27,14 @@ function rowsOf<Kind extends DumpChunk["kind"]>(chunks: DumpChunk[], kind: Kind)
   return chunks.filter((chunk) => chunk.kind === kind).flatMap((chunk) => chunk.rows as readonly unknown[]) as RowOf<Kind>[];
 }
 
-function eachStore(run: (store: LocalStore) => void): void {
-  for (const path of [dirs.file(), ":memory:"]) run(stores.open(path));
+async function eachStore(run: (store: LocalStore) => Promise<void>): Promise<void> {
+  for (const path of [dirs.file(), ":memory:"]) await run(stores.open(path));
 }
 
 describe("openDumpCursor", () => {
-  it("dumps current, non-deleted state with the meta it reflects", () => {
+  it("dumps current, non-deleted state with the meta it reflects", async () => {
     const [a, b, c] = ids(3, 1, 31);
-    eachStore((store) => {
+    await eachStore(async (store) => {
       store.apply(
         batch({
           revisions: [revision(a!, 10, '{"v":1}'), revision(b!, 10, '{"v":2}'), revision(c!, 10, '{"v":3}')],
@@ -51,7 +51,7 @@ describe("openDumpCursor", () => {
           meta: { appliedSeqno: 1, lastHash: "h1", frontierTs: 20 },
         }),
       );
-      const cursor = store.openDumpCursor();
+      const cursor = await store.openDumpCursor();
       expect(cursor.meta).toEqual(store.meta());
       const chunks = drain(cursor);
       expect(chunks.map((chunk) => chunk.kind)).toEqual(["documents", "indexEntries", "receipts"]);
@@ -66,20 +66,20 @@ describe("openDumpCursor", () => {
     });
   });
 
-  it("is an empty dump for an empty store", () => {
-    eachStore((store) => {
-      const cursor = store.openDumpCursor();
+  it("is an empty dump for an empty store", async () => {
+    await eachStore(async (store) => {
+      const cursor = await store.openDumpCursor();
       expect(cursor.meta.appliedSeqno).toBe(-1);
       expect(drain(cursor)).toEqual([]);
     });
   });
 
-  it("cuts chunks by row count and by bytes", () => {
+  it("cuts chunks by row count and by bytes", async () => {
     const many = ids(LOCAL_DUMP_ROWS_PER_CHUNK + 5, 1, 32);
     const store = stores.open(dirs.file());
     store.apply(batch({ revisions: many.map((id) => revision(id, 1, "{}")) }));
-    expect(drain(store.openDumpCursor()).map((chunk) => chunk.rows.length)).toEqual([LOCAL_DUMP_ROWS_PER_CHUNK, 5]);
-    expect(drain(store.openDumpCursor({ rowsPerChunk: 400 })).map((chunk) => chunk.rows.length)).toEqual([400, 400, 205]);
+    expect(drain(await store.openDumpCursor()).map((chunk) => chunk.rows.length)).toEqual([LOCAL_DUMP_ROWS_PER_CHUNK, 5]);
+    expect(drain(await store.openDumpCursor({ rowsPerChunk: 400 })).map((chunk) => chunk.rows.length)).toEqual([400, 400, 205]);
 
     // Documents of the largest allowed size: the byte bound cuts long before the row bound.
     const bigValue = `"${"x".repeat(DOCUMENT_BYTES_MAX - 2)}"`;
@@ -87,14 +87,14 @@ describe("openDumpCursor", () => {
     const big = ids(2 * perChunk + 1, 1, 33);
     const bigStore = stores.open(dirs.file());
     bigStore.apply(batch({ revisions: big.map((id) => revision(id, 1, bigValue)) }));
-    const sizes = drain(bigStore.openDumpCursor()).map((chunk) => chunk.rows.length);
+    const sizes = drain(await bigStore.openDumpCursor()).map((chunk) => chunk.rows.length);
     expect(sizes).toEqual([perChunk, perChunk, 1]);
   });
 
-  it("keeps its point in time while batches are applied between chunks", () => {
+  it("keeps its point in time while batches are applied between chunks", async () => {
     const first = ids(50, 1, 34);
     const later = ids(50, 1, 35);
-    eachStore((store) => {
+    await eachStore(async (store) => {
       store.apply(
         batch({
           revisions: first.map((id) => revision(id, 10, '{"old":true}')),
@@ -102,7 +102,7 @@ describe("openDumpCursor", () => {
           meta: { appliedSeqno: 0, frontierTs: 10 },
         }),
       );
-      const cursor = store.openDumpCursor({ rowsPerChunk: 7 });
+      const cursor = await store.openDumpCursor({ rowsPerChunk: 7 });
       const chunks: DumpChunk[] = [];
       let seqno = 1;
       for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) {
@@ -127,15 +127,15 @@ describe("openDumpCursor", () => {
     });
   });
 
-  it("refuses next() after close, closes idempotently, and is closed with its store", () => {
+  it("refuses next() after close, closes idempotently, and is closed with its store", async () => {
     const [a] = ids(1, 1, 36);
     const store = stores.open(dirs.file());
     store.apply(batch({ revisions: [revision(a!, 1, "{}")] }));
-    const cursor = store.openDumpCursor();
+    const cursor = await store.openDumpCursor();
     cursor.close();
     cursor.close();
     expect(thrown(() => cursor.next()).code).toBe("LOCAL_CLOSED");
-    const open = store.openDumpCursor();
+    const open = await store.openDumpCursor();
     store.close();
     expect(thrown(() => open.next()).code).toBe("LOCAL_CLOSED");
   });

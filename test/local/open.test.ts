@@ -41,7 +41,7 @@ describe("LocalStore.open", () => {
     }
   });
 
-  it("keeps data and meta across a warm reopen", () => {
+  it("keeps data and meta across a warm reopen", async () => {
     const path = dirs.file();
     const [a] = ids(1);
     const first = stores.open(path, 2);
@@ -52,8 +52,9 @@ describe("LocalStore.open", () => {
         meta: { appliedSeqno: 4, epoch: 2, lastHash: "ab12", frontierTs: 100 },
       }),
     );
-    first.pruneHistory(50);
+    await first.pruneHistory(50);
     const metaBefore = first.meta();
+    await first.flush();
     first.close();
     const second = stores.open(path, 2);
     expect(second.meta()).toEqual(metaBefore);
@@ -61,11 +62,12 @@ describe("LocalStore.open", () => {
     expect(second.indexScan(7, { start: new Uint8Array(0), end: null }, 100, "asc", 10).map((row) => row.id)).toEqual([a]);
   });
 
-  it("refuses a file of another shard or deployment and leaves it unchanged", () => {
+  it("refuses a file of another shard or deployment and leaves it unchanged", async () => {
     const path = dirs.file();
     const [a] = ids(1);
     const store = stores.open(path, 1);
     store.apply(batch({ revisions: [revision(a!, 5, "{}")], meta: { appliedSeqno: 0, frontierTs: 5 } }));
+    await store.flush();
     store.close();
     const bytesBefore = readFileSync(path);
     expect(thrown(() => LocalStore.open({ path, shard: 2, deploymentId: DEPLOYMENT })).code).toBe("LOCAL_META_MISMATCH");
@@ -121,7 +123,7 @@ describe("LocalStore.open", () => {
     const check = new Database(path, { readonly: true });
     try {
       const tables = check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(["documents", "index_entries", "meta", "receipts"]);
+      expect(tables).toEqual(["documents", "index_entries", "index_history", "meta", "receipts"]);
     } finally {
       check.close();
     }
@@ -143,10 +145,11 @@ describe("LocalStore.open", () => {
       () => store.changes(0, 1, 1),
       () => store.receipt("c", 1),
       () => store.maxTs(),
-      () => store.openDumpCursor(),
-      () => store.pruneHistory(1),
     ];
     for (const call of calls) expect(thrown(call).code).toBe("LOCAL_CLOSED");
+    for (const call of [() => store.openDumpCursor(), () => store.pruneHistory(1), () => store.flush()]) {
+      await expect(call()).rejects.toMatchObject({ code: "LOCAL_CLOSED" });
+    }
     await expect(store.restore([], { appliedSeqno: 0, epoch: 0, lastHash: null, frontierTs: 0 })).rejects.toMatchObject({
       code: "LOCAL_CLOSED",
     });

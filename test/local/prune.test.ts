@@ -71,7 +71,7 @@ function rowCounts(path: string): { documents: number; indexEntries: number; rec
 }
 
 describe("LocalStore.pruneHistory", () => {
-  it("never changes a read at or above the prune ts", () => {
+  it("never changes a read at or above the prune ts", async () => {
     for (const path of [dirs.file(), ":memory:"]) {
       const store = stores.open(path);
       const documents = writeHistory(store, 12, 60, 51);
@@ -79,7 +79,7 @@ describe("LocalStore.pruneHistory", () => {
       const before = new Map<number, unknown>();
       for (let ts = pruneAts[0]!; ts <= 62; ts++) before.set(ts, readsAt(store, documents, ts));
       for (const belowTs of pruneAts) {
-        store.pruneHistory(belowTs);
+        await store.pruneHistory(belowTs);
         expect(store.meta().minReadableTs).toBe(belowTs);
         for (let ts = belowTs; ts <= 62; ts++) expect(readsAt(store, documents, ts)).toEqual(before.get(ts));
         expect(thrown(() => store.get(documents[0]!, belowTs - 1)).code).toBe("LOCAL_HISTORY_UNAVAILABLE");
@@ -87,7 +87,7 @@ describe("LocalStore.pruneHistory", () => {
     }
   });
 
-  it("keeps only the newest non-deleted row at or below the prune ts, and everything above", () => {
+  it("keeps only the newest non-deleted row at or below the prune ts, and everything above", async () => {
     const store = stores.open(dirs.file());
     const [a, b, c] = ids(3, 1, 52);
     store.apply(
@@ -99,7 +99,7 @@ describe("LocalStore.pruneHistory", () => {
     );
     store.apply(batch({ revisions: [revision(a!, 2, '"a2"', 1), revision(b!, 2, null, 1)], indexUpdates: [entry(1, key("b"), 2, null)] }));
     store.apply(batch({ revisions: [revision(a!, 7, '"a7"', 2), revision(c!, 7, null, 1)] }));
-    const stats = store.pruneHistory(5);
+    const stats = await store.pruneHistory(5);
     // a@1 (superseded), b@1 (superseded), b@2 (deletion): 3 documents; key b@1 and its removal @2.
     expect(stats).toEqual({ documentsRemoved: 3, indexEntriesRemoved: 2, receiptsRemoved: 1, minReadableTs: 5 });
     expect(store.changes(5, 100, 100).map((row) => [row.id, row.ts])).toEqual(
@@ -113,17 +113,17 @@ describe("LocalStore.pruneHistory", () => {
     expect(store.get(c!, 6)).toEqual({ value: '"c1"', ts: 1 });
     expect(store.receipt("x", 1)).toBeNull();
     expect(store.receipt("x", 2)).toEqual(receipt("x", 2, 5));
-    expect(store.pruneHistory(5)).toEqual({ documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved: 0, minReadableTs: 5 });
-    expect(store.pruneHistory(3)).toEqual({ documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved: 0, minReadableTs: 5 });
+    expect(await store.pruneHistory(5)).toEqual({ documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved: 0, minReadableTs: 5 });
+    expect(await store.pruneHistory(3)).toEqual({ documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved: 0, minReadableTs: 5 });
     expect(store.meta().minReadableTs).toBe(5);
-    const final = store.pruneHistory(8);
+    const final = await store.pruneHistory(8);
     // a@2 superseded by a@7; c@1 superseded by c@7, which is a deletion; receipts @5 and @6.
     expect(final).toEqual({ documentsRemoved: 3, indexEntriesRemoved: 0, receiptsRemoved: 2, minReadableTs: 8 });
     expect(store.get(a!, 8)).toEqual({ value: '"a7"', ts: 7 });
     expect(store.get(c!, 8)).toBeNull();
   });
 
-  it("works through more rows than one batch and keeps the floor across a reopen", () => {
+  it("works through more rows than one batch and keeps the floor across a reopen", async () => {
     const path = dirs.file();
     const store = stores.open(path);
     const documents = ids(Math.ceil(LOCAL_PRUNE_BATCH_ROWS * 0.6), 1, 53);
@@ -138,7 +138,7 @@ describe("LocalStore.pruneHistory", () => {
     }
     const sample = documents.slice(0, 40);
     const expected = readsAt(store, sample, 3);
-    const stats = store.pruneHistory(3);
+    const stats = await store.pruneHistory(3);
     const half = documents.length / 2;
     expect(stats.documentsRemoved).toBe(2 * documents.length + half);
     expect(stats.indexEntriesRemoved).toBe(2 * documents.length + half);
@@ -150,7 +150,7 @@ describe("LocalStore.pruneHistory", () => {
     expect(readsAt(reopened, sample, 3)).toEqual(expected);
   });
 
-  it("prunes receipts by their own window, and in bounded steps reaches the same state as one call", () => {
+  it("prunes receipts by their own window, and in bounded steps reaches the same state as one call", async () => {
     const stepped = stores.open(dirs.file());
     const whole = stores.open(dirs.file());
     // ~2.5 revisions per round: 6,000 rounds are more revisions than one pruning step covers.
@@ -158,9 +158,9 @@ describe("LocalStore.pruneHistory", () => {
     const belowTs = 5_000;
     const receiptsBelowTs = 2_000;
     let steps = 0;
-    for (let done = false; !done; steps++) done = stepped.pruneHistoryStep(belowTs, receiptsBelowTs).done;
+    for (let done = false; !done; steps++) done = (await stepped.pruneHistoryStep(belowTs, receiptsBelowTs)).done;
     expect(steps).toBeGreaterThan(1);
-    whole.pruneHistory(belowTs, receiptsBelowTs);
+    await whole.pruneHistory(belowTs, receiptsBelowTs);
     expect(stepped.meta().minReadableTs).toBe(belowTs);
     expect(stepped.meta().minReadableTs).toBe(whole.meta().minReadableTs);
     expect(stepped.storedRows()).toEqual(whole.storedRows());

@@ -49,7 +49,7 @@ async function snapshotOf(store: MemoryObjectStore, local: LocalStore, partBytes
     store,
     deploymentId: DEPLOYMENT,
     shard: 0,
-    cursor: local.openDumpCursor({ rowsPerChunk: 100 }),
+    cursor: await local.openDumpCursor({ rowsPerChunk: 100 }),
     attemptId: "3-test",
     partBytesTarget,
   });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ManualClock, type Clock } from "../../src/base/clock.js";
 import { SeededRandom } from "../../src/base/random.js";
-import { LocalStore } from "../../src/local/index.js";
+import { LocalStore, type LocalStoreOptions } from "../../src/local/index.js";
 import { newDocumentId, type DocumentId } from "../../src/model/DocumentId.js";
 import { openGlobals } from "../../src/manifest/Globals.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
@@ -38,6 +38,8 @@ export interface HarnessNode {
 export interface NodeOptions {
   /** The node's own clock (default: the harness's shared manual clock). */
   readonly clock?: Clock;
+  /** When its local store folds (default: LocalStore's defaults). */
+  readonly fold?: LocalStoreOptions["fold"];
 }
 
 export const TABLE = 1;
@@ -74,7 +76,12 @@ export class ShardHarness {
     ];
     const random = new SeededRandom(this.seed++);
     const store = new FaultyObjectStore(this.bucket, random, this.clock);
-    const local = LocalStore.open({ path: join(this.directory, `${name}.sqlite`), shard: 0, deploymentId: this.deploymentId });
+    const local = LocalStore.open({
+      path: this.localPath(name),
+      shard: 0,
+      deploymentId: this.deploymentId,
+      ...(options.fold ? { fold: options.fold } : {}),
+    });
     const clock = options.clock ?? this.clock;
     const events: EngineEvent[] = [];
     let engine: ShardEngine;
@@ -107,11 +114,32 @@ export class ShardHarness {
     return node;
   }
 
-  /** Stops a node as a crash would leave it: the engine closes, its local file stays. */
+  /** The local file of nodes named `name`. */
+  localPath(name: string): string {
+    return join(this.directory, `${name}.sqlite`);
+  }
+
+  /**
+   * Stops a node, leaving its local file for a later node of the same name: the engine
+   * closes (without relinquishing), and the local store folds what it holds in memory
+   * first, as a clean shutdown does.
+   */
   async stop(node: HarnessNode): Promise<void> {
     node.store.releaseAll();
     await node.engine.close();
+    await node.local.flush();
     node.local.close();
+    this.nodes.splice(this.nodes.indexOf(node), 1);
+  }
+
+  /**
+   * Stops a node as a crash would: the local store closes without folding, abandoning
+   * any fold in flight, so its file stands wherever its last committed fold left it.
+   */
+  async crash(node: HarnessNode): Promise<void> {
+    node.store.releaseAll();
+    node.local.close();
+    await node.engine.close().catch(() => undefined);
     this.nodes.splice(this.nodes.indexOf(node), 1);
   }
 

@@ -1,0 +1,138 @@
+import { compareBytes } from "../model/compareBytes.js";
+import type { DocumentId } from "../model/DocumentId.js";
+import { successorKey } from "../model/KeyRange.js";
+import type { DocumentRevision } from "../model/Revision.js";
+import { keyString, type Overlay } from "./Overlay.js";
+import type { ScanRow, ScanParameters, Statements } from "./statements.js";
+
+/**
+ * An index scan over the overlay and the file together (see Overlay's invariants): per
+ * key, a version in the overlay at or below the read ts decides; otherwise the file's
+ * newest live entry does. Each chosen entry is joined to its document the same way (the
+ * overlay's revision if it has one at or below ts, else the file's). Entries whose
+ * document is missing or deleted at ts are dangling: skipped and counted.
+ */
+export interface ScanRequest {
+  readonly indexId: number;
+  readonly start: Uint8Array;
+  readonly end: Uint8Array | null;
+  readonly ts: number;
+  readonly order: "asc" | "desc";
+  readonly limit: number;
+}
+
+export interface ScannedRow {
+  readonly key: Uint8Array;
+  readonly id: DocumentId;
+  readonly value: string;
+  readonly docTs: number;
+}
+
+export interface ScanResult {
+  readonly rows: ScannedRow[];
+  readonly dangling: number;
+}
+
+/** The file's side: pages of live entries (joined to the file's documents), fetched as the merge needs them. */
+class FilePages {
+  private page: ScanRow[] = [];
+  private at = 0;
+  private exhausted = false;
+  private start: Uint8Array;
+  private end: Uint8Array | null;
+
+  constructor(
+    private readonly statements: Statements,
+    private readonly request: ScanRequest,
+    private readonly pageSize: number,
+  ) {
+    this.start = request.start;
+    this.end = request.end;
+  }
+
+  peek(): ScanRow | undefined {
+    if (this.at < this.page.length) return this.page[this.at];
+    if (this.exhausted) return undefined;
+    this.fetch();
+    return this.page[this.at];
+  }
+
+  advance(): void {
+    this.at++;
+  }
+
+  private fetch(): void {
+    const { indexId, ts, order } = this.request;
+    if (this.end !== null && compareBytes(this.start, this.end) >= 0) {
+      this.exhausted = true;
+      this.page = [];
+      this.at = 0;
+      return;
+    }
+    const statements = order === "asc" ? this.statements.scanAscending : this.statements.scanDescending;
+    const parameters: ScanParameters = this.end === null
+      ? { indexId, start: this.start, ts, limit: this.pageSize }
+      : { indexId, start: this.start, end: this.end, ts, limit: this.pageSize };
+    this.page = this.end === null ? statements.unbounded.all(parameters) : statements.bounded.all(parameters);
+    this.at = 0;
+    if (this.page.length < this.pageSize) this.exhausted = true;
+    else {
+      const lastKey = this.page[this.page.length - 1]!.key;
+      if (order === "asc") this.start = successorKey(lastKey);
+      else this.end = lastKey;
+    }
+  }
+}
+
+export function scanIndex(
+  overlay: Overlay,
+  statements: Statements,
+  /** The file's newest revision of a document at or below ts. */
+  fileDocument: (id: string, ts: number) => { value: string | null; ts: number } | undefined,
+  request: ScanRequest,
+): ScanResult {
+  const { indexId, ts, order, limit } = request;
+  const rows: ScannedRow[] = [];
+  let dangling = 0;
+  const file = new FilePages(statements, request, Math.max(limit, 16));
+  const overlayEntries = overlay.entries(indexId, keyString(request.start), request.end === null ? null : keyString(request.end), order);
+  let overlayNext = overlayEntries.next();
+  const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);
+
+  const push = (key: Uint8Array, docId: string, document: { value: string | null; ts: number } | undefined) => {
+    if (document === undefined || document.value === null) {
+      dangling++;
+      return;
+    }
+    rows.push({ key, id: docId as DocumentId, value: document.value, docTs: document.ts });
+  };
+  const overlayDocument = (id: string): DocumentRevision | undefined => overlay.document(id, ts);
+
+  while (rows.length < limit) {
+    const fileRow = file.peek();
+    const fileKey = fileRow === undefined ? undefined : keyString(fileRow.key);
+    if (overlayNext.done === true) {
+      if (fileRow === undefined) break;
+      file.advance();
+      const revision = overlayDocument(fileRow.doc_id);
+      push(fileRow.key, fileRow.doc_id, revision ?? (fileRow.doc_ts === null ? undefined : { value: fileRow.value, ts: fileRow.doc_ts }));
+      continue;
+    }
+    const entry = overlayNext.value;
+    if (fileKey !== undefined && before(fileKey, entry.key)) {
+      file.advance();
+      const revision = overlayDocument(fileRow!.doc_id);
+      push(fileRow!.key, fileRow!.doc_id, revision ?? (fileRow!.doc_ts === null ? undefined : { value: fileRow!.value, ts: fileRow!.doc_ts }));
+      continue;
+    }
+    overlayNext = overlayEntries.next();
+    const version = overlay.newestEntry(entry.versions, ts);
+    if (version === undefined) continue; // Only newer versions here: the file decides this key.
+    if (fileKey === entry.key) file.advance(); // The overlay's version is newer than the file's.
+    if (version.docId === null) continue; // Removed at ts.
+    const revision = overlayDocument(version.docId);
+    // A copy, as a Buffer like the file's keys: callers get one type, and cannot reach into the overlay.
+    push(Buffer.from(version.key), version.docId, revision ?? fileDocument(version.docId, ts));
+  }
+  return { rows, dangling };
+}
