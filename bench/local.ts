@@ -1,14 +1,23 @@
 /**
- * Local materialization benchmark (file-backed SQLite in a temporary directory):
- * - apply throughput in documents/s, each document written with two index entries, in
- *   batches of 1,000, against the raw better-sqlite3 rate of inserting the same rows into
- *   the same schema with plain prepared INSERTs in one transaction per batch;
- * - `get` latency over random ids and `indexScan` latency for 100 rows, with the apply
- *   run's documents loaded;
- * - dump and restore of 1,000,000 small documents (with their two index entries each):
- *   time of each, and the process's peak RSS sampled throughout.
+ * Local materialization benchmark at real store sizes (file-backed SQLite in a temp
+ * directory, the production LocalStore with its overlay and fold worker). For each store
+ * size N (default 1,000,000 and 5,000,000 users of ~190 bytes, two index entries each):
  *
- *   npm run bench:local [-- --apply-documents 200000 --dump-documents 1000000]
+ * 1. Bulk load: `restore` of a dump of the N users (a snapshot restore, a bootstrap, a
+ *    replica far behind), documents/s; generating the dump is timed apart and excluded.
+ * 2. Sustained incremental apply on top: segments of 1,000 documents (80% new users,
+ *    20% updates of preloaded ones, which also remove their two old index entries),
+ *    applied as fast as the store takes them (awaiting `room()`, as catch-up does) in
+ *    rounds of 100,000 documents generated beforehand, each timed until its last
+ *    segment is folded into the file: documents/s.
+ * 3. The append-only floor, in the same run: the same rows appended to tables without
+ *    any index, one transaction per 100,000 documents, generated beforehand.
+ * 4. Reads at the end: `get` of random preloaded users and 100-row index scans from a
+ *    random score, p50/p99, once everything is folded and again with ~30,000 documents
+ *    still in the overlay.
+ * 5. Peak RSS of the process, sampled throughout.
+ *
+ *   npm run bench:local [-- --sizes 1000000,5000000 --apply-documents 500000]
  *
  * Prints a table, then exactly one line of JSON with every figure. Never asserted in tests.
  */
@@ -19,127 +28,37 @@ import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { randomInt, SeededRandom } from "../src/base/random.js";
 import { type ApplyBatch, type DumpChunk, LocalStore } from "../src/local/index.js";
-import { configure, dataTablesSql, SECONDARY_INDEXES_SQL } from "../src/local/schema.js";
-import { type DocumentId, newDocumentId } from "../src/model/DocumentId.js";
+import { CONNECTION_PRAGMAS } from "../src/local/schema.js";
 import { documentIndexKey } from "../src/model/IndexKey.js";
+import { BY_SCORE, IncrementalWrites, PreloadedUsers } from "./localSupport/dataset.js";
 
-const BATCH_DOCUMENTS = 1_000;
-const TABLE_NUMBER = 1;
-const BY_SCORE = 1;
-const BY_NAME = 2;
-const GET_SAMPLES = 100_000;
-const SCAN_SAMPLES = 10_000;
+const SEGMENT_DOCUMENTS = 1_000;
+const UPDATE_FRACTION = 0.2;
+/** Documents generated ahead and then applied against the clock (~100 MiB of rows). */
+const ROUND_DOCUMENTS = 100_000;
+const GET_SAMPLES = 50_000;
+const SCAN_SAMPLES = 5_000;
 const SCAN_ROWS = 100;
-/** Apply/raw runs alternate this many times; the best of each is reported (others share the machine). */
-const THROUGHPUT_ROUNDS = 3;
+const OVERLAY_READ_DOCUMENTS = 30_000;
 
 interface Options {
+  readonly sizes: readonly number[];
   readonly applyDocuments: number;
-  readonly dumpDocuments: number;
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const valueOf = (name: string, fallback: number) => {
+  const valueOf = (name: string) => {
     const at = argv.indexOf(name);
-    if (at < 0) return fallback;
-    const value = Number(argv[at + 1]);
-    if (!Number.isSafeInteger(value) || value < BATCH_DOCUMENTS) throw new Error(`${name} needs an integer >= ${BATCH_DOCUMENTS}`);
-    return value;
+    return at < 0 ? undefined : argv[at + 1];
   };
-  return { applyDocuments: valueOf("--apply-documents", 200_000), dumpDocuments: valueOf("--dump-documents", 1_000_000) };
+  const sizes = (valueOf("--sizes") ?? "1000000,5000000").split(",").map(Number);
+  const applyDocuments = Number(valueOf("--apply-documents") ?? 500_000);
+  for (const size of sizes) if (!Number.isSafeInteger(size) || size < 10_000) throw new Error("--sizes needs integers >= 10000");
+  if (!Number.isSafeInteger(applyDocuments) || applyDocuments < SEGMENT_DOCUMENTS) throw new Error(`--apply-documents needs an integer >= ${SEGMENT_DOCUMENTS}`);
+  return { sizes, applyDocuments };
 }
 
-// ---- data -----------------------------------------------------------------------------
-
-/** Batch `index` of a deterministic stream: small documents at ts = index + 1, two index entries each. */
-function makeBatch(random: SeededRandom, index: number, idsOut?: DocumentId[]): ApplyBatch {
-  const ts = index + 1;
-  const revisions = [];
-  const indexUpdates = [];
-  for (let n = 0; n < BATCH_DOCUMENTS; n++) {
-    const id = newDocumentId(TABLE_NUMBER, random);
-    idsOut?.push(id);
-    const score = randomInt(random, 1_000_000);
-    const name = `user-${randomInt(random, 100_000)}`;
-    revisions.push({ tableNumber: TABLE_NUMBER, id, ts, value: JSON.stringify({ name, score, active: true }), prevTs: null });
-    indexUpdates.push({ indexId: BY_SCORE, key: documentIndexKey([score], ts, id), ts, docId: id });
-    indexUpdates.push({ indexId: BY_NAME, key: documentIndexKey([name], ts, id), ts, docId: id });
-  }
-  return { revisions, indexUpdates, receipts: [], meta: { appliedSeqno: index, epoch: 1, lastHash: `h${index}`, frontierTs: ts } };
-}
-
-// ---- measurements ---------------------------------------------------------------------
-
-function documentsPerSecond(documents: number, elapsedMs: number): number {
-  return Math.round((documents / elapsedMs) * 1000);
-}
-
-function timeApply(path: string, batches: readonly ApplyBatch[]): number {
-  const store = LocalStore.open({ path, shard: 0, deploymentId: "bench" });
-  const started = performance.now();
-  for (const batch of batches) store.apply(batch);
-  const elapsedMs = performance.now() - started;
-  store.close();
-  return elapsedMs;
-}
-
-/** The same rows through plain prepared INSERTs, same schema, same pragmas, one transaction per batch. */
-function timeRawInserts(path: string, batches: readonly ApplyBatch[]): number {
-  const db = new Database(path);
-  configure(db);
-  db.exec(dataTablesSql("") + SECONDARY_INDEXES_SQL);
-  const insertDocument = db.prepare("INSERT INTO documents (table_number, id, ts, value, prev_ts) VALUES (?, ?, ?, ?, ?)");
-  const insertEntry = db.prepare("INSERT INTO index_entries (index_id, key, ts, doc_id) VALUES (?, ?, ?, ?)");
-  const insertBatch = db.transaction((batch: ApplyBatch) => {
-    for (const row of batch.revisions) insertDocument.run(row.tableNumber, row.id, row.ts, row.value, row.prevTs);
-    for (const row of batch.indexUpdates) insertEntry.run(row.indexId, row.key, row.ts, row.docId);
-  });
-  const started = performance.now();
-  for (const batch of batches) insertBatch(batch);
-  const elapsedMs = performance.now() - started;
-  db.close();
-  return elapsedMs;
-}
-
-interface Percentiles {
-  readonly p50Us: number;
-  readonly p99Us: number;
-}
-
-function percentiles(samplesNs: BigInt64Array | bigint[]): Percentiles {
-  const sorted = [...samplesNs].map(Number).sort((left, right) => left - right);
-  const at = (fraction: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]! / 10) / 100;
-  return { p50Us: at(0.5), p99Us: at(0.99) };
-}
-
-function timeGets(store: LocalStore, ids: readonly DocumentId[], ts: number, random: SeededRandom): Percentiles {
-  const samples: bigint[] = [];
-  for (let sample = 0; sample < GET_SAMPLES; sample++) {
-    const id = ids[randomInt(random, ids.length)]!;
-    const started = process.hrtime.bigint();
-    const found = store.get(id, ts);
-    samples.push(process.hrtime.bigint() - started);
-    if (found === null) throw new Error(`document ${id} missing`);
-  }
-  return percentiles(samples);
-}
-
-function timeScans(store: LocalStore, ts: number, random: SeededRandom): Percentiles {
-  const samples: bigint[] = [];
-  for (let sample = 0; sample < SCAN_SAMPLES; sample++) {
-    // Scores are uniform in [0, 1e6): start anywhere below the top so 100 rows exist.
-    const start = documentIndexKey([randomInt(random, 900_000)], 0, newDocumentId(TABLE_NUMBER, random));
-    const order = sample % 2 === 0 ? "asc" : "desc";
-    const range = order === "asc" ? { start, end: null } : { start: new Uint8Array(0), end: start };
-    const started = process.hrtime.bigint();
-    const rows = store.indexScan(BY_SCORE, range, ts, order, SCAN_ROWS);
-    samples.push(process.hrtime.bigint() - started);
-    if (rows.length !== SCAN_ROWS && order === "asc") throw new Error(`scan returned ${rows.length} rows`);
-  }
-  return percentiles(samples);
-}
-
-/** Peak RSS, sampled whenever the work yields a chunk. */
+/** Peak RSS, sampled whenever the work passes by. */
 class RssSampler {
   peakBytes = 0;
 
@@ -148,124 +67,223 @@ class RssSampler {
   }
 }
 
-function collectGarbage(): void {
-  (globalThis as { gc?: () => void }).gc?.();
+function perSecond(count: number, elapsedMs: number): number {
+  return Math.round((count / elapsedMs) * 1000);
 }
 
-async function* sampled(cursorChunks: AsyncIterable<DumpChunk>, sampler: RssSampler): AsyncGenerator<DumpChunk> {
-  for await (const chunk of cursorChunks) {
+interface Percentiles {
+  readonly p50Us: number;
+  readonly p99Us: number;
+}
+
+function percentiles(samplesNs: readonly bigint[]): Percentiles {
+  const sorted = samplesNs.map(Number).sort((left, right) => left - right);
+  const at = (fraction: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]! / 10) / 100;
+  return { p50Us: at(0.5), p99Us: at(0.99) };
+}
+
+function progress(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+// ---- phases -------------------------------------------------------------------------------
+
+/**
+ * Restores the N users from a generated dump. Generating the rows is timed separately
+ * and taken out: restore runs on this thread alone, so the difference is its own time.
+ */
+async function bulkLoad(store: LocalStore, users: PreloadedUsers, sampler: RssSampler): Promise<number> {
+  let generatingMs = 0;
+  async function* chunks(): AsyncGenerator<DumpChunk> {
+    const dump = users.dump();
+    let rows = 0;
+    for (;;) {
+      const started = performance.now();
+      const step = dump.next();
+      generatingMs += performance.now() - started;
+      if (step.done === true) return;
+      rows += step.value.rows.length;
+      if (rows % 500_000 < step.value.rows.length) {
+        sampler.sample();
+        progress(`  bulk load: ${rows} of ${3 * users.count} rows`);
+      }
+      yield step.value;
+    }
+  }
+  const started = performance.now();
+  const stats = await store.restore(chunks(), { appliedSeqno: -1, epoch: 1, lastHash: null, frontierTs: 1_000 });
+  const elapsedMs = performance.now() - started - generatingMs;
+  if (stats.documents !== users.count || stats.indexEntries !== 2 * users.count) throw new Error(`restore reported ${JSON.stringify(stats)}`);
+  sampler.sample();
+  return perSecond(users.count, elapsedMs);
+}
+
+/**
+ * Segments are generated a round of ROUND_DOCUMENTS at a time while the store is idle,
+ * then applied and folded against the clock: the time counted is the store's alone, and
+ * a round's tail (the last fold, with nothing left to apply) counts too.
+ */
+async function sustainedApply(store: LocalStore, writes: IncrementalWrites, documents: number, sampler: RssSampler): Promise<number> {
+  let elapsedMs = 0;
+  for (let applied = 0; applied < documents; ) {
+    const round = Array.from({ length: Math.min(ROUND_DOCUMENTS, documents - applied) / SEGMENT_DOCUMENTS }, () => writes.batch());
     sampler.sample();
-    yield chunk;
+    const started = performance.now();
+    for (const batch of round) {
+      await store.room();
+      store.apply(batch);
+      // A real apply loop awaits the network between segments; let the fold worker's answers in.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    sampler.sample();
+    await store.flush();
+    elapsedMs += performance.now() - started;
+    applied += round.length * SEGMENT_DOCUMENTS;
+    progress(`  apply: ${applied} of ${documents} documents, ${perSecond(applied, elapsedMs)} docs/s so far`);
   }
+  sampler.sample();
+  return perSecond(documents, elapsedMs);
 }
 
-async function* chunksOf(store: LocalStore): AsyncGenerator<DumpChunk> {
-  const cursor = await store.openDumpCursor();
+/** The same rows appended to index-less tables, generated outside the clock: the cost of writing the bytes at all. */
+function appendOnlyFloor(path: string, writes: IncrementalWrites, documents: number): number {
+  const db = new Database(path);
+  for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
+  db.exec(`CREATE TABLE documents (table_number INTEGER, id TEXT, ts INTEGER, value TEXT, prev_ts INTEGER);
+    CREATE TABLE index_entries (index_id INTEGER, key BLOB, ts INTEGER, doc_id TEXT);`);
+  const insertDocument = db.prepare("INSERT INTO documents VALUES (?, ?, ?, ?, ?)");
+  const insertEntry = db.prepare("INSERT INTO index_entries VALUES (?, ?, ?, ?)");
+  const insertRound = db.transaction((round: readonly ApplyBatch[]) => {
+    for (const { revisions, indexUpdates } of round) {
+      for (const row of revisions) insertDocument.run(row.tableNumber, row.id, row.ts, row.value, row.prevTs);
+      for (const row of indexUpdates) insertEntry.run(row.indexId, row.key, row.ts, row.docId);
+    }
+  });
+  let elapsedMs = 0;
+  for (let applied = 0; applied < documents; ) {
+    const round = Array.from({ length: Math.min(ROUND_DOCUMENTS, documents - applied) / SEGMENT_DOCUMENTS }, () => writes.batch());
+    const started = performance.now();
+    insertRound(round);
+    elapsedMs += performance.now() - started;
+    applied += round.length * SEGMENT_DOCUMENTS;
+  }
+  db.close();
+  return perSecond(documents, elapsedMs);
+}
+
+function timeReads(store: LocalStore, users: PreloadedUsers, random: SeededRandom): { get: Percentiles; scan: Percentiles } {
+  const ts = store.meta().frontierTs;
+  const gets: bigint[] = [];
+  for (let sample = 0; sample < GET_SAMPLES; sample++) {
+    const id = users.id(randomInt(random, users.count));
+    const started = process.hrtime.bigint();
+    const found = store.get(id, ts);
+    gets.push(process.hrtime.bigint() - started);
+    if (found === null) throw new Error(`user ${id} missing`);
+  }
+  const scans: bigint[] = [];
+  for (let sample = 0; sample < SCAN_SAMPLES; sample++) {
+    // Preloaded scores are ranks 0..N-1 (new ones go up to 1e9): start where 100 rows follow.
+    const start = documentIndexKey([randomInt(random, users.count - 1_000)], 0, users.id(0));
+    const started = process.hrtime.bigint();
+    const rows = store.indexScan(BY_SCORE, { start, end: null }, ts, "asc", SCAN_ROWS);
+    scans.push(process.hrtime.bigint() - started);
+    if (rows.length !== SCAN_ROWS) throw new Error(`scan returned ${rows.length} rows`);
+  }
+  return { get: percentiles(gets), scan: percentiles(scans) };
+}
+
+interface SizeFigures {
+  readonly storeDocuments: number;
+  readonly bulkLoadDocumentsPerSecond: number;
+  readonly applyDocuments: number;
+  readonly sustainedApplyDocumentsPerSecond: number;
+  readonly appendOnlyFloorDocumentsPerSecond: number;
+  readonly applyToFloorRatio: number;
+  readonly folded: { readonly get: Percentiles; readonly scan100: Percentiles };
+  readonly withOverlay: { readonly unfoldedRows: number; readonly get: Percentiles; readonly scan100: Percentiles };
+  readonly peakRssMb: number;
+}
+
+async function measureSize(dir: string, size: number, options: Options): Promise<SizeFigures> {
+  const sampler = new RssSampler();
+  const users = new PreloadedUsers(size);
+  const store = LocalStore.open({ path: join(dir, `store-${size}.sqlite`), shard: 0, deploymentId: "bench" });
   try {
-    for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) yield chunk;
+    progress(`${size} documents: bulk load…`);
+    const bulkLoadDocumentsPerSecond = await bulkLoad(store, users, sampler);
+    progress(`${size} documents: sustained apply of ${options.applyDocuments}…`);
+    const sustainedApplyDocumentsPerSecond = await sustainedApply(
+      store,
+      new IncrementalWrites(users, new SeededRandom(size), SEGMENT_DOCUMENTS, UPDATE_FRACTION),
+      options.applyDocuments,
+      sampler,
+    );
+    progress(`${size} documents: append-only floor…`);
+    const appendOnlyFloorDocumentsPerSecond = appendOnlyFloor(
+      join(dir, `floor-${size}.sqlite`),
+      new IncrementalWrites(users, new SeededRandom(size), SEGMENT_DOCUMENTS, UPDATE_FRACTION),
+      options.applyDocuments,
+    );
+    progress(`${size} documents: reads…`);
+    const random = new SeededRandom(7);
+    const folded = timeReads(store, users, random);
+    // The next writes stay (mostly) in the overlay while the reads run.
+    const more = new IncrementalWrites(users, new SeededRandom(size + 1), SEGMENT_DOCUMENTS, 0);
+    for (let batch = 0; batch < OVERLAY_READ_DOCUMENTS / SEGMENT_DOCUMENTS; batch++) {
+      const next = more.batch();
+      store.apply({ ...next, meta: { ...next.meta, appliedSeqno: store.meta().appliedSeqno + 1, frontierTs: store.meta().frontierTs + 1 } });
+    }
+    const unfoldedRows = store.unfoldedRows;
+    const withOverlay = timeReads(store, users, random);
+    sampler.sample();
+    return {
+      storeDocuments: size,
+      bulkLoadDocumentsPerSecond,
+      applyDocuments: options.applyDocuments,
+      sustainedApplyDocumentsPerSecond,
+      appendOnlyFloorDocumentsPerSecond,
+      applyToFloorRatio: Math.round((sustainedApplyDocumentsPerSecond / appendOnlyFloorDocumentsPerSecond) * 100) / 100,
+      folded: { get: folded.get, scan100: folded.scan },
+      withOverlay: { unfoldedRows, get: withOverlay.get, scan100: withOverlay.scan },
+      peakRssMb: Math.round(sampler.peakBytes / 2 ** 20),
+    };
   } finally {
-    cursor.close();
+    store.close();
   }
 }
 
-// ---- phases -----------------------------------------------------------------------------
+function printTable(figures: readonly SizeFigures[]): void {
+  const rows: string[][] = [["measure", ...figures.map((figure) => `${figure.storeDocuments.toLocaleString("en")} docs`), "target"]];
+  const add = (label: string, cell: (figure: SizeFigures) => string, target: string) => rows.push([label, ...figures.map(cell), target]);
+  add("bulk load (restore), docs/s", (f) => String(f.bulkLoadDocumentsPerSecond), ">= 100000");
+  add("sustained apply, docs/s", (f) => String(f.sustainedApplyDocumentsPerSecond), ">= 50000");
+  add("append-only floor, docs/s", (f) => String(f.appendOnlyFloorDocumentsPerSecond), "");
+  add("apply / floor", (f) => String(f.applyToFloorRatio), ">= 0.25");
+  add("get p50 / p99 µs (folded)", (f) => `${f.folded.get.p50Us} / ${f.folded.get.p99Us}`, "p50 <= 20");
+  add("100-row scan p50 / p99 µs (folded)", (f) => `${f.folded.scan100.p50Us} / ${f.folded.scan100.p99Us}`, "p50 <= 1000");
+  add("get p50 / p99 µs (overlay)", (f) => `${f.withOverlay.get.p50Us} / ${f.withOverlay.get.p99Us}`, "p50 <= 20");
+  add("100-row scan p50 / p99 µs (overlay)", (f) => `${f.withOverlay.scan100.p50Us} / ${f.withOverlay.scan100.p99Us}`, "p50 <= 1000");
+  add("rows in the overlay during those reads", (f) => String(f.withOverlay.unfoldedRows), "");
+  add("peak RSS, MiB", (f) => String(f.peakRssMb), "<= 500");
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "));
+}
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  const dir = mkdtempSync(join(tmpdir(), "cairn-bench-local-"));
-  try {
-    const results = { ...(await applyAndReads(dir, options)), ...(await dumpAndRestore(dir, options)) };
-    printTable(results);
-    console.log(JSON.stringify({ benchmark: "local", ...options, ...results }));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  const figures: SizeFigures[] = [];
+  for (const size of options.sizes) {
+    const dir = mkdtempSync(join(tmpdir(), "cairn-bench-local-"));
+    try {
+      figures.push(await measureSize(dir, size, options));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
-}
-
-async function applyAndReads(dir: string, options: Options) {
-  const random = new SeededRandom(1);
-  const ids: DocumentId[] = [];
-  const batches = Array.from({ length: options.applyDocuments / BATCH_DOCUMENTS }, (_, index) => makeBatch(random, index, ids));
-  let applyMs = Number.POSITIVE_INFINITY;
-  let rawMs = Number.POSITIVE_INFINITY;
-  for (let round = 0; round < THROUGHPUT_ROUNDS; round++) {
-    collectGarbage();
-    rawMs = Math.min(rawMs, timeRawInserts(join(dir, `raw-${round}.sqlite`), batches));
-    collectGarbage();
-    applyMs = Math.min(applyMs, timeApply(join(dir, `apply-${round}.sqlite`), batches));
-  }
-  const store = LocalStore.open({ path: join(dir, "apply-0.sqlite"), shard: 0, deploymentId: "bench" });
-  const ts = store.meta().frontierTs;
-  const get = timeGets(store, ids, ts, random);
-  const scan = timeScans(store, ts, random);
-  store.close();
-  const applyDocumentsPerSecond = documentsPerSecond(options.applyDocuments, applyMs);
-  const rawDocumentsPerSecond = documentsPerSecond(options.applyDocuments, rawMs);
-  return {
-    applyDocumentsPerSecond,
-    rawDocumentsPerSecond,
-    applyToRawRatio: Math.round((applyDocumentsPerSecond / rawDocumentsPerSecond) * 100) / 100,
-    getP50Us: get.p50Us,
-    getP99Us: get.p99Us,
-    scan100P50Us: scan.p50Us,
-    scan100P99Us: scan.p99Us,
-  };
-}
-
-async function dumpAndRestore(dir: string, options: Options) {
-  const source = LocalStore.open({ path: join(dir, "dump-source.sqlite"), shard: 0, deploymentId: "bench" });
-  const random = new SeededRandom(2);
-  const loadStarted = performance.now();
-  for (let index = 0; index < options.dumpDocuments / BATCH_DOCUMENTS; index++) source.apply(makeBatch(random, index));
-  const loadMs = performance.now() - loadStarted;
-  collectGarbage();
-  const sampler = new RssSampler();
-  sampler.sample();
-  const rssBeforeBytes = sampler.peakBytes;
-
-  const dumpStarted = performance.now();
-  let dumpedRows = 0;
-  for await (const chunk of sampled(chunksOf(source), sampler)) dumpedRows += chunk.rows.length;
-  const dumpMs = performance.now() - dumpStarted;
-
-  const target = LocalStore.open({ path: join(dir, "restore-target.sqlite"), shard: 0, deploymentId: "bench" });
-  const { appliedSeqno, epoch, lastHash, frontierTs } = source.meta();
-  const restoreStarted = performance.now();
-  const stats = await target.restore(sampled(chunksOf(source), sampler), { appliedSeqno, epoch, lastHash, frontierTs });
-  const restoreMs = performance.now() - restoreStarted;
-  sampler.sample();
-  if (stats.documents !== options.dumpDocuments || stats.indexEntries !== 2 * options.dumpDocuments) {
-    throw new Error(`restore reported ${JSON.stringify(stats)}`);
-  }
-  source.close();
-  target.close();
-  return {
-    loadDocumentsPerSecond: documentsPerSecond(options.dumpDocuments, loadMs),
-    dumpRows: dumpedRows,
-    dumpMs: Math.round(dumpMs),
-    restoreMs: Math.round(restoreMs),
-    rssBeforeDumpMb: Math.round(rssBeforeBytes / 2 ** 20),
-    peakRssMb: Math.round(sampler.peakBytes / 2 ** 20),
-    gcAvailable: typeof (globalThis as { gc?: unknown }).gc === "function",
-  };
-}
-
-function printTable(results: Record<string, number | boolean>): void {
-  const rows: [string, string, string][] = [
-    ["apply (2 indexes, batches of 1000)", `${results.applyDocumentsPerSecond} docs/s`, ">= 100000 docs/s"],
-    ["raw better-sqlite3 inserts", `${results.rawDocumentsPerSecond} docs/s`, ""],
-    ["apply / raw", `${results.applyToRawRatio}`, ">= 0.5"],
-    ["get p50 / p99", `${results.getP50Us} / ${results.getP99Us} µs`, "p50 <= 20 µs"],
-    ["indexScan 100 rows p50 / p99", `${results.scan100P50Us} / ${results.scan100P99Us} µs`, ""],
-    ["load for dump (apply)", `${results.loadDocumentsPerSecond} docs/s`, ""],
-    ["dump (rows: docs + entries)", `${results.dumpMs} ms (${results.dumpRows} rows)`, ""],
-    ["restore (streamed from a dump)", `${results.restoreMs} ms`, ""],
-    ["RSS before dump / peak", `${results.rssBeforeDumpMb} / ${results.peakRssMb} MB`, "peak <= 400 MB"],
-  ];
-  const widths = [0, 1, 2].map((column) => Math.max(...rows.map((row) => row[column]!.length), 6));
-  const line = (cells: readonly string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join("  ");
-  console.log(line(["measure", "result", "target"]));
-  for (const row of rows) console.log(line(row));
+  console.log(`store: N users of ~190-byte JSON with 2 index entries each; apply: segments of ${SEGMENT_DOCUMENTS} documents, ${UPDATE_FRACTION * 100}% updates`);
+  printTable(figures);
+  console.log(JSON.stringify({ benchmark: "local", segmentDocuments: SEGMENT_DOCUMENTS, updateFraction: UPDATE_FRACTION, sizes: figures }));
 }
 
 await main();

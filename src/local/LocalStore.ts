@@ -121,6 +121,14 @@ interface StoredVersion {
   readonly ts: number;
 }
 
+/** The arrays `apply` reads, for a batch whose records were checked before. */
+function checkBatchShape(batch: ApplyBatch): void {
+  if (typeof batch !== "object" || batch === null) throw new CairnError("LOCAL_APPLY_INVALID", "batch must be an object");
+  for (const kind of ["revisions", "indexUpdates", "receipts"] as const) {
+    if (!Array.isArray(batch[kind])) throw new CairnError("LOCAL_APPLY_INVALID", `${kind} must be an array`);
+  }
+}
+
 /** Deletions and removals are what segments carry; the floor is the current minReadableTs. */
 function applyRules(meta: LocalMeta): RecordRules {
   return { minTs: meta.minReadableTs, allowDeletions: true, validIds: new Set() };
@@ -203,9 +211,15 @@ export class LocalStore {
     return this.overlay.rows;
   }
 
-  apply(batch: ApplyBatch): void {
+  /**
+   * Takes `batch` (see the invariants). `recordsChecked` says the caller already ran
+   * `checkApplicable` on these very records, as the writer does for every unit it
+   * commits: then only their shape is checked again, not every id and key.
+   */
+  apply(batch: ApplyBatch, options: { readonly recordsChecked?: boolean } = {}): void {
     this.assertWritable();
-    this.checkApplicable(batch);
+    if (options.recordsChecked === true) checkBatchShape(batch);
+    else this.checkApplicable(batch);
     const meta = mergeMetaUpdate(this.currentMeta, batch.meta);
     let minTs = Number.POSITIVE_INFINITY;
     for (const rows of [batch.revisions, batch.indexUpdates, batch.receipts]) for (const row of rows) minTs = Math.min(minTs, row.ts);

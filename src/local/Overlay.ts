@@ -10,18 +10,22 @@ type BTree<K, V> = InstanceType<typeof sortedBtree.default<K, V>>;
 
 /**
  * The rows applied to a store but not yet folded into its SQLite file (DESIGN.md §6): an
- * in-memory, read-merged layer in front of the B-trees.
+ * in-memory, read-merged layer in front of the B-trees, in two generations as an LSM
+ * memtable is: `active` takes every apply; a fold freezes it (it becomes `folding`, and a
+ * new active starts) and, once the fold committed, the frozen generation is dropped
+ * whole. Nothing is ever removed row by row.
  *
  * Invariants:
- * - Every applied row is here from its apply until the fold that wrote it has committed
- *   and `folded` was called; so the overlay together with the committed file always holds
- *   every applied row, and a row may briefly be in both (identical: rows are immutable by
- *   (key, ts), a replay overwrites with the same content).
- * - Rows leave only through `folded` (or `clear`, for a restore), so for any key the
- *   overlay's rows are never older than the file's rows that the overlay does not also
- *   hold. Hence: if the overlay has a version of a key at or below a read ts, it is the
- *   newest one anywhere, and the file need not be asked.
- * - Batches are folded in apply order; a fold takes every pending batch at once.
+ * - Every applied row is in a generation from its apply until the fold that wrote it has
+ *   committed and `folded` was called; so the generations together with the committed
+ *   file always hold every applied row, and a row may briefly be in the frozen generation
+ *   and the file both (identical: rows are immutable by (key, ts); a replay overwrites
+ *   with the same content).
+ * - Generations are folded in apply order, so for any key the active generation's rows
+ *   are never older than the frozen one's, and those never older than the file's rows
+ *   that no generation holds. Hence: the first of (active, folding) that has a version of
+ *   a key at or below a read ts holds the newest one anywhere, and the file need not be
+ *   asked; if neither has one, the file decides.
  */
 export interface OverlayBatch {
   /** The lowest ts of the batch's rows (Infinity if it has none). */
@@ -34,8 +38,15 @@ export interface OverlayBatch {
 }
 
 /** Index keys as latin1 strings: JS compares those by char code, which is memcmp order of the bytes. */
+const latin1Slice = (Buffer.prototype as unknown as { latin1Slice: (this: Uint8Array, start: number, end: number) => string }).latin1Slice;
+
 export function keyString(key: Uint8Array): string {
-  return Buffer.from(key.buffer, key.byteOffset, key.byteLength).toString("latin1");
+  return latin1Slice.call(key, 0, key.byteLength);
+}
+
+/** The library's default comparator also orders numbers, dates and arrays; keys are only strings. */
+function compareStrings(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
 }
 
 export function receiptKey(clientId: string, seq: number): string {
@@ -43,7 +54,8 @@ export function receiptKey(clientId: string, seq: number): string {
 }
 
 /** The newest row with row.ts <= ts of rows sorted by ts; undefined if none. */
-function newestAtOrBelow<Row extends { readonly ts: number }>(rows: readonly Row[], ts: number): Row | undefined {
+function newestAtOrBelow<Row extends { readonly ts: number }>(rows: readonly Row[] | undefined, ts: number): Row | undefined {
+  if (rows === undefined) return undefined;
   for (let index = rows.length - 1; index >= 0; index--) {
     if (rows[index]!.ts <= ts) return rows[index];
   }
@@ -58,190 +70,194 @@ function insertVersion<Row extends { readonly ts: number }>(rows: Row[], row: Ro
   else rows.splice(at, 0, row);
 }
 
-/** Removes exactly `row` (by identity) from `rows`; true if `rows` is then empty. */
-function removeVersion<Row>(rows: Row[], row: Row): boolean {
-  const at = rows.lastIndexOf(row);
-  if (at >= 0) rows.splice(at, 1);
-  return rows.length === 0;
+export interface HeldRows {
+  readonly documents: number;
+  readonly indexEntries: number;
+  readonly receipts: number;
 }
 
+/** One key of an index as the overlay holds it: its versions in each generation (sorted by ts). */
 export interface OverlayEntry {
   readonly key: string;
-  /** Sorted by ts. */
-  readonly versions: readonly IndexUpdate[];
+  readonly active: readonly IndexUpdate[] | undefined;
+  readonly folding: readonly IndexUpdate[] | undefined;
 }
 
-export class Overlay {
-  private readonly documents = new Map<string, DocumentRevision[]>();
-  private readonly indexes = new Map<number, BTree<string, IndexUpdate[]>>();
-  private readonly receipts = new Map<string, ClientReceipt>();
-  private pending: OverlayBatch[] = [];
-  private inFlight: OverlayBatch[] = [];
-  private pendingRowCount = 0;
-  private rowCount = 0;
-  private held = { documents: 0, indexEntries: 0, receipts: 0 };
-  /** When the oldest pending batch was added (performance.now), or null. */
-  private oldestPendingAt: number | null = null;
+/** The newest version of an overlay key at or below `ts`, or undefined (then the file decides). */
+export function newestEntry(entry: OverlayEntry, ts: number): IndexUpdate | undefined {
+  return newestAtOrBelow(entry.active, ts) ?? newestAtOrBelow(entry.folding, ts);
+}
 
-  /** Rows held (pending and in flight). */
-  get rows(): number {
-    return this.rowCount;
+class Generation {
+  readonly documents = new Map<string, DocumentRevision[]>();
+  readonly indexes = new Map<number, BTree<string, IndexUpdate[]>>();
+  readonly receipts = new Map<string, ClientReceipt>();
+  readonly batches: OverlayBatch[] = [];
+  rows = 0;
+  held = { documents: 0, indexEntries: 0, receipts: 0 };
+  minTs = Number.POSITIVE_INFINITY;
+  startedAtMs: number | null = null;
+
+  add(batch: OverlayBatch, nowMs: number): void {
+    for (const row of batch.revisions) {
+      const versions = this.documents.get(row.id);
+      if (versions === undefined) this.documents.set(row.id, [row]);
+      else insertVersion(versions, row);
+    }
+    for (const row of batch.indexUpdates) {
+      let tree = this.indexes.get(row.indexId);
+      if (tree === undefined) this.indexes.set(row.indexId, (tree = new BTree<string, IndexUpdate[]>(undefined, compareStrings, 64)));
+      const key = keyString(row.key);
+      // Most keys are new: one descent to insert, a second only for a key seen before.
+      if (!tree.setIfNotPresent(key, [row])) insertVersion(tree.get(key)!, row);
+    }
+    for (const row of batch.receipts) this.receipts.set(receiptKey(row.clientId, row.seq), row);
+    this.batches.push(batch);
+    this.rows += batch.revisions.length + batch.indexUpdates.length + batch.receipts.length;
+    this.held.documents += batch.revisions.length;
+    this.held.indexEntries += batch.indexUpdates.length;
+    this.held.receipts += batch.receipts.length;
+    this.minTs = Math.min(this.minTs, batch.minTs);
+    this.startedAtMs ??= nowMs;
   }
 
-  /** Rows not yet handed to a fold. */
-  get pendingRows(): number {
-    return this.pendingRowCount;
+  *entries(indexId: number, start: string, end: string | null, order: "asc" | "desc"): Generator<[string, IndexUpdate[]]> {
+    const tree = this.indexes.get(indexId);
+    if (tree === undefined) return;
+    if (order === "asc") {
+      for (const pair of tree.entries(start)) {
+        if (end !== null && pair[0] >= end) return;
+        yield pair;
+      }
+    } else {
+      const iterator = end === null ? tree.entriesReversed() : tree.entriesReversed(end, undefined, true);
+      for (const pair of iterator) {
+        if (pair[0] < start) return;
+        yield pair;
+      }
+    }
   }
 
-  /** Rows held by kind. */
-  heldRows(): { readonly documents: number; readonly indexEntries: number; readonly receipts: number } {
-    return { ...this.held };
-  }
-
-  get pendingBatches(): number {
-    return this.pending.length;
-  }
-
-  get pendingSinceMs(): number | null {
-    return this.oldestPendingAt;
-  }
-
-  get hasDocuments(): boolean {
-    return this.documents.size > 0;
-  }
-
-  /** The highest ts of any revision held (0 if none); O(documents held). */
-  get maxTs(): number {
+  maxTs(): number {
     let highest = 0;
     for (const versions of this.documents.values()) highest = Math.max(highest, versions[versions.length - 1]!.ts);
     return highest;
   }
+}
+
+export class Overlay {
+  private active = new Generation();
+  private folding: Generation | null = null;
+
+  /** Rows held (both generations). */
+  get rows(): number {
+    return this.active.rows + (this.folding?.rows ?? 0);
+  }
+
+  /** Rows not yet handed to a fold. */
+  get pendingRows(): number {
+    return this.active.rows;
+  }
+
+  get pendingBatches(): number {
+    return this.active.batches.length;
+  }
+
+  get hasDocuments(): boolean {
+    return this.active.documents.size > 0 || (this.folding?.documents.size ?? 0) > 0;
+  }
+
+  /** Rows held by kind. */
+  heldRows(): HeldRows {
+    const folding = this.folding?.held ?? { documents: 0, indexEntries: 0, receipts: 0 };
+    return {
+      documents: this.active.held.documents + folding.documents,
+      indexEntries: this.active.held.indexEntries + folding.indexEntries,
+      receipts: this.active.held.receipts + folding.receipts,
+    };
+  }
+
+  /** The highest ts of any revision held (0 if none); O(documents held). */
+  get maxTs(): number {
+    return Math.max(this.active.maxTs(), this.folding?.maxTs() ?? 0);
+  }
 
   add(batch: OverlayBatch, nowMs: number): void {
-    for (const row of batch.revisions) {
-      let versions = this.documents.get(row.id);
-      if (versions === undefined) this.documents.set(row.id, (versions = []));
-      insertVersion(versions, row);
-    }
-    for (const row of batch.indexUpdates) {
-      let tree = this.indexes.get(row.indexId);
-      if (tree === undefined) this.indexes.set(row.indexId, (tree = new BTree<string, IndexUpdate[]>()));
-      const key = keyString(row.key);
-      const versions = tree.get(key);
-      if (versions === undefined) tree.set(key, [row]);
-      else insertVersion(versions, row);
-    }
-    for (const row of batch.receipts) this.receipts.set(receiptKey(row.clientId, row.seq), row);
-    const rows = batchRows(batch);
-    this.held.documents += batch.revisions.length;
-    this.held.indexEntries += batch.indexUpdates.length;
-    this.held.receipts += batch.receipts.length;
-    this.pending.push(batch);
-    this.pendingRowCount += rows;
-    this.rowCount += rows;
-    this.oldestPendingAt ??= nowMs;
+    this.active.add(batch, nowMs);
   }
 
   /** The newest revision of `id` at or below `ts` held here, or undefined (then ask the file). */
   document(id: string, ts: number): DocumentRevision | undefined {
-    const versions = this.documents.get(id);
-    return versions === undefined ? undefined : newestAtOrBelow(versions, ts);
-  }
-
-  /** The newest version of an index key at or below `ts` held here, or undefined. */
-  newestEntry(versions: readonly IndexUpdate[], ts: number): IndexUpdate | undefined {
-    return newestAtOrBelow(versions, ts);
+    return newestAtOrBelow(this.active.documents.get(id), ts) ?? newestAtOrBelow(this.folding?.documents.get(id), ts);
   }
 
   receipt(clientId: string, seq: number): ClientReceipt | undefined {
-    return this.receipts.get(receiptKey(clientId, seq));
+    const key = receiptKey(clientId, seq);
+    return this.active.receipts.get(key) ?? this.folding?.receipts.get(key);
   }
 
   hasEntriesIn(indexId: number): boolean {
-    const tree = this.indexes.get(indexId);
-    return tree !== undefined && tree.size > 0;
+    return (this.active.indexes.get(indexId)?.size ?? 0) > 0 || (this.folding?.indexes.get(indexId)?.size ?? 0) > 0;
   }
 
   /**
-   * Keys of index `indexId` with start <= key < end (end null: unbounded), ascending or
-   * descending, with their versions. The overlay must not change while this is iterated.
+   * Keys of index `indexId` with start <= key < end (end null: unbounded) in either
+   * generation, ascending or descending, each once. Nothing may be applied meanwhile.
    */
   *entries(indexId: number, start: string, end: string | null, order: "asc" | "desc"): Generator<OverlayEntry> {
-    const tree = this.indexes.get(indexId);
-    if (tree === undefined) return;
-    if (order === "asc") {
-      for (const [key, versions] of tree.entries(start)) {
-        if (end !== null && key >= end) return;
-        yield { key, versions };
-      }
-    } else {
-      const iterator = end === null ? tree.entriesReversed() : tree.entriesReversed(end, undefined, true);
-      for (const [key, versions] of iterator) {
-        if (key < start) return;
-        yield { key, versions };
+    const active = this.active.entries(indexId, start, end, order);
+    if (this.folding === null) {
+      for (const [key, versions] of active) yield { key, active: versions, folding: undefined };
+      return;
+    }
+    const folding = this.folding.entries(indexId, start, end, order);
+    const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);
+    let a = active.next();
+    let f = folding.next();
+    while (a.done !== true || f.done !== true) {
+      if (f.done === true || (a.done !== true && before(a.value[0], f.value[0]))) {
+        yield { key: a.value![0], active: a.value![1], folding: undefined };
+        a = active.next();
+      } else if (a.done === true || before(f.value[0], a.value[0])) {
+        yield { key: f.value[0], active: undefined, folding: f.value[1] };
+        f = folding.next();
+      } else {
+        yield { key: a.value[0], active: a.value[1], folding: f.value[1] };
+        a = active.next();
+        f = folding.next();
       }
     }
   }
 
   /** Every revision held, for `changes` (not a hot path). */
   *allRevisions(): Generator<DocumentRevision> {
-    for (const versions of this.documents.values()) yield* versions;
-  }
-
-  /** True if a row at or below `ts` is not yet in the file (pending or in flight). */
-  holdsRowsAtOrBelow(ts: number): boolean {
-    return this.pending.some((batch) => batch.minTs <= ts) || this.inFlight.some((batch) => batch.minTs <= ts);
-  }
-
-  /** Hands every pending batch to a fold; they stay readable until `folded`. */
-  takePending(): OverlayBatch[] {
-    const batches = this.pending;
-    this.inFlight = this.inFlight.concat(batches);
-    this.pending = [];
-    this.pendingRowCount = 0;
-    this.oldestPendingAt = null;
-    return batches;
-  }
-
-  /** The fold of the in-flight batches committed: their rows leave the overlay. */
-  folded(): void {
-    for (const batch of this.inFlight) {
-      for (const row of batch.revisions) {
-        const versions = this.documents.get(row.id);
-        if (versions !== undefined && removeVersion(versions, row)) this.documents.delete(row.id);
-      }
-      for (const row of batch.indexUpdates) {
-        const tree = this.indexes.get(row.indexId);
-        const key = keyString(row.key);
-        const versions = tree?.get(key);
-        if (versions !== undefined && removeVersion(versions, row)) tree!.delete(key);
-      }
-      for (const row of batch.receipts) {
-        const key = receiptKey(row.clientId, row.seq);
-        if (this.receipts.get(key) === row) this.receipts.delete(key);
-      }
-      this.rowCount -= batchRows(batch);
-      this.held.documents -= batch.revisions.length;
-      this.held.indexEntries -= batch.indexUpdates.length;
-      this.held.receipts -= batch.receipts.length;
+    for (const generation of [this.active, this.folding]) {
+      if (generation === null) continue;
+      for (const versions of generation.documents.values()) yield* versions;
     }
-    this.inFlight = [];
+  }
+
+  /** True if a row at or below `ts` is not yet in the file (in either generation). */
+  holdsRowsAtOrBelow(ts: number): boolean {
+    return this.active.minTs <= ts || (this.folding !== null && this.folding.minTs <= ts);
+  }
+
+  /** Freezes the active generation for a fold (none may be in flight); its batches, in apply order. */
+  takePending(): OverlayBatch[] {
+    if (this.folding !== null) throw new Error("a fold is already in flight");
+    this.folding = this.active;
+    this.active = new Generation();
+    return this.folding.batches;
+  }
+
+  /** The fold of the frozen generation committed: it leaves the overlay. */
+  folded(): void {
+    this.folding = null;
   }
 
   /** Drops everything (a restore replaced the state). */
   clear(): void {
-    this.documents.clear();
-    this.indexes.clear();
-    this.receipts.clear();
-    this.pending = [];
-    this.inFlight = [];
-    this.pendingRowCount = 0;
-    this.rowCount = 0;
-    this.held = { documents: 0, indexEntries: 0, receipts: 0 };
-    this.oldestPendingAt = null;
+    this.active = new Generation();
+    this.folding = null;
   }
-}
-
-function batchRows(batch: OverlayBatch): number {
-  return batch.revisions.length + batch.indexUpdates.length + batch.receipts.length;
 }

@@ -2,7 +2,7 @@ import { compareBytes } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import { successorKey } from "../model/KeyRange.js";
 import type { DocumentRevision } from "../model/Revision.js";
-import { keyString, type Overlay } from "./Overlay.js";
+import { keyString, newestEntry, type Overlay } from "./Overlay.js";
 import type { ScanRow, ScanParameters, Statements } from "./statements.js";
 
 /**
@@ -126,7 +126,7 @@ export function scanIndex(
       continue;
     }
     overlayNext = overlayEntries.next();
-    const version = overlay.newestEntry(entry.versions, ts);
+    const version = newestEntry(entry, ts);
     if (version === undefined) continue; // Only newer versions here: the file decides this key.
     if (fileKey === entry.key) file.advance(); // The overlay's version is newer than the file's.
     if (version.docId === null) continue; // Removed at ts.

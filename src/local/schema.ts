@@ -156,7 +156,9 @@ function checkExisting(db: SqliteDatabase, path: string, shard: number, deployme
   if (!tables.includes("meta")) throw unsupported(path, "is a SQLite database but not a Cairn local store");
   const version = db.prepare<[], unknown>("SELECT schema_version FROM meta").pluck().get();
   if (version !== SCHEMA_VERSION) {
-    throw unsupported(path, `has schema version ${String(version)}; this build reads version ${SCHEMA_VERSION}`);
+    throw unsupported(path, `has schema version ${String(version)}; this build reads version ${SCHEMA_VERSION}`, undefined, {
+      storedSchemaVersion: version,
+    });
   }
   const row = db.prepare<[], { shard: number; deployment_id: string }>("SELECT shard, deployment_id FROM meta").get();
   if (row === undefined) throw unsupported(path, "has an empty meta table");
@@ -180,6 +182,6 @@ function createSchema(db: SqliteDatabase, shard: number, deploymentId: string): 
   })();
 }
 
-function unsupported(path: string, reason: string, cause?: unknown): CairnError {
-  return new CairnError("LOCAL_SCHEMA_UNSUPPORTED", `${path} ${reason}`, { cause, details: { path } });
+function unsupported(path: string, reason: string, cause?: unknown, details: Record<string, unknown> = {}): CairnError {
+  return new CairnError("LOCAL_SCHEMA_UNSUPPORTED", `${path} ${reason}`, { cause, details: { path, ...details } });
 }

@@ -558,7 +558,8 @@ export class ShardEngine {
   }
 
   private ingestOwn(segment: Segment): void {
-    if (ingestSegment(this.options.local, this.validator, segment) !== "apply") {
+    // Every unit passed checkApplicable when it was committed: no second pass over its records.
+    if (ingestSegment(this.options.local, this.validator, segment, { recordsChecked: true }) !== "apply") {
       throw new CairnError("INTERNAL", `shard ${this.shard}: our own segment ${segment.header.seqno} was judged a leftover`);
     }
     this.notifyApplied(segment);

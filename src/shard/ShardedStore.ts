@@ -1,9 +1,9 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { systemClock, type Clock } from "../base/clock.js";
-import { CairnError } from "../base/errors.js";
+import { CairnError, hasErrorCode } from "../base/errors.js";
 import { systemRandom, type Random } from "../base/random.js";
-import { LocalStore } from "../local/index.js";
+import { LocalStore, SCHEMA_VERSION } from "../local/index.js";
 import { openGlobals } from "../manifest/Globals.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import type { ShardEngineTuning } from "./engineOptions.js";
@@ -51,7 +51,7 @@ export class ShardedStore {
     const engines: ShardEngine[] = [];
     try {
       for (let shard = 0; shard < numShards; shard++) {
-        const local = LocalStore.open({ path: localPath(options.localDirectory, deploymentId, shard), shard, deploymentId });
+        const local = openLocalCopy(localPath(options.localDirectory, deploymentId, shard), shard, deploymentId, options.onEvent);
         locals.push(local);
         engines.push(
           await ShardEngine.open({
@@ -92,6 +92,12 @@ export class ShardedStore {
     return engine;
   }
 
+  /** The local copy of `shard` (reads); INVALID_ARGUMENT for a shard the deployment does not have. */
+  local(shard: number): LocalStore {
+    this.engine(shard);
+    return this.locals[shard]!;
+  }
+
   /** Becomes the writer of every shard. */
   async acquireAll(): Promise<void> {
     for (const engine of this.engines) await engine.acquire();
@@ -113,6 +119,23 @@ export class ShardedStore {
     } finally {
       for (const local of this.locals) local.close();
     }
+  }
+}
+
+/**
+ * Opens a shard's local copy. The copy is a cache of the bucket: one written by an older
+ * build in an older layout is deleted and rebuilt from the bucket (reported as an
+ * event), while one of a newer build is refused, so that a rollback never destroys it.
+ */
+function openLocalCopy(path: string, shard: number, deploymentId: string, onEvent: ShardedStoreOptions["onEvent"]): LocalStore {
+  try {
+    return LocalStore.open({ path, shard, deploymentId });
+  } catch (error) {
+    const stored = hasErrorCode(error, "LOCAL_SCHEMA_UNSUPPORTED") ? (error as CairnError).details.storedSchemaVersion : undefined;
+    if (typeof stored !== "number" || stored >= SCHEMA_VERSION) throw error;
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+    onEvent?.({ type: "local-rebuilt", shard, reason: `its local copy had schema version ${stored}; this build uses ${SCHEMA_VERSION}` });
+    return LocalStore.open({ path, shard, deploymentId });
   }
 }
 

@@ -8,15 +8,24 @@ import type { Segment } from "../segments/Segment.js";
  * skipped as a fenced leftover) in one SQLite transaction, then advances the validator.
  * The one apply path for bootstrap, the writer's own commits and replica tailing.
  */
-export function ingestSegment(local: LocalStore, validator: LogValidator, segment: Segment): Verdict {
+export function ingestSegment(
+  local: LocalStore,
+  validator: LogValidator,
+  segment: Segment,
+  /** The writer's own segment: its records passed LocalStore.checkApplicable at commit. */
+  options: { readonly recordsChecked?: boolean } = {},
+): Verdict {
   const verdict = judgeSegment(validator.shard, validator.position, segment);
   const { header } = segment;
   try {
     if (verdict === "apply") {
-      local.apply({
-        ...segment.records,
-        meta: { appliedSeqno: header.seqno, epoch: header.epoch, lastHash: segment.hash, frontierTs: header.maxTs },
-      });
+      local.apply(
+        {
+          ...segment.records,
+          meta: { appliedSeqno: header.seqno, epoch: header.epoch, lastHash: segment.hash, frontierTs: header.maxTs },
+        },
+        options,
+      );
     } else {
       local.apply({ revisions: [], indexUpdates: [], receipts: [], meta: { appliedSeqno: header.seqno } });
     }

@@ -3,12 +3,14 @@
  * each shard gets its own engine and SQLite file, one hybrid clock orders commits
  * across shards, and closing relinquishes every lease so another node takes over at once.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/base/clock.js";
 import { SeededRandom } from "../../src/base/random.js";
+import { SCHEMA_VERSION } from "../../src/local/index.js";
 import { newDocumentId } from "../../src/model/DocumentId.js";
 import { MemoryObjectStore } from "../../src/objectstore/MemoryObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
@@ -51,4 +53,46 @@ describe("ShardedStore", () => {
       ShardedStore.open({ store, localDirectory: localDirectory(), nodeId: "n3", numShards: 3, clock, random }),
     ).rejects.toMatchObject({ code: "DEPLOYMENT_MISMATCH" });
   });
+
+  it("rebuilds a local copy of an older schema from the bucket, and refuses one of a newer schema unchanged", async () => {
+    const store = new MemoryObjectStore();
+    const clock = new ManualClock();
+    const random = new SeededRandom(2);
+    const directory = localDirectory();
+    const first = await ShardedStore.open({ store, localDirectory: directory, nodeId: "n1", numShards: 1, clock, random });
+    await first.acquireAll();
+    const id = newDocumentId(1, random);
+    const { ts } = await first.engine(0).commit(insertUnit(first.engine(0), id, { kept: true }));
+    await first.close();
+    const [file] = readdirSync(directory, { recursive: true }).map(String).filter((name) => name.endsWith(".sqlite"));
+    const path = join(directory, file!);
+
+    setSchemaVersion(path, SCHEMA_VERSION - 1);
+    const events: string[] = [];
+    const second = await ShardedStore.open({
+      store,
+      localDirectory: directory,
+      nodeId: "n2",
+      clock,
+      random,
+      onEvent: (event) => events.push(event.type),
+    });
+    expect(events).toContain("local-rebuilt");
+    expect(second.local(0).get(id, ts)).toEqual({ value: '{"kept":true}', ts });
+    await second.close();
+
+    setSchemaVersion(path, SCHEMA_VERSION + 1);
+    const before = readFileSync(path);
+    await expect(ShardedStore.open({ store, localDirectory: directory, nodeId: "n3", clock, random })).rejects.toMatchObject({
+      code: "LOCAL_SCHEMA_UNSUPPORTED",
+    });
+    expect(readFileSync(path).equals(before)).toBe(true);
+  });
 });
+
+function setSchemaVersion(path: string, version: number): void {
+  const raw = new Database(path);
+  raw.prepare("UPDATE meta SET schema_version = ?").run(version);
+  raw.pragma("wal_checkpoint(TRUNCATE)");
+  raw.close();
+}
