@@ -1,5 +1,6 @@
-import type { OverlayBatch } from "./Overlay.js";
+import type { IndexUpdate } from "../model/Revision.js";
 import { metaParameters } from "./LocalMeta.js";
+import type { FrozenGeneration } from "./Overlay.js";
 
 /**
  * One fold's rows in columns, the form in which they cross to the fold worker: a few
@@ -37,58 +38,54 @@ export interface FoldSql {
   readonly upsertDocument: string;
   readonly upsertIndexEntry: string;
   readonly upsertReceipt: string;
-  readonly appendIndexHistory: string;
   readonly updateMeta: string;
 }
 
 /**
- * The job for `batches`, in apply order, ending at the last batch's meta with the
- * store's current readable floor (a prune may have raised it since that batch).
+ * The job for a frozen overlay generation, its rows in key order (documents by id then
+ * ts, entries by index, key, ts), so that rows of one B-tree page are written together:
+ * a fold touches each leaf page once however many of its rows changed. The overlay's
+ * structures are sorted already; only the document ids need a sort. It ends at the
+ * generation's meta with the store's current readable floor (a prune may have raised it
+ * since the last batch).
  */
-export function foldJobOf(batches: readonly OverlayBatch[], minReadableTs: number): FoldJob {
+export function foldJobOf(generation: FrozenGeneration, minReadableTs: number): FoldJob {
   const documents: FoldJob["documents"] = { tableNumbers: [], ids: [], ts: [], values: [], prevTs: [] };
-  const receipts: FoldJob["receipts"] = { clientIds: [], seqs: [], ts: [], results: [] };
-  const indexIds: number[] = [];
-  const entryTs: number[] = [];
-  const docIds: (string | null)[] = [];
-  let keyLength = 0;
-  let entryCount = 0;
-  for (const batch of batches) {
-    for (const row of batch.revisions) {
+  for (const id of [...generation.documents.keys()].sort()) {
+    for (const row of generation.documents.get(id)!) {
       documents.tableNumbers.push(row.tableNumber);
       documents.ids.push(row.id);
       documents.ts.push(row.ts);
       documents.values.push(row.value);
       documents.prevTs.push(row.prevTs);
     }
-    for (const row of batch.indexUpdates) keyLength += row.key.byteLength;
-    entryCount += batch.indexUpdates.length;
-    for (const row of batch.receipts) {
-      receipts.clientIds.push(row.clientId);
-      receipts.seqs.push(row.seq);
-      receipts.ts.push(row.ts);
-      receipts.results.push(row.result);
-    }
   }
+  const entries: IndexUpdate[] = [];
+  for (const indexId of [...generation.indexes.keys()].sort((left, right) => left - right)) {
+    generation.indexes.get(indexId)!.forEach((versions) => {
+      for (const row of versions) entries.push(row);
+    });
+  }
+  let keyLength = 0;
+  for (const row of entries) keyLength += row.key.byteLength;
   const keyBytes = new Uint8Array(keyLength);
-  const keyOffsets = new Uint32Array(entryCount + 1);
+  const keyOffsets = new Uint32Array(entries.length + 1);
+  const indexEntries: FoldJob["indexEntries"] = { indexIds: [], keyBytes, keyOffsets, ts: [], docIds: [] };
   let offset = 0;
-  let at = 0;
-  for (const batch of batches) {
-    for (const row of batch.indexUpdates) {
-      indexIds.push(row.indexId);
-      entryTs.push(row.ts);
-      docIds.push(row.docId);
-      keyBytes.set(row.key, offset);
-      offset += row.key.byteLength;
-      keyOffsets[++at] = offset;
-    }
+  entries.forEach((row, at) => {
+    indexEntries.indexIds.push(row.indexId);
+    indexEntries.ts.push(row.ts);
+    indexEntries.docIds.push(row.docId);
+    keyBytes.set(row.key, offset);
+    offset += row.key.byteLength;
+    keyOffsets[at + 1] = offset;
+  });
+  const receipts: FoldJob["receipts"] = { clientIds: [], seqs: [], ts: [], results: [] };
+  for (const row of generation.receipts.values()) {
+    receipts.clientIds.push(row.clientId);
+    receipts.seqs.push(row.seq);
+    receipts.ts.push(row.ts);
+    receipts.results.push(row.result);
   }
-  const last = batches[batches.length - 1]!.meta;
-  return {
-    documents,
-    indexEntries: { indexIds, keyBytes, keyOffsets, ts: entryTs, docIds },
-    receipts,
-    meta: metaParameters({ ...last, minReadableTs }),
-  };
+  return { documents, indexEntries, receipts, meta: metaParameters({ ...generation.meta, minReadableTs }) };
 }

@@ -1,7 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { CairnError } from "../base/errors.js";
 import type { FoldJob } from "./FoldJob.js";
-import { prepareFold, writeFold, type FoldStatements } from "./foldWorker.mjs";
+import { ABORT, CLOSED, prepareFold, writeFold, type FoldStatements } from "./foldWorker.mjs";
 import { CONNECTION_PRAGMAS, type SqliteDatabase } from "./schema.js";
 import { FOLD_SQL } from "./statements.js";
 
@@ -13,9 +13,15 @@ import { FOLD_SQL } from "./statements.js";
  */
 export interface Folder {
   fold(job: FoldJob): Promise<void>;
-  /** Ends at once: a fold in flight is abandoned (its transaction rolls back, as in a crash). */
+  /**
+   * Ends now: a fold in flight is abandoned (its transaction rolls back, as in a crash),
+   * and once this returns nothing of the folder touches the file any more.
+   */
   close(): void;
 }
+
+/** Longest `close` waits for the worker to close its connection (a stuck worker is then terminated). */
+const WORKER_CLOSE_WAIT_MS = 10_000;
 
 /**
  * A file store folds on a worker thread with its own connection: the B-tree work (most
@@ -28,10 +34,12 @@ export class WorkerFolder implements Folder {
   private pending: { id: number; resolve: () => void; reject: (error: unknown) => void } | null = null;
   private closed = false;
   private broken: CairnError | null = null;
+  /** Shared with the worker: [ABORT] raised by close, [CLOSED] raised by the worker. */
+  private readonly signals = new Int32Array(new SharedArrayBuffer(8));
 
   constructor(private readonly path: string) {
     this.worker = new Worker(new URL("./foldWorker.mjs", import.meta.url), {
-      workerData: { cairnFold: { path, pragmas: CONNECTION_PRAGMAS, sql: FOLD_SQL } },
+      workerData: { cairnFold: { path, pragmas: CONNECTION_PRAGMAS, sql: FOLD_SQL, signals: this.signals } },
     });
     // Idle, the worker must not keep the process alive; a fold in flight refs it again.
     this.worker.unref();
@@ -65,6 +73,13 @@ export class WorkerFolder implements Folder {
     const pending = this.pending;
     this.settle();
     pending?.reject(closedError(this.path));
+    if (this.broken === null) {
+      // Synchronous on purpose: a caller that closed the store may delete or reopen the
+      // file at once, and a late checkpoint by the worker's connection would race it.
+      Atomics.store(this.signals, ABORT, 1);
+      this.worker.postMessage({ close: true });
+      Atomics.wait(this.signals, CLOSED, 0, WORKER_CLOSE_WAIT_MS);
+    }
     void this.worker.terminate();
   }
 

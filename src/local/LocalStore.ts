@@ -29,7 +29,7 @@ import { type Folder, InlineFolder, WorkerFolder } from "./Folder.js";
 import { foldJobOf } from "./FoldJob.js";
 import { type LocalMeta, type MetaUpdate, readMeta } from "./LocalMeta.js";
 import { Overlay } from "./Overlay.js";
-import { type PruneStats, pruneHistory } from "./pruneHistory.js";
+import { type PruneStats, pruneHistory, type SweepCursor } from "./pruneHistory.js";
 import { restoreDump, type RestoreMeta, type RestoreStats } from "./restore.js";
 import { scanIndex } from "./scanIndex.js";
 import { openDatabase, openReader, type SqliteDatabase } from "./schema.js";
@@ -158,6 +158,8 @@ export class LocalStore {
   private roomWaiters: (() => void)[] = [];
   /** Receipts below this ts were pruned since open (0: none; no receipt has a negative ts). */
   private receiptsPrunedBelowTs = 0;
+  /** Where the bounded sweep of index entries by pruneHistoryStep continues (null: from the start). */
+  private sweepCursor: SweepCursor | null = null;
 
   private constructor(
     private readonly db: SqliteDatabase,
@@ -459,6 +461,7 @@ export class LocalStore {
         // In the same macrotask as the swap: no read sees the new file with the old overlay.
         this.overlay.clear();
         this.receiptsPrunedBelowTs = 0;
+        this.sweepCursor = null;
         this.foldedBatches = this.appliedBatches;
         this.currentMeta = result.meta;
         this.fileMeta = result.meta;
@@ -481,20 +484,26 @@ export class LocalStore {
    * One bounded step towards `pruneHistory(belowTs, receiptsBelowTs)`: prunes up to the
    * ts at which LOCAL_PRUNE_BATCH_ROWS document revisions past the readable floor have
    * been covered (or to `belowTs`, if nearer), so a caller can yield between steps
-   * instead of blocking on a long backlog. `done` once the floor reached `belowTs`.
+   * instead of blocking on a long backlog. `done` once the floor reached `belowTs`. Each
+   * step also sweeps up to LOCAL_PRUNE_BATCH_ROWS index entries further (see
+   * pruneHistory.ts); `indexSweepWrapped` when this step's sweep reached the end, so a
+   * full pass is over. A step with floors that earlier steps already reached does nothing.
    */
-  async pruneHistoryStep(belowTs: number, receiptsBelowTs = belowTs): Promise<PruneStats & { readonly done: boolean }> {
+  async pruneHistoryStep(
+    belowTs: number,
+    receiptsBelowTs = belowTs,
+  ): Promise<PruneStats & { readonly done: boolean; readonly indexSweepWrapped: boolean }> {
     this.assertWritable();
     checkPruneTs(belowTs);
     checkPruneTs(receiptsBelowTs);
-    if (this.nothingToPrune(belowTs, receiptsBelowTs)) return { ...this.noPrune(), done: true };
+    if (this.nothingToPrune(belowTs, receiptsBelowTs)) return { ...this.noPrune(), done: true, indexSweepWrapped: false };
     await this.foldRowsAtOrBelow(Math.max(belowTs, receiptsBelowTs));
     return this.writeThroughMain(async () => {
       const floor = this.fileMeta.minReadableTs;
       const stepEnd = this.statements.tsAfterRows.get(floor, LOCAL_PRUNE_BATCH_ROWS);
       const stepBelowTs = stepEnd === undefined ? belowTs : Math.min(belowTs, Math.max(stepEnd, floor + 1));
-      const stats = this.pruneNow(stepBelowTs, receiptsBelowTs);
-      return { ...stats, done: stats.minReadableTs >= belowTs };
+      const stats = this.pruneNow(stepBelowTs, receiptsBelowTs, { from: this.sweepCursor, maxRows: LOCAL_PRUNE_BATCH_ROWS });
+      return { ...stats, done: stats.minReadableTs >= belowTs, indexSweepWrapped: this.sweepCursor === null };
     });
   }
 
@@ -507,9 +516,8 @@ export class LocalStore {
     this.assertWritable();
     checkPruneTs(belowTs);
     checkPruneTs(receiptsBelowTs);
-    if (this.nothingToPrune(belowTs, receiptsBelowTs)) return this.noPrune();
     await this.foldRowsAtOrBelow(Math.max(belowTs, receiptsBelowTs));
-    return this.writeThroughMain(async () => this.pruneNow(belowTs, receiptsBelowTs));
+    return this.writeThroughMain(async () => this.pruneNow(belowTs, receiptsBelowTs, { from: null, maxRows: Number.MAX_SAFE_INTEGER }));
   }
 
   /**
@@ -553,10 +561,11 @@ export class LocalStore {
     if (this.lifecycle === "closed" || this.failure !== null) return;
     if (this.folding !== null || this.mainWriting || this.overlay.pendingBatches === 0) return;
     this.clearFoldTimers();
-    const batches = this.overlay.takePending();
+    const generation = this.overlay.takePending();
+    const batches = generation.batches;
     const minReadableTs = this.currentMeta.minReadableTs;
-    const metaAfter: LocalMeta = { ...batches[batches.length - 1]!.meta, minReadableTs };
-    const folding = this.folder.fold(foldJobOf(batches, minReadableTs)).then(
+    const metaAfter: LocalMeta = { ...generation.meta, minReadableTs };
+    const folding = this.folder.fold(foldJobOf(generation, minReadableTs)).then(
       () => {
         this.folding = null;
         if (this.lifecycle === "closed") return;
@@ -612,11 +621,12 @@ export class LocalStore {
   }
 
   /**
-   * A prune whose floors are where earlier prunes left them changes nothing: skip it
-   * without waiting for folds (maintenance calls it on every cadence).
+   * A step whose floors are where earlier prunes left them, with no index sweep half
+   * done, changes nothing: skip it without waiting for folds (maintenance calls it on
+   * every cadence).
    */
   private nothingToPrune(belowTs: number, receiptsBelowTs: number): boolean {
-    return belowTs <= this.currentMeta.minReadableTs && receiptsBelowTs <= this.receiptsPrunedBelowTs;
+    return belowTs <= this.currentMeta.minReadableTs && receiptsBelowTs <= this.receiptsPrunedBelowTs && this.sweepCursor === null;
   }
 
   private noPrune(): PruneStats {
@@ -632,9 +642,11 @@ export class LocalStore {
     if (this.overlay.holdsRowsAtOrBelow(ts)) await this.flush();
   }
 
-  private pruneNow(belowTs: number, receiptsBelowTs: number): PruneStats {
+  private pruneNow(belowTs: number, receiptsBelowTs: number, sweep: { from: SweepCursor | null; maxRows: number }): PruneStats {
     this.receiptsPrunedBelowTs = Math.max(this.receiptsPrunedBelowTs, receiptsBelowTs);
-    const result = pruneHistory(this.db, belowTs, this.fileMeta, receiptsBelowTs);
+    const result = pruneHistory(this.db, belowTs, this.fileMeta, receiptsBelowTs, sweep);
+    // A sweep that reached the end starts over on the next step.
+    this.sweepCursor = result.sweepNext;
     this.fileMeta = result.meta;
     this.currentMeta = { ...this.currentMeta, minReadableTs: result.meta.minReadableTs };
     return result.stats;

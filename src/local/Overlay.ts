@@ -88,7 +88,19 @@ export function newestEntry(entry: OverlayEntry, ts: number): IndexUpdate | unde
   return newestAtOrBelow(entry.active, ts) ?? newestAtOrBelow(entry.folding, ts);
 }
 
-class Generation {
+/** What a fold reads of a frozen generation. */
+export interface FrozenGeneration {
+  readonly documents: ReadonlyMap<string, readonly DocumentRevision[]>;
+  /** Per index, keys in order with their versions sorted by ts. */
+  readonly indexes: ReadonlyMap<number, { forEach(visit: (versions: IndexUpdate[], key: string) => void): unknown }>;
+  readonly receipts: ReadonlyMap<string, ClientReceipt>;
+  /** In apply order. */
+  readonly batches: readonly OverlayBatch[];
+  /** The store's meta after the generation's last batch. */
+  readonly meta: LocalMeta;
+}
+
+class Generation implements FrozenGeneration {
   readonly documents = new Map<string, DocumentRevision[]>();
   readonly indexes = new Map<number, BTree<string, IndexUpdate[]>>();
   readonly receipts = new Map<string, ClientReceipt>();
@@ -97,6 +109,10 @@ class Generation {
   held = { documents: 0, indexEntries: 0, receipts: 0 };
   minTs = Number.POSITIVE_INFINITY;
   startedAtMs: number | null = null;
+
+  get meta(): LocalMeta {
+    return this.batches[this.batches.length - 1]!.meta;
+  }
 
   add(batch: OverlayBatch, nowMs: number): void {
     for (const row of batch.revisions) {
@@ -242,12 +258,12 @@ export class Overlay {
     return this.active.minTs <= ts || (this.folding !== null && this.folding.minTs <= ts);
   }
 
-  /** Freezes the active generation for a fold (none may be in flight); its batches, in apply order. */
-  takePending(): OverlayBatch[] {
-    if (this.folding !== null) throw new Error("a fold is already in flight");
+  /** Freezes the active generation (it must hold a batch) for a fold; none may be in flight. */
+  takePending(): FrozenGeneration {
+    if (this.folding !== null || this.active.batches.length === 0) throw new Error("nothing to freeze, or a fold in flight");
     this.folding = this.active;
     this.active = new Generation();
-    return this.folding.batches;
+    return this.folding;
   }
 
   /** The fold of the frozen generation committed: it leaves the overlay. */

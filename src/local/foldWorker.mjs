@@ -6,16 +6,24 @@
 //
 // As a worker (workerData.cairnFold set): opens the file with the given pragmas, then
 // answers each message { id, job } with { id } once the transaction committed, or
-// { id, error } once it rolled back. The main thread sends one job at a time.
+// { id, error } once it rolled back. The main thread sends one job at a time. To close,
+// the main thread raises signals[ABORT] (a fold in flight then rolls back within a few
+// hundred rows), sends { close: true } and waits on signals[CLOSED], which the worker
+// raises once its connection is closed: after that it never touches the file again.
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
 
-/** Prepares the fold's statements on `db`. */
-export function prepareFold(db, sql) {
+export const ABORT = 0;
+export const CLOSED = 1;
+/** Rows written between two looks at the abort signal. */
+const ROWS_PER_ABORT_CHECK = 256;
+
+/** Prepares the fold's statements on `db`; `signals` (an Int32Array over shared memory) lets a fold be aborted. */
+export function prepareFold(db, sql, signals = null) {
   return {
+    signals,
     document: db.prepare(sql.upsertDocument),
     indexEntry: db.prepare(sql.upsertIndexEntry),
     receipt: db.prepare(sql.upsertReceipt),
-    history: db.prepare(sql.appendIndexHistory),
     meta: db.prepare(sql.updateMeta),
     transaction: db.transaction((statements, job) => writeRows(statements, job)),
   };
@@ -26,41 +34,26 @@ export function writeFold(statements, job) {
   statements.transaction(statements, job);
 }
 
+/** Rows come in key order (FoldJob.ts), and are written in that order. */
 function writeRows(statements, job) {
   const { documents, indexEntries, receipts } = job;
-  // Sorted by key, rows of one B-tree page are written together: a fold touches each
-  // leaf page once however many of its rows changed. Ties keep apply order, so a later
-  // overwrite of the same (key, ts) still wins.
-  const documentOrder = sortedOrder(documents.ids.length, (left, right) => {
-    const a = documents.ids[left];
-    const b = documents.ids[right];
-    return a < b ? -1 : a > b ? 1 : documents.ts[left] - documents.ts[right];
-  });
-  for (const at of documentOrder) {
+  for (let at = 0; at < documents.ids.length; at++) {
+    if (at % ROWS_PER_ABORT_CHECK === 0) checkAbort(statements);
     statements.document.run(documents.tableNumbers[at], documents.ids[at], documents.ts[at], documents.values[at], documents.prevTs[at]);
   }
   const keys = keyViews(indexEntries);
-  const entryOrder = sortedOrder(keys.length, (left, right) =>
-    indexEntries.indexIds[left] - indexEntries.indexIds[right] ||
-    Buffer.compare(keys[left], keys[right]) ||
-    indexEntries.ts[left] - indexEntries.ts[right],
-  );
-  for (const at of entryOrder) {
+  for (let at = 0; at < keys.length; at++) {
+    if (at % ROWS_PER_ABORT_CHECK === 0) checkAbort(statements);
     statements.indexEntry.run(indexEntries.indexIds[at], keys[at], indexEntries.ts[at], indexEntries.docIds[at]);
   }
-  // The history log stays in apply (= ts) order: pruning walks it from the start.
-  for (let at = 0; at < keys.length; at++) statements.history.run(indexEntries.ts[at], indexEntries.indexIds[at], keys[at]);
   for (let at = 0; at < receipts.clientIds.length; at++) {
     statements.receipt.run(receipts.clientIds[at], receipts.seqs[at], receipts.ts[at], receipts.results[at]);
   }
   statements.meta.run(...job.meta);
 }
 
-/** Indexes 0..count-1 sorted by `compare`, stable. */
-function sortedOrder(count, compare) {
-  const order = new Array(count);
-  for (let at = 0; at < count; at++) order[at] = at;
-  return order.sort((left, right) => compare(left, right) || left - right);
+function checkAbort(statements) {
+  if (statements.signals !== null && Atomics.load(statements.signals, ABORT) === 1) throw new Error("fold aborted: the store is closing");
 }
 
 /** The keys of a job travel as one byte array plus offsets; these are views into it. */
@@ -74,15 +67,19 @@ function keyViews(indexEntries) {
 
 if (!isMainThread && workerData?.cairnFold) {
   const { default: Database } = await import("better-sqlite3");
-  const { path, pragmas, sql } = workerData.cairnFold;
+  const { path, pragmas, sql, signals } = workerData.cairnFold;
   const db = new Database(path, { fileMustExist: true });
   for (const pragma of pragmas) db.pragma(pragma);
-  const statements = prepareFold(db, sql);
+  const statements = prepareFold(db, sql, signals);
   parentPort.on("message", (message) => {
     if (message.close) {
-      db.close();
-      parentPort.postMessage({ closed: true });
-      parentPort.close();
+      try {
+        db.close();
+      } finally {
+        Atomics.store(signals, CLOSED, 1);
+        Atomics.notify(signals, CLOSED);
+        parentPort.close();
+      }
       return;
     }
     try {

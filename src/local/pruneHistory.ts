@@ -16,7 +16,7 @@ import type { SqliteDatabase } from "./schema.js";
  * because the previous prune (or restore) left at most one row per key below
  * minReadableTs, never a deletion, and `apply` refuses rows below minReadableTs. Both
  * rules only delete rows older than the row examined, so the walk by ts never deletes a
- * row ahead of it. Index entries are walked through their history log instead (below).
+ * row ahead of it. Index entries are swept in key order instead (sweepIndexEntries).
  *
  * Invariants:
  * - Reads at ts >= belowTs return the same before, during and after pruning; every
@@ -37,22 +37,24 @@ export function pruneHistory(
   db: SqliteDatabase,
   belowTs: number,
   current: LocalMeta,
-  receiptsBelowTs = belowTs,
-): { stats: PruneStats; meta: LocalMeta } {
+  receiptsBelowTs: number,
+  /** The part of the index sweep to run (default: all of it, from the start). */
+  sweep: { readonly from: SweepCursor | null; readonly maxRows: number } = { from: null, maxRows: Number.MAX_SAFE_INTEGER },
+): { stats: PruneStats; meta: LocalMeta; sweepNext: SweepCursor | null } {
   const fromTs = current.minReadableTs;
   const receiptsRemoved = pruneReceipts(db, receiptsBelowTs);
-  if (belowTs <= fromTs) {
-    return { stats: { documentsRemoved: 0, indexEntriesRemoved: 0, receiptsRemoved, minReadableTs: fromTs }, meta: current };
-  }
-  const meta: LocalMeta = { ...current, minReadableTs: belowTs };
-  db.prepare(UPDATE_META).run(...metaParameters(meta));
-  const stats: PruneStats = {
-    documentsRemoved: pruneDocuments(db, fromTs, belowTs),
-    indexEntriesRemoved: pruneIndexEntries(db, belowTs),
-    receiptsRemoved,
-    minReadableTs: belowTs,
+  const meta: LocalMeta = belowTs > fromTs ? { ...current, minReadableTs: belowTs } : current;
+  if (meta !== current) db.prepare(UPDATE_META).run(...metaParameters(meta));
+  const documentsRemoved = meta !== current ? pruneDocuments(db, fromTs, belowTs) : 0;
+  // Index keys are pruned below the floor as it now stands, wherever the sweep is: a new
+  // sweep starts when the floor moved, one half done goes on.
+  const sweeping = meta !== current || sweep.from !== null;
+  const swept = sweeping ? sweepIndexEntries(db, meta.minReadableTs, sweep.from, sweep.maxRows) : { removed: 0, next: null };
+  return {
+    stats: { documentsRemoved, indexEntriesRemoved: swept.removed, receiptsRemoved, minReadableTs: meta.minReadableTs },
+    meta,
+    sweepNext: swept.next,
   };
-  return { stats, meta };
 }
 
 interface PageCursor {
@@ -90,52 +92,84 @@ function pruneDocuments(db: SqliteDatabase, fromTs: number, belowTs: number): nu
   }
 }
 
+/** Where a sweep of index entries stands: it continues after this key. */
+export interface SweepCursor {
+  readonly indexId: number;
+  readonly key: Uint8Array;
+}
+
+export interface SweepStep {
+  readonly removed: number;
+  /** Null once the sweep reached the end of the table. */
+  readonly next: SweepCursor | null;
+}
+
 /**
- * Index entries are found through `index_history`, the log of every folded index row in
- * ts order: its rows at or below `belowTs` are examined in log order (the rules above
- * hold for any row at or below belowTs, in any order) and deleted once examined. The
- * walk stops at the first row above belowTs; a row out of order behind it waits for a
- * later prune, which only delays freeing space.
+ * Index entries have no index by time (keeping one current cost a fifth of the fold
+ * rate), so they are pruned by a sweep in key order instead: each key's rows are seen
+ * together, and the rules above are applied with the newest row at or below belowTs as
+ * `r`. A sweep may stop after about `maxRows` rows and continue from its cursor on a
+ * later call with a later belowTs (each key is pruned with the belowTs of its visit,
+ * never above the readable floor, so reads are unaffected); until it has passed a key,
+ * that key's dead rows only take space.
  */
-function pruneIndexEntries(db: SqliteDatabase, belowTs: number): number {
+export function sweepIndexEntries(db: SqliteDatabase, belowTs: number, from: SweepCursor | null, maxRows: number): SweepStep {
   interface Row {
-    rowid: number;
-    ts: number;
     index_id: number;
     key: Buffer;
+    ts: number;
+    removed: number;
   }
-  const page = db.prepare<[number, number, number], Row>(
-    `SELECT rowid, ts, index_id, key FROM index_history WHERE rowid > ? AND rowid < ? ORDER BY rowid LIMIT ?`,
+  const page = db.prepare<[number, Uint8Array, number], Row>(
+    `SELECT index_id, key, ts, doc_id IS NULL AS removed FROM index_entries
+     WHERE (index_id, key) > (?, ?) ORDER BY index_id, key, ts LIMIT ?`,
   );
-  const firstAbove = db.prepare<[number], number>(`SELECT MIN(rowid) FROM index_history WHERE ts > ?`).pluck();
-  const entryAt = db
-    .prepare<[number, Uint8Array, number], number>(`SELECT doc_id IS NULL FROM index_entries WHERE index_id = ? AND key = ? AND ts = ?`)
-    .pluck();
-  const dropOlder = db.prepare<[number, Uint8Array, number]>(
-    `DELETE FROM index_entries WHERE index_id = ? AND key = ? AND ts < ?`,
+  const wholeKey = db.prepare<[number, Uint8Array], Row>(
+    `SELECT index_id, key, ts, doc_id IS NULL AS removed FROM index_entries WHERE index_id = ? AND key = ? ORDER BY ts`,
   );
-  const dropThrough = db.prepare<[number, Uint8Array, number]>(
-    `DELETE FROM index_entries WHERE index_id = ? AND key = ? AND ts <= ?`,
-  );
-  const dropExamined = db.prepare<[number]>(`DELETE FROM index_history WHERE rowid <= ?`);
+  const dropOlder = db.prepare<[number, Uint8Array, number]>(`DELETE FROM index_entries WHERE index_id = ? AND key = ? AND ts < ?`);
+  const dropThrough = db.prepare<[number, Uint8Array, number]>(`DELETE FROM index_entries WHERE index_id = ? AND key = ? AND ts <= ?`);
   let removed = 0;
-  const batch = db.transaction((rows: readonly Row[]) => {
-    for (const row of rows) {
-      const removal = entryAt.get(row.index_id, row.key, row.ts);
-      if (removal === undefined) continue; // Pruned already, through a newer row of its key.
-      removed += (removal === 1 ? dropThrough : dropOlder).run(row.index_id, row.key, row.ts).changes;
+  const pruneGroup = (rows: readonly Row[]) => {
+    let newest = -1;
+    for (let at = 0; at < rows.length && rows[at]!.ts <= belowTs; at++) newest = at;
+    if (newest < 0) return;
+    const row = rows[newest]!;
+    if (row.removed === 1) removed += dropThrough.run(row.index_id, row.key, row.ts).changes;
+    else if (newest > 0) removed += dropOlder.run(row.index_id, row.key, row.ts).changes;
+  };
+  const pruneGroups = db.transaction((groups: readonly (readonly Row[])[]) => groups.forEach(pruneGroup));
+  // Index ids are never negative, so (-1, "") precedes every key.
+  let cursor: SweepCursor = from ?? { indexId: -1, key: new Uint8Array(0) };
+  let examined = 0;
+  while (examined < maxRows) {
+    const limit = Math.min(LOCAL_PRUNE_BATCH_ROWS, maxRows - examined + 1);
+    const rows = page.all(cursor.indexId, cursor.key, limit);
+    if (rows.length === 0) return { removed, next: null };
+    const groups = groupByKey(rows);
+    // A full page may have cut its last key's rows short: that key is read whole next time.
+    if (rows.length === limit) {
+      const last = groups.pop()!;
+      if (groups.length === 0) groups.push(wholeKey.all(last[0]!.index_id, last[0]!.key));
     }
-    dropExamined.run(rows[rows.length - 1]!.rowid);
-  });
-  // Rows after the first one above belowTs stay for a later prune (see above).
-  const stopAt = firstAbove.get(belowTs) ?? Number.MAX_SAFE_INTEGER;
-  let afterRowid = 0;
-  for (;;) {
-    const rows = page.all(afterRowid, stopAt, LOCAL_PRUNE_BATCH_ROWS);
-    if (rows.length === 0) return removed;
-    batch(rows);
-    afterRowid = rows[rows.length - 1]!.rowid;
+    pruneGroups(groups);
+    examined += groups.reduce((total, group) => total + group.length, 0);
+    const lastRow = groups[groups.length - 1]!.at(-1)!;
+    cursor = { indexId: lastRow.index_id, key: lastRow.key };
+    if (rows.length < limit) return { removed, next: null };
   }
+  return { removed, next: cursor };
+}
+
+function groupByKey<Row extends { index_id: number; key: Buffer }>(rows: readonly Row[]): Row[][] {
+  const groups: Row[][] = [];
+  for (const row of rows) {
+    const group = groups[groups.length - 1];
+    const first = group?.[0];
+    if (first !== undefined && first.index_id === row.index_id && first.key.equals(row.key)) group!.push(row);
+    else groups.push([row]);
+  }
+  return groups;
 }
 
 function pruneReceipts(db: SqliteDatabase, belowTs: number): number {

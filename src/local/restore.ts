@@ -21,8 +21,7 @@ import { type RecordKind, type RecordRules, validateRows } from "./validateRecor
  *   stays.
  * - Memory is bounded by one chunk: each is written in its own staging transaction.
  * - Documents load into a table without indexes (appends only); the swap builds its
- *   indexes with one sort each, the fast way to bulk-load a B-tree. The history log
- *   starts empty: the dump holds one row per key and no deletions, nothing to prune.
+ *   indexes with one sort each, the fast way to bulk-load a B-tree.
  */
 export interface RestoreMeta {
   appliedSeqno: number;

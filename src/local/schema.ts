@@ -18,9 +18,8 @@ import { LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_CACHE_KIB, LOCAL_WAL_CHECKPOINT_PAGES
  * - Index keys are BLOBs: SQLite compares BLOBs with memcmp, which is exactly the order
  *   of Cairn's order-preserving keys.
  * - `documents_by_ts` serves `changes`, `maxTs` and pruning, which walk documents by time.
- *   Index entries have no such index (it cost a fifth of the fold rate): instead every
- *   folded index row is appended to `index_history` (ts, index_id, key), in ts order, and
- *   pruning walks that log from its start, deleting what it has examined.
+ *   Index entries have no such index (keeping it current cost a fifth of the fold rate):
+ *   pruning sweeps them in key order instead (pruneHistory.ts).
  * - `meta` holds exactly one row (`singleton = 0`), with the schema version.
  */
 
@@ -52,11 +51,6 @@ export function dataTablesSql(prefix: string): string {
       ts INTEGER NOT NULL,
       result TEXT NOT NULL,
       PRIMARY KEY (client_id, seq)
-    );
-    CREATE TABLE ${prefix}index_history (
-      ts INTEGER NOT NULL,
-      index_id INTEGER NOT NULL,
-      key BLOB NOT NULL
     );`;
 }
 
@@ -85,7 +79,7 @@ const META_TABLE_SQL = `
 
 /** Tables a restore fills before swapping them in; leftovers of a crashed restore are dropped on open. */
 export const STAGING_PREFIX = "restore_";
-export const DATA_TABLES = ["documents", "index_entries", "receipts", "index_history"] as const;
+export const DATA_TABLES = ["documents", "index_entries", "receipts"] as const;
 
 /**
  * Opens (and on first use creates) the database at `path`, refusing a file of another

@@ -92,7 +92,6 @@ export const FOLD_SQL: FoldSql = {
   upsertDocument: `INSERT OR REPLACE INTO documents (table_number, id, ts, value, prev_ts) VALUES (?, ?, ?, ?, ?)`,
   upsertIndexEntry: `INSERT OR REPLACE INTO index_entries (index_id, key, ts, doc_id) VALUES (?, ?, ?, ?)`,
   upsertReceipt: `INSERT OR REPLACE INTO receipts (client_id, seq, ts, result) VALUES (?, ?, ?, ?)`,
-  appendIndexHistory: `INSERT INTO index_history (ts, index_id, key) VALUES (?, ?, ?)`,
   updateMeta: UPDATE_META,
 };
 

@@ -123,7 +123,7 @@ describe("LocalStore.open", () => {
     const check = new Database(path, { readonly: true });
     try {
       const tables = check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all();
-      expect(tables).toEqual(["documents", "index_entries", "index_history", "meta", "receipts"]);
+      expect(tables).toEqual(["documents", "index_entries", "meta", "receipts"]);
     } finally {
       check.close();
     }
