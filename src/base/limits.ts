@@ -152,7 +152,7 @@ export const LOCAL_FOLD_DELAY_MS = 250;
  * a replica far behind downloads faster than it folds. ~600k rows of small documents
  * are ~300 MiB of JS heap; the writer's own commits never get near it.
  */
-export const LOCAL_OVERLAY_ROWS_MAX = 600_000;
+export const LOCAL_OVERLAY_ROWS_MAX = 300_000;
 
 // ---- shard log ------------------------------------------------------------------------
 

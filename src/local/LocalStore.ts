@@ -30,7 +30,7 @@ import { foldJobOf } from "./FoldJob.js";
 import { type LocalMeta, type MetaUpdate, readMeta } from "./LocalMeta.js";
 import { Overlay } from "./Overlay.js";
 import { type PruneStats, pruneHistory, type SweepCursor } from "./pruneHistory.js";
-import { restoreDump, type RestoreMeta, type RestoreStats } from "./restore.js";
+import { restoreDump, type RestoreMeta, type RestoreOptions, type RestoreStats } from "./restore.js";
 import { scanIndex } from "./scanIndex.js";
 import { openDatabase, openReader, type SqliteDatabase } from "./schema.js";
 import { Statements } from "./statements.js";
@@ -452,12 +452,16 @@ export class LocalStore {
    * `meta` with minReadableTs = meta.frontierTs. Rows applied and not yet folded are
    * replaced too.
    */
-  async restore(chunks: AsyncIterable<DumpChunk> | Iterable<DumpChunk>, meta: RestoreMeta): Promise<RestoreStats> {
+  async restore(
+    chunks: AsyncIterable<DumpChunk> | Iterable<DumpChunk>,
+    meta: RestoreMeta,
+    options: RestoreOptions = {},
+  ): Promise<RestoreStats> {
     this.assertWritable();
     this.lifecycle = "restoring";
     try {
       return await this.writeThroughMain(async () => {
-        const result = await restoreDump(this.db, chunks, meta, this.currentMeta, () => this.assertOpen());
+        const result = await restoreDump(this.db, chunks, meta, this.currentMeta, () => this.assertOpen(), options);
         // In the same macrotask as the swap: no read sees the new file with the old overlay.
         this.overlay.clear();
         this.receiptsPrunedBelowTs = 0;

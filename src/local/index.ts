@@ -13,6 +13,6 @@ export {
 } from "./LocalStore.js";
 export type { LocalMeta, MetaUpdate } from "./LocalMeta.js";
 export type { DumpChunk, DumpCursor, DumpCursorOptions } from "./DumpCursor.js";
-export type { RestoreMeta, RestoreStats } from "./restore.js";
+export type { RestoreMeta, RestoreOptions, RestoreStats } from "./restore.js";
 export type { PruneStats } from "./pruneHistory.js";
 export { SCHEMA_VERSION } from "./schema.js";

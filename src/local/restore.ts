@@ -1,4 +1,6 @@
+import type { Statement } from "better-sqlite3";
 import { CairnError } from "../base/errors.js";
+import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
 import type { DumpChunk } from "./DumpCursor.js";
 import { type LocalMeta, metaParameters, UPDATE_META } from "./LocalMeta.js";
 import { DATA_TABLES, dataTablesSql, dropStaging, SECONDARY_INDEXES_SQL, STAGING_PREFIX, type SqliteDatabase } from "./schema.js";
@@ -30,6 +32,15 @@ export interface RestoreMeta {
   frontierTs: number;
 }
 
+export interface RestoreOptions {
+  /**
+   * The rows were checked before they became durable and the source verified them by
+   * hash (a snapshot of a Cairn store): only their shape and ts rules are checked again,
+   * not every id and key (which is most of a restore's cost otherwise).
+   */
+  readonly recordsChecked?: boolean;
+}
+
 export interface RestoreStats {
   readonly documents: number;
   readonly indexEntries: number;
@@ -43,6 +54,7 @@ export async function restoreDump(
   current: LocalMeta,
   /** Throws once the store is closed: the chunk source may take long between chunks. */
   assertOpen: () => void,
+  options: RestoreOptions = {},
 ): Promise<{ stats: RestoreStats; meta: LocalMeta }> {
   validateRestoreMeta(restoreMeta);
   const meta: LocalMeta = {
@@ -57,7 +69,7 @@ export async function restoreDump(
   dropStaging(db);
   db.exec(dataTablesSql(STAGING_PREFIX));
   try {
-    const loader = new StagingLoader(db);
+    const loader = new StagingLoader(db, options.recordsChecked !== true);
     for await (const chunk of chunks) {
       assertOpen();
       loader.load(chunk);
@@ -77,25 +89,71 @@ const RECORD_KIND_OF_CHUNK = {
   receipts: "receipt",
 } as const satisfies Record<DumpChunk["kind"], RecordKind>;
 
+/** Rows per multi-row INSERT: one statement call per 64 rows instead of per row. */
+const ROWS_PER_INSERT = 64;
+
+/** `INSERT INTO table (columns) VALUES (?, …), …` for `rows` rows. */
+function insertSql(table: string, columns: readonly string[], rows: number): string {
+  const tuple = `(${columns.map(() => "?").join(", ")})`;
+  return `INSERT INTO ${STAGING_PREFIX}${table} (${columns.join(", ")}) VALUES ${Array.from({ length: rows }, () => tuple).join(", ")}`;
+}
+
+/** Inserts rows through one statement per ROWS_PER_INSERT rows, and one per row for the rest. */
+class BatchedInsert<Row> {
+  private readonly many: Statement<unknown[]>;
+  private readonly one: Statement<unknown[]>;
+
+  constructor(
+    db: SqliteDatabase,
+    table: string,
+    columns: readonly string[],
+    private readonly values: (row: Row) => readonly unknown[],
+  ) {
+    this.many = db.prepare(insertSql(table, columns, ROWS_PER_INSERT));
+    this.one = db.prepare(insertSql(table, columns, 1));
+  }
+
+  run(rows: readonly Row[]): void {
+    let at = 0;
+    for (; at + ROWS_PER_INSERT <= rows.length; at += ROWS_PER_INSERT) {
+      const parameters: unknown[] = [];
+      for (let offset = 0; offset < ROWS_PER_INSERT; offset++) parameters.push(...this.values(rows[at + offset]!));
+      this.many.run(parameters);
+    }
+    for (; at < rows.length; at++) this.one.run([...this.values(rows[at]!)]);
+  }
+}
+
 class StagingLoader {
-  private readonly insertDocument;
-  private readonly insertIndexEntry;
-  private readonly insertReceipt;
+  private readonly insertDocuments;
+  private readonly insertIndexEntries;
+  private readonly insertReceipts;
   private readonly counts = { documents: 0, indexEntries: 0, receipts: 0 };
   /** Rows of a dump are current state: any ts, no deletions. Ids seen are remembered per chunk only. */
-  private readonly rules: RecordRules = { minTs: 0, allowDeletions: false, validIds: new Set() };
+  private readonly rules: RecordRules;
   private readonly loadChunk;
 
-  constructor(db: SqliteDatabase) {
-    this.insertDocument = db.prepare<[number, string, number, string | null, number | null]>(
-      `INSERT INTO ${STAGING_PREFIX}documents (table_number, id, ts, value, prev_ts) VALUES (?, ?, ?, ?, ?)`,
-    );
-    this.insertIndexEntry = db.prepare<[number, Uint8Array, number, string | null]>(
-      `INSERT INTO ${STAGING_PREFIX}index_entries (index_id, key, ts, doc_id) VALUES (?, ?, ?, ?)`,
-    );
-    this.insertReceipt = db.prepare<[string, number, number, string]>(
-      `INSERT INTO ${STAGING_PREFIX}receipts (client_id, seq, ts, result) VALUES (?, ?, ?, ?)`,
-    );
+  constructor(db: SqliteDatabase, deep: boolean) {
+    this.rules = { minTs: 0, allowDeletions: false, validIds: new Set(), deep };
+    this.insertDocuments = new BatchedInsert<DocumentRevision>(db, "documents", ["table_number", "id", "ts", "value", "prev_ts"], (row) => [
+      row.tableNumber,
+      row.id,
+      row.ts,
+      row.value,
+      row.prevTs,
+    ]);
+    this.insertIndexEntries = new BatchedInsert<IndexUpdate>(db, "index_entries", ["index_id", "key", "ts", "doc_id"], (row) => [
+      row.indexId,
+      row.key,
+      row.ts,
+      row.docId,
+    ]);
+    this.insertReceipts = new BatchedInsert<ClientReceipt>(db, "receipts", ["client_id", "seq", "ts", "result"], (row) => [
+      row.clientId,
+      row.seq,
+      row.ts,
+      row.result,
+    ]);
     this.loadChunk = db.transaction((chunk: DumpChunk) => this.write(chunk));
   }
 
@@ -124,13 +182,13 @@ class StagingLoader {
   private write(chunk: DumpChunk): void {
     switch (chunk.kind) {
       case "documents":
-        for (const row of chunk.rows) this.insertDocument.run(row.tableNumber, row.id, row.ts, row.value, row.prevTs);
+        this.insertDocuments.run(chunk.rows);
         return;
       case "indexEntries":
-        for (const row of chunk.rows) this.insertIndexEntry.run(row.indexId, row.key, row.ts, row.docId);
+        this.insertIndexEntries.run(chunk.rows);
         return;
       case "receipts":
-        for (const row of chunk.rows) this.insertReceipt.run(row.clientId, row.seq, row.ts, row.result);
+        this.insertReceipts.run(chunk.rows);
         return;
     }
   }

@@ -20,6 +20,13 @@ export interface RecordRules {
    * a batch, and an index update almost always names a document of its own batch.
    */
   readonly validIds: Set<string>;
+  /**
+   * False for records already checked before they became durable (the writer checks
+   * every unit at commit; a snapshot's rows are a dump of such a store, verified by hash
+   * when read): then ids and keys are not parsed again, only the shape and the ts rules
+   * are checked. Default true.
+   */
+  readonly deep?: boolean;
 }
 
 export type RecordKind = "revision" | "indexUpdate" | "receipt";
@@ -59,9 +66,13 @@ const CHECKS = {
 
 function revisionProblem(row: DocumentRevision, rules: RecordRules): Problem | null {
   if (typeof row !== "object" || row === null) return { reason: "not an object" };
-  const idProblem = canonicalIdProblem(row.id, () => parseDocumentIdOfTable(row.id, row.tableNumber));
-  if (idProblem !== null) return idProblem;
-  rules.validIds.add(row.id);
+  if (rules.deep === false) {
+    if (typeof row.id !== "string" || !Number.isSafeInteger(row.tableNumber)) return { reason: "id must be a string, tableNumber an integer" };
+  } else {
+    const idProblem = canonicalIdProblem(row.id, () => parseDocumentIdOfTable(row.id, row.tableNumber));
+    if (idProblem !== null) return idProblem;
+    rules.validIds.add(row.id);
+  }
   const tsProblem = timestampProblem(row.ts, rules);
   if (tsProblem !== null) return tsProblem;
   if (row.prevTs !== null && !(Number.isSafeInteger(row.prevTs) && row.prevTs >= 0 && row.prevTs < row.ts)) {
@@ -77,11 +88,12 @@ function indexUpdateProblem(row: IndexUpdate, rules: RecordRules): Problem | nul
   if (!Number.isSafeInteger(row.indexId) || row.indexId < 0) {
     return { reason: `indexId ${String(row.indexId)} must be a non-negative integer` };
   }
-  const keyProblem = indexKeyProblem(row.key);
+  const keyProblem = rules.deep === false ? (row.key instanceof Uint8Array ? null : { reason: "key must be a Uint8Array" }) : indexKeyProblem(row.key);
   if (keyProblem !== null) return keyProblem;
   const tsProblem = timestampProblem(row.ts, rules);
   if (tsProblem !== null) return tsProblem;
   if (row.docId === null) return rules.allowDeletions ? null : { reason: "a removed key in current state" };
+  if (rules.deep === false) return typeof row.docId === "string" ? null : { reason: "docId must be a string or null" };
   if (rules.validIds.has(row.docId)) return null;
   // An index may point at a document of any table: the id only has to be valid.
   return canonicalIdProblem(row.docId, () => parseDocumentId(row.docId));

@@ -140,6 +140,20 @@ describe("LocalStore.restore", () => {
     }
   });
 
+  // With recordsChecked (a snapshot verified by hash), ids and keys are not parsed again,
+  // but every check of shape and state still holds.
+  const badShapes = badChunks.filter(([name]) => !["a revision with a malformed id", "an invalid index key"].includes(name));
+  it.each(badShapes)("refuses %s with LOCAL_RESTORE_INVALID even for records checked before", async (_name, corrupt) => {
+    const store = stores.open(dirs.file());
+    seedTarget(store);
+    const before = stateOf(store);
+    const error = await rejected(store.restore(corrupt(await sourceChunks()) as DumpChunk[], RESTORE_META, { recordsChecked: true }));
+    expect(error.code).toBe("LOCAL_RESTORE_INVALID");
+    expect(stateOf(store)).toEqual(before);
+    await store.restore(await sourceChunks(), RESTORE_META, { recordsChecked: true });
+    expect(store.get(NEW!, 500)).not.toBeNull();
+  });
+
   it("refuses a bad restore meta and keeps the old state", async () => {
     const store = stores.open(dirs.file());
     seedTarget(store);
