@@ -6,12 +6,13 @@ import { openGlobals } from "../../src/manifest/Globals.js";
 import type { S3ObjectStore } from "../../src/objectstore/S3ObjectStore.js";
 import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
 import { HybridClock } from "../../src/shard/HybridClock.js";
-import { ShardEngine } from "../../src/shard/ShardEngine.js";
+import { ShardEngine, type EngineEvent } from "../../src/shard/ShardEngine.js";
 
 /**
  * A one-shard deployment under its own prefix of the bucket, with a writer that holds the
  * lease: globals, a local SQLite file in the benchmark's temp directory, an acquired
- * engine. Real time (system clock) and system randomness, as in production.
+ * engine. Real time (system clock) and system randomness, as in production. Opening the
+ * same `name` in the same directory again re-opens the local file a previous writer left.
  */
 export interface BenchWriter {
   readonly deploymentId: string;
@@ -27,6 +28,7 @@ export async function openBenchWriter(
   directory: string,
   name: string,
   tuning: Partial<ShardEngineTuning> = {},
+  onEvent?: (event: EngineEvent) => void,
 ): Promise<BenchWriter> {
   const globals = await openGlobals(store, { clock: systemClock, random: systemRandom, numShards: 1 });
   const deploymentId = globals.value.deploymentId;
@@ -43,6 +45,7 @@ export async function openBenchWriter(
       random: systemRandom,
       hybridClock: new HybridClock(systemClock),
       tuning,
+      ...(onEvent === undefined ? {} : { onEvent }),
     });
     await engine.acquire();
     return {

@@ -1,12 +1,13 @@
 import { CairnError } from "../../src/base/errors.js";
 import { S3ObjectStore } from "../../src/objectstore/S3ObjectStore.js";
 import type { EndpointCommand, EndpointCounters, EndpointReady, EndpointReply } from "./endpointProtocol.js";
+import type { BenchLatencyModel } from "./latencyModels.js";
 import { TsxChild } from "./TsxChild.js";
 
 /**
  * The S3 test endpoint running in a child process (endpointProcess.ts), driven over its
- * stdin/stdout: latency on or off, counters reset and read. Commands run one at a time in
- * the order issued.
+ * stdin/stdout: the latency model on or off, counters reset and read. Commands run one at
+ * a time in the order issued.
  */
 export interface EndpointAddress {
   readonly url: string;
@@ -15,24 +16,23 @@ export interface EndpointAddress {
   readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
-/** 20 ms ± 5 ms per request: the endpoint adds latencyMs plus uniform [0, jitterMs]. */
-export const SAME_REGION_LATENCY = { latencyMs: 15, jitterMs: 10 } as const;
-
 export class RemoteEndpoint {
   private pending: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly child: TsxChild,
     readonly address: EndpointAddress,
+    /** What latencyOn() injects. */
+    readonly latencyModel: BenchLatencyModel,
   ) {}
 
-  static async start(): Promise<RemoteEndpoint> {
+  static async start(latencyModel: BenchLatencyModel): Promise<RemoteEndpoint> {
     const child = TsxChild.start("S3 test endpoint", "./endpointProcess.ts", []);
     try {
       const ready = (await child.nextMessage()) as EndpointReady;
       if (ready.type !== "ready") throw new CairnError("INTERNAL", "the endpoint child did not announce itself first");
       const { url, region, bucket, credentials } = ready;
-      return new RemoteEndpoint(child, { url, region, bucket, credentials });
+      return new RemoteEndpoint(child, { url, region, bucket, credentials }, latencyModel);
     } catch (error) {
       child.kill();
       throw error;
@@ -49,7 +49,7 @@ export class RemoteEndpoint {
   }
 
   async latencyOn(): Promise<void> {
-    await this.command({ command: "latency", ...SAME_REGION_LATENCY });
+    await this.command({ command: "latency", rules: this.latencyModel.rules });
   }
 
   async latencyOff(): Promise<void> {

@@ -1,13 +1,18 @@
 import type { BootstrapFigures, RunFigures } from "./bootstrap.js";
 import type { ConcurrentFigures } from "./concurrentWriters.js";
+import type { BenchLatencyModel, LatencyModelName } from "./latencyModels.js";
 import { round } from "./LatencySummary.js";
+import type { OpenLoopFigures } from "./openLoop.js";
+import { openLoopLines } from "./openLoopReport.js";
 import type { CommitBenchOptions } from "./options.js";
+import { formatTable, latencies, mib, ms, perOperation, verdict, type Row, type TableLine } from "./reportTable.js";
 import type { RoundTripFigures } from "./roundTrips.js";
 import type { SequentialFigures } from "./sequentialCommits.js";
 
 /**
  * The commit benchmark's figures as one JSON object, the targets they are judged
- * against, and the readable table printed before the JSON line.
+ * against, and the readable table printed before the JSON line. A phase that did not
+ * run (`--phases`) is null in the JSON and absent from the table.
  */
 export const TARGETS = {
   /** Sequential commit p50 over (PUT + conditional GET) p50, verify "always". */
@@ -23,72 +28,78 @@ export interface CommitBenchSummary {
   readonly bench: "commit";
   readonly node: string;
   readonly options: CommitBenchOptions;
-  readonly endpoint: { readonly process: "child"; readonly latency: string };
-  readonly roundTrips: RoundTripFigures;
+  readonly endpoint: { readonly process: "child"; readonly latencyModel: LatencyModelName; readonly latency: string };
+  /** Each phase's figures, or null when it did not run. */
+  readonly roundTrips: RoundTripFigures | null;
   readonly sequential: {
     readonly always: SequentialFigures & { readonly ratioToPutGetP50: number };
     readonly lease: SequentialFigures & { readonly ratioToPutP50: number };
-  };
-  readonly concurrent: ConcurrentFigures & { readonly roundTripMs: number; readonly p99RoundTrips: number };
-  readonly bootstrap: BootstrapFigures;
-  readonly targetsMet: Readonly<Record<keyof typeof TARGETS, boolean>>;
+  } | null;
+  readonly concurrent: (ConcurrentFigures & { readonly roundTripMs: number; readonly p99RoundTrips: number }) | null;
+  readonly bootstrap: BootstrapFigures | null;
+  readonly openLoop: OpenLoopFigures | null;
+  /** Null for a target whose phase (or phase 1, which it is judged against) did not run. */
+  readonly targetsMet: Readonly<Record<keyof typeof TARGETS, boolean | null>>;
 }
 
 export interface MeasuredFigures {
-  readonly roundTrips: RoundTripFigures;
-  readonly always: SequentialFigures;
-  readonly lease: SequentialFigures;
-  readonly concurrent: ConcurrentFigures;
-  readonly bootstrap: BootstrapFigures;
+  readonly roundTrips: RoundTripFigures | null;
+  readonly sequential: { readonly always: SequentialFigures; readonly lease: SequentialFigures } | null;
+  readonly concurrent: ConcurrentFigures | null;
+  readonly bootstrap: BootstrapFigures | null;
+  readonly openLoop: OpenLoopFigures | null;
 }
 
-export function summarize(options: CommitBenchOptions, latency: string, measured: MeasuredFigures): CommitBenchSummary {
-  const { roundTrips, always, lease, concurrent, bootstrap } = measured;
-  const roundTripMs = roundTrips.putGet.p50Ms;
-  const ratioToPutGetP50 = round(always.commit.p50Ms / roundTripMs, 3);
-  const ratioToPutP50 = round(lease.commit.p50Ms / roundTrips.put.p50Ms, 3);
-  const p99RoundTrips = round(concurrent.commit.p99Ms / roundTripMs, 2);
+export function summarize(options: CommitBenchOptions, latencyModel: BenchLatencyModel, measured: MeasuredFigures): CommitBenchSummary {
+  const { roundTrips, concurrent } = measured;
+  const sequential = roundTrips === null || measured.sequential === null ? null : sequentialSummary(roundTrips, measured.sequential);
+  const concurrentSummary =
+    roundTrips === null || concurrent === null
+      ? null
+      : {
+          ...concurrent,
+          roundTripMs: roundTrips.putGet.p50Ms,
+          p99RoundTrips: round(concurrent.commit.p99Ms / roundTrips.putGet.p50Ms, 2),
+        };
   return {
     bench: "commit",
     node: process.version,
     options,
-    endpoint: { process: "child", latency },
+    endpoint: { process: "child", latencyModel: latencyModel.name, latency: latencyModel.description },
     roundTrips,
-    sequential: { always: { ...always, ratioToPutGetP50 }, lease: { ...lease, ratioToPutP50 } },
-    concurrent: { ...concurrent, roundTripMs, p99RoundTrips },
-    bootstrap,
+    sequential,
+    concurrent: concurrentSummary,
+    bootstrap: measured.bootstrap,
+    openLoop: measured.openLoop,
     targetsMet: {
-      sequentialAlwaysRatioMax: ratioToPutGetP50 <= TARGETS.sequentialAlwaysRatioMax,
-      sequentialLeaseRatioMax: ratioToPutP50 <= TARGETS.sequentialLeaseRatioMax,
-      concurrentMutationsPerSecondMin: concurrent.mutationsPerSecond >= TARGETS.concurrentMutationsPerSecondMin,
-      concurrentP99RoundTripsMax: p99RoundTrips <= TARGETS.concurrentP99RoundTripsMax,
+      sequentialAlwaysRatioMax: sequential === null ? null : sequential.always.ratioToPutGetP50 <= TARGETS.sequentialAlwaysRatioMax,
+      sequentialLeaseRatioMax: sequential === null ? null : sequential.lease.ratioToPutP50 <= TARGETS.sequentialLeaseRatioMax,
+      concurrentMutationsPerSecondMin: concurrent === null ? null : concurrent.mutationsPerSecond >= TARGETS.concurrentMutationsPerSecondMin,
+      concurrentP99RoundTripsMax: concurrentSummary === null ? null : concurrentSummary.p99RoundTrips <= TARGETS.concurrentP99RoundTripsMax,
     },
   };
 }
 
-type Row = readonly [measurement: string, value: string, target: string];
-
-export function formatTable(summary: CommitBenchSummary): string {
-  const rows: (Row | string)[] = [
-    `shard engine commit benchmark — S3 test endpoint in a child process, ${summary.endpoint.latency} per request`,
-    ...roundTripRows(summary),
-    ...sequentialRows(summary),
-    ...concurrentRows(summary),
-    ...bootstrapRows(summary.bootstrap),
-  ];
-  const table = rows.filter((row): row is Row => typeof row !== "string");
-  const widths = [0, 1, 2].map((column) => Math.max(...table.map((row) => row[column]!.length)));
-  return rows
-    .map((row) =>
-      typeof row === "string"
-        ? `\n${row}`
-        : `  ${row[0].padEnd(widths[0]!)}  ${row[1].padStart(widths[1]!)}  ${row[2]}`.trimEnd(),
-    )
-    .join("\n")
-    .concat("\n");
+function sequentialSummary(roundTrips: RoundTripFigures, measured: NonNullable<MeasuredFigures["sequential"]>) {
+  const { always, lease } = measured;
+  return {
+    always: { ...always, ratioToPutGetP50: round(always.commit.p50Ms / roundTrips.putGet.p50Ms, 3) },
+    lease: { ...lease, ratioToPutP50: round(lease.commit.p50Ms / roundTrips.put.p50Ms, 3) },
+  };
 }
 
-function roundTripRows({ roundTrips }: CommitBenchSummary): (Row | string)[] {
+export function formatSummaryTable(summary: CommitBenchSummary): string {
+  return formatTable([
+    `shard engine commit benchmark — S3 test endpoint in a child process; latency model ${summary.endpoint.latencyModel}: ${summary.endpoint.latency}`,
+    ...(summary.roundTrips === null ? [] : roundTripRows(summary.roundTrips)),
+    ...(summary.sequential === null || summary.roundTrips === null ? [] : sequentialRows(summary.sequential, summary.roundTrips, summary.targetsMet)),
+    ...(summary.concurrent === null ? [] : concurrentRows(summary.concurrent, summary.targetsMet)),
+    ...(summary.bootstrap === null ? [] : bootstrapRows(summary.bootstrap)),
+    ...(summary.openLoop === null ? [] : openLoopLines(summary.openLoop)),
+  ]);
+}
+
+function roundTripRows(roundTrips: RoundTripFigures): TableLine[] {
   return [
     `1. baseline round trips, sequential, ${roundTrips.put.samples} samples each, ${roundTrips.bodyBytes} B bodies`,
     ["PUT (create) p50 / p99", latencies(roundTrips.put), ""],
@@ -96,42 +107,46 @@ function roundTripRows({ roundTrips }: CommitBenchSummary): (Row | string)[] {
   ];
 }
 
-function sequentialRows({ sequential, roundTrips, targetsMet }: CommitBenchSummary): (Row | string)[] {
-  const { always, lease } = sequential;
+function sequentialRows(
+  { always, lease }: NonNullable<CommitBenchSummary["sequential"]>,
+  roundTrips: RoundTripFigures,
+  targetsMet: CommitBenchSummary["targetsMet"],
+): TableLine[] {
   return [
     `2. one client, ${always.commit.samples} sequential one-document commits per verify mode`,
     ['verify "always": commit p50 / p99', latencies(always.commit), ""],
     [
       `  p50 / (PUT+GET p50 ${ms(roundTrips.putGet.p50Ms)})`,
       always.ratioToPutGetP50.toFixed(2),
-      verdict(targetsMet.sequentialAlwaysRatioMax, `<= ${TARGETS.sequentialAlwaysRatioMax}`),
+      verdict(targetsMet.sequentialAlwaysRatioMax === true, `<= ${TARGETS.sequentialAlwaysRatioMax}`),
     ],
     ['verify "lease": commit p50 / p99', latencies(lease.commit), ""],
     [
       `  p50 / (PUT p50 ${ms(roundTrips.put.p50Ms)})`,
       lease.ratioToPutP50.toFixed(2),
-      verdict(targetsMet.sequentialLeaseRatioMax, `<= ${TARGETS.sequentialLeaseRatioMax}`),
+      verdict(targetsMet.sequentialLeaseRatioMax === true, `<= ${TARGETS.sequentialLeaseRatioMax}`),
     ],
   ];
 }
 
-function concurrentRows({ concurrent, targetsMet }: CommitBenchSummary): (Row | string)[] {
-  const perThousand = Object.entries(concurrent.requestsPer1000Mutations)
-    .map(([operation, count]) => `${operation} ${count}`)
-    .join(", ");
+function concurrentRows(
+  concurrent: NonNullable<CommitBenchSummary["concurrent"]>,
+  targetsMet: CommitBenchSummary["targetsMet"],
+): TableLine[] {
+  const perThousand = perOperation(concurrent.requestsPer1000Mutations);
   const index = concurrent.withIndex ? ", one index entry per document" : "";
   return [
     `3. ${concurrent.writers} concurrent writers on one shard, ${concurrent.measuredSeconds} s measured, verify "always"${index}`,
     [
       "mutations/s",
       String(concurrent.mutationsPerSecond),
-      verdict(targetsMet.concurrentMutationsPerSecondMin, `>= ${TARGETS.concurrentMutationsPerSecondMin}`),
+      verdict(targetsMet.concurrentMutationsPerSecondMin === true, `>= ${TARGETS.concurrentMutationsPerSecondMin}`),
     ],
     ["commit p50 / p99", latencies(concurrent.commit), ""],
     [
       `  p99 in round trips (PUT+GET p50 ${ms(concurrent.roundTripMs)})`,
       concurrent.p99RoundTrips.toFixed(2),
-      verdict(targetsMet.concurrentP99RoundTripsMax, `<= ${TARGETS.concurrentP99RoundTripsMax}`),
+      verdict(targetsMet.concurrentP99RoundTripsMax === true, `<= ${TARGETS.concurrentP99RoundTripsMax}`),
     ],
     ["segments / mutations per segment", `${concurrent.segments} / ${concurrent.mutationsPerSegment}`, ""],
     ["S3 requests per 1,000 mutations", perThousand, ""],
@@ -140,7 +155,7 @@ function concurrentRows({ concurrent, targetsMet }: CommitBenchSummary): (Row | 
   ];
 }
 
-function bootstrapRows(bootstrap: BootstrapFigures): (Row | string)[] {
+function bootstrapRows(bootstrap: BootstrapFigures): TableLine[] {
   const { build, cold, warm } = bootstrap;
   return [
     `4. bootstrap: snapshot of ${build.documents} documents at seqno ${build.snapshotSeqno} + ${build.tailSegments} tail segments`,
@@ -169,20 +184,4 @@ function runRows(title: string, run: RunFigures): Row[] {
     ["  GETs: endpoint / log (empty slots) / snapshot / manifest", getCounts, ""],
     ["  log seqnos read", seqnos, ""],
   ];
-}
-
-function latencies(summary: { p50Ms: number; p99Ms: number }): string {
-  return `${ms(summary.p50Ms)} / ${ms(summary.p99Ms)}`;
-}
-
-function ms(value: number): string {
-  return `${value.toFixed(1)} ms`;
-}
-
-function mib(bytes: number): string {
-  return (bytes / 2 ** 20).toFixed(0);
-}
-
-function verdict(met: boolean, target: string): string {
-  return `${target} ${met ? "met" : "MISSED"}`;
 }

@@ -2,11 +2,11 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
-import { REQUEST_PRICE_DOLLARS, S3_OPERATIONS, type S3Operation } from "../../test/support/s3-endpoint/index.js";
 import { openBenchWriter } from "./BenchWriter.js";
 import type { EndpointCounters } from "./endpointProtocol.js";
 import { round, summarizeLatencies, type LatencySummary } from "./LatencySummary.js";
 import type { RemoteEndpoint } from "./RemoteEndpoint.js";
+import { mutationRequestCosts, type MutationRequestCosts } from "./requestCosts.js";
 import { smallDocumentsUnit } from "./smallDocuments.js";
 
 /**
@@ -24,7 +24,7 @@ export interface ConcurrentOptions {
   readonly withIndex: boolean;
 }
 
-export interface ConcurrentFigures {
+export interface ConcurrentFigures extends MutationRequestCosts {
   readonly writers: number;
   readonly withIndex: boolean;
   readonly measuredSeconds: number;
@@ -33,12 +33,6 @@ export interface ConcurrentFigures {
   readonly segments: number;
   readonly mutationsPerSegment: number;
   readonly commit: LatencySummary;
-  /** Requests the endpoint served in the window, per operation (operations with none left out). */
-  readonly requests: Partial<Record<S3Operation, number>>;
-  readonly requestsPer1000Mutations: Partial<Record<S3Operation, number>>;
-  readonly putBytesPerMutation: number;
-  /** S3 Standard request cost (PUT/LIST $0.005, GET $0.0004 per 1000) per million mutations. */
-  readonly dollarsPerMillionMutations: number;
 }
 
 interface Window {
@@ -95,16 +89,6 @@ function figures(
   counters: EndpointCounters,
 ): ConcurrentFigures {
   const mutations = window.latenciesMs.length;
-  const requests: Partial<Record<S3Operation, number>> = {};
-  const requestsPer1000Mutations: Partial<Record<S3Operation, number>> = {};
-  let dollars = 0;
-  for (const operation of S3_OPERATIONS) {
-    const count = counters[operation].requests;
-    if (count === 0) continue;
-    requests[operation] = count;
-    requestsPer1000Mutations[operation] = round((count * 1000) / mutations, 3);
-    dollars += count * REQUEST_PRICE_DOLLARS[operation];
-  }
   return {
     writers: options.writers,
     withIndex: options.withIndex,
@@ -114,9 +98,6 @@ function figures(
     segments: window.seqnos.size,
     mutationsPerSegment: round(mutations / window.seqnos.size, 1),
     commit: summarizeLatencies(window.latenciesMs),
-    requests,
-    requestsPer1000Mutations,
-    putBytesPerMutation: round(counters.PutObject.bytesIn / mutations, 1),
-    dollarsPerMillionMutations: round((dollars * 1_000_000) / mutations, 4),
+    ...mutationRequestCosts(counters, mutations),
   };
 }

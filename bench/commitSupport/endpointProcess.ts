@@ -39,7 +39,7 @@ function run(target: S3Endpoint, command: Exclude<EndpointCommand, { command: "c
   try {
     switch (command.command) {
       case "latency":
-        target.faults.set([{ latencyMs: command.latencyMs, jitterMs: command.jitterMs }]);
+        target.faults.set(command.rules);
         return { ok: true };
       case "no-latency":
         target.faults.clear();

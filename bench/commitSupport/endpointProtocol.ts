@@ -1,4 +1,5 @@
 import type { OperationCounters, S3Operation } from "../../test/support/s3-endpoint/index.js";
+import type { LatencyRule } from "./latencyModels.js";
 
 /**
  * The JSON lines between the benchmark and its S3 test endpoint child: the child
@@ -13,7 +14,8 @@ export interface EndpointReady {
 }
 
 export type EndpointCommand =
-  | { readonly command: "latency"; readonly latencyMs: number; readonly jitterMs: number }
+  /** Replaces the endpoint's fault rules with these (the selected latency model). */
+  | { readonly command: "latency"; readonly rules: readonly LatencyRule[] }
   | { readonly command: "no-latency" }
   | { readonly command: "reset-counters" }
   | { readonly command: "counters" }

@@ -9,7 +9,14 @@ import { Buckets, isValidBucketName, type Bucket } from "./buckets.js";
 import { isConditionalPut, refusePut } from "./conditionalPut.js";
 import { Counters, type OperationCounters } from "./counters.js";
 import { KEEP_ALIVE_TIMEOUT_MS, REQUEST_BODY_BYTES_MAX } from "./endpointLimits.js";
-import { Faults, type AfterCommitStatus, type FaultController, type FaultTarget, type InjectedFailure } from "./faults.js";
+import {
+  Faults,
+  responseDelayMs,
+  type AfterCommitStatus,
+  type FaultController,
+  type FaultTarget,
+  type InjectedFailure,
+} from "./faults.js";
 import { deleteObject, getObject, putConditionsOf, putObject, type ObjectRequest } from "./objectOperations.js";
 import { validatedSettings, type S3EndpointCredentials, type S3EndpointOptions, type Settings } from "./endpointSettings.js";
 import { isS3EndpointMode, type S3EndpointMode, type S3Operation } from "./operations.js";
@@ -31,7 +38,8 @@ import { errorDocument } from "./xml.js";
 /**
  * The S3 test endpoint's server: accepts connections, runs each request through
  * read body → route → authenticate → bucket → payload checks → pause → injected faults
- * → operation → answer (or drop, or an injected 5xx in its place), and counts what it
+ * → operation → download delay (a latency model's size cost of the answer's body) →
+ * answer (or drop, or an injected 5xx in its place), and counts what it
  * served. A request the router
  * refuses is answered only after authentication, as S3 does.
  *
@@ -223,6 +231,7 @@ class RunningEndpoint implements S3Endpoint {
       operation: route.operation,
       key: route.key,
       conditionalPut: conditions !== undefined && isConditionalPut(conditions),
+      requestBodyBytes: wire.length,
     };
     // Whether the condition held on arrival: a refusal then means the request lost a race.
     const heldOnArrival =
@@ -243,7 +252,11 @@ class RunningEndpoint implements S3Endpoint {
       refusal = error;
     }
     if (plan.afterCommit !== undefined) return replacedAnswer(plan.afterCommit);
-    if (response !== undefined) return response;
+    if (response !== undefined) {
+      const downloadMs = responseDelayMs(plan, response.body?.length ?? 0);
+      if (downloadMs > 0) await sleep(downloadMs, undefined, { signal });
+      return response;
+    }
     if (plan.lostRaceAs500 && heldOnArrival && isS3Error(refusal) && refusal.status === 412) throw internalError();
     throw refusal;
   }

@@ -3,9 +3,10 @@ import { SeededRandom, type Random } from "../../../src/base/random.js";
 import { isS3Operation, type S3Operation } from "./operations.js";
 
 /**
- * Fault injection (S3.md §6): latency, error answers, commit-then-drop, commit-then-5xx,
- * radosgw's 500 to race losers, and pause, chosen per operation and key pattern, with
- * randomness from a seed so that a failing run replays.
+ * Fault injection (S3.md §6): latency (fixed, uniform jitter, or lognormal with a size
+ * cost), error answers, commit-then-drop, commit-then-5xx, radosgw's 500 to race losers,
+ * and pause, chosen per operation and key pattern, with randomness from a seed so that a
+ * failing run replays.
  *
  * Invariants:
  * - Faults decide before the operation acts: an injected 503/500/409 means nothing
@@ -13,8 +14,17 @@ import { isS3Operation, type S3Operation } from "./operations.js";
  *   error after commit means the operation acted in full (or was refused, as it would
  *   have been) and its answer was replaced by a 5xx, as a gateway or a failing backend
  *   may do; a lost race answered 500 changes only the answer of a write that was refused.
- * - Random numbers are drawn only for jitters and rates above zero, in rule order, so a
- *   seed yields the same decisions for the same rules and request sequence.
+ * - Random numbers are drawn only for jitters, lognormal latencies (two per rule and
+ *   request, Box–Muller) and rates above zero, in rule order, so a seed yields the same
+ *   decisions for the same rules and request sequence.
+ * - Size costs are a fixed function of bytes, drawn from nothing: the request body's
+ *   cost is slept with the other latencies, before the operation acts (an upload ends
+ *   before S3 acts on it); the response body's cost is slept after the operation acted
+ *   and before its answer is sent (S3 reads the object, then streams it). Only a
+ *   successful operation's own body is charged: 304s, HEADs, injected errors, drops and
+ *   error documents cost nothing. So the decision still precedes the action; only the
+ *   download time follows it, and a GET is the one operation whose size is known only
+ *   then (a conditional or ranged GET sends less than the object).
  * - A held request leaves `heldRequests` when released, when its client goes away, or
  *   when the endpoint closes; it is never forgotten while counted.
  */
@@ -28,6 +38,11 @@ export interface FaultRule {
   readonly latencyMs?: number;
   /** Plus a uniform random delay in [0, jitterMs]. */
   readonly jitterMs?: number;
+  /**
+   * Plus a delay drawn from a latency model with a tail and a size cost (see
+   * LatencyModel); it adds to latencyMs and jitterMs when a rule has both.
+   */
+  readonly latency?: LatencyModel;
   /** 0..1: answer 503 SlowDown without acting. */
   readonly error503Rate?: number;
   /** 0..1: answer 500 InternalError without acting. */
@@ -57,6 +72,29 @@ export interface FaultRule {
   readonly lostRace500Rate?: number;
 }
 
+/**
+ * A latency distribution for one request, as object stores show it: most requests near
+ * the median, a long tail, and a transfer time proportional to the bytes moved.
+ *
+ * - `lognormal`: delay = exp(mu + sigma·Z) for a standard normal Z, with mu = ln(p50Ms)
+ *   and sigma = (ln(p99Ms) − ln(p50Ms)) / z₀.₉₉ (z₀.₉₉ ≈ 2.3263), so the median and the
+ *   99th percentile are the ones asked for; p99Ms = p50Ms is a fixed delay. `perMiBMs`
+ *   (default 0) adds that many milliseconds per MiB of request body before the operation
+ *   acts and per MiB of response body after it (see the invariants above).
+ */
+export type LatencyModel = {
+  readonly kind: "lognormal";
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly perMiBMs?: number;
+};
+
+export const LATENCY_MODEL_KINDS = ["lognormal"] as const satisfies readonly LatencyModel["kind"][];
+
+/** The 0.99 quantile of the standard normal distribution. */
+export const STANDARD_NORMAL_P99 = 2.3263478740408408;
+const BYTES_PER_MIB = 1024 * 1024;
+
 export const AFTER_COMMIT_STATUSES = [500, 502, 503] as const;
 export type AfterCommitStatus = (typeof AFTER_COMMIT_STATUSES)[number];
 
@@ -81,12 +119,17 @@ export interface FaultTarget {
   readonly operation: S3Operation;
   readonly key: string | undefined;
   readonly conditionalPut: boolean;
+  /** Bytes of the request body as received (what an upload moves). */
+  readonly requestBodyBytes: number;
 }
 
 export type InjectedFailure = "SlowDown" | "InternalError" | "ConditionalRequestConflict";
 
 export interface FaultPlan {
+  /** Slept before the operation acts: fixed, jitter and model latencies, and the request body's size cost. */
   readonly delayMs: number;
+  /** Milliseconds per MiB of the answer's body, slept after the operation acted (see responseDelayMs). */
+  readonly responseMsPerMiB: number;
   readonly failure: InjectedFailure | undefined;
   /** What replaces the answer once the operation acted: no answer at all, or a 5xx. */
   readonly afterCommit: "drop" | AfterCommitStatus | undefined;
@@ -109,6 +152,7 @@ const RULE_FIELDS = new Set([
   "keyPattern",
   "latencyMs",
   "jitterMs",
+  "latency",
   "error503Rate",
   "error500Rate",
   "conflict409Rate",
@@ -119,6 +163,8 @@ const RULE_FIELDS = new Set([
   "errorAfterCommitStatus",
   "lostRace500Rate",
 ]);
+
+const LATENCY_MODEL_FIELDS = new Set(["kind", "p50Ms", "p99Ms", "perMiBMs"]);
 
 export class Faults implements FaultController {
   private active: ActiveRule[] = [];
@@ -182,14 +228,21 @@ export class Faults implements FaultController {
   plan(target: FaultTarget): FaultPlan {
     const matching = this.active.filter((active) => matches(active.rule, target));
     let delayMs = 0;
-    for (const { rule } of matching) delayMs += (rule.latencyMs ?? 0) + this.uniform(rule.jitterMs ?? 0);
+    let responseMsPerMiB = 0;
+    for (const { rule } of matching) {
+      delayMs += (rule.latencyMs ?? 0) + this.uniform(rule.jitterMs ?? 0);
+      if (rule.latency === undefined) continue;
+      const perMiBMs = rule.latency.perMiBMs ?? 0;
+      delayMs += sampleLatencyMs(rule.latency, this.random) + (perMiBMs * target.requestBodyBytes) / BYTES_PER_MIB;
+      responseMsPerMiB += perMiBMs;
+    }
     for (const { rule } of matching) {
       const failure = this.drawFailure(rule, target);
-      if (failure !== undefined) return { delayMs, failure, afterCommit: undefined, lostRaceAs500: false };
+      if (failure !== undefined) return { delayMs, responseMsPerMiB: 0, failure, afterCommit: undefined, lostRaceAs500: false };
     }
     const afterCommit = this.drawAfterCommit(matching);
     const lostRaceAs500 = target.conditionalPut && matching.some(({ rule }) => this.happens(rule.lostRace500Rate));
-    return { delayMs, failure: undefined, afterCommit, lostRaceAs500 };
+    return { delayMs, responseMsPerMiB: afterCommit === undefined ? responseMsPerMiB : 0, failure: undefined, afterCommit, lostRaceAs500 };
   }
 
   private drawFailure(rule: FaultRule, target: FaultTarget): InjectedFailure | undefined {
@@ -226,6 +279,34 @@ export class Faults implements FaultController {
 
   private uniform(maxMs: number): number {
     return maxMs > 0 ? this.random.float() * maxMs : 0;
+  }
+}
+
+/** The download time of an answer whose body has `responseBodyBytes` bytes, under `plan`. */
+export function responseDelayMs(plan: FaultPlan, responseBodyBytes: number): number {
+  return (plan.responseMsPerMiB * responseBodyBytes) / BYTES_PER_MIB;
+}
+
+/** mu and sigma of the lognormal whose median is p50Ms and whose 99th percentile is p99Ms. */
+export function lognormalShape(p50Ms: number, p99Ms: number): { readonly mu: number; readonly sigma: number } {
+  const mu = Math.log(p50Ms);
+  return { mu, sigma: (Math.log(p99Ms) - mu) / STANDARD_NORMAL_P99 };
+}
+
+/**
+ * One delay from `model`, without its size cost, using two draws of `random`. Box–Muller
+ * with u1 in (0, 1], so the logarithm is finite: |Z| stays below ~6.7 with 32-bit
+ * draws, which bounds a sample at exp(mu + 6.7·sigma).
+ */
+export function sampleLatencyMs(model: LatencyModel, random: Random): number {
+  switch (model.kind) {
+    case "lognormal": {
+      const { mu, sigma } = lognormalShape(model.p50Ms, model.p99Ms);
+      const u1 = 1 - random.float();
+      const u2 = random.float();
+      const z = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
+      return Math.exp(mu + sigma * z);
+    }
   }
 }
 
@@ -268,13 +349,38 @@ function validatedRule(rule: FaultRule, index: number): FaultRule {
       throw invalidArgument(`${where}: ${name} must be an integer >= 0`, { [name]: count });
     }
   }
+  if (rule.latency !== undefined) validateLatencyModel(rule.latency, where);
   const status = rule.errorAfterCommitStatus;
   if (status !== undefined && !(AFTER_COMMIT_STATUSES as readonly unknown[]).includes(status)) {
     throw invalidArgument(`${where}: errorAfterCommitStatus must be one of ${AFTER_COMMIT_STATUSES.join(", ")}`, {
       errorAfterCommitStatus: status,
     });
   }
-  return { ...rule, ...(rule.operations === undefined ? {} : { operations: [...rule.operations] }) };
+  return {
+    ...rule,
+    ...(rule.operations === undefined ? {} : { operations: [...rule.operations] }),
+    ...(rule.latency === undefined ? {} : { latency: { ...rule.latency } }),
+  };
+}
+
+function validateLatencyModel(model: LatencyModel, where: string): void {
+  if (typeof model !== "object" || model === null) throw invalidArgument(`${where}: latency must be an object`);
+  for (const name of Object.keys(model)) {
+    if (!LATENCY_MODEL_FIELDS.has(name)) throw invalidArgument(`${where}: latency has an unknown field "${name}"`, { field: name });
+  }
+  if (!(LATENCY_MODEL_KINDS as readonly unknown[]).includes(model.kind)) {
+    throw invalidArgument(`${where}: latency.kind must be one of ${LATENCY_MODEL_KINDS.join(", ")}`, { kind: model.kind });
+  }
+  const { p50Ms, p99Ms, perMiBMs } = model;
+  if (!(typeof p50Ms === "number" && Number.isFinite(p50Ms) && p50Ms > 0)) {
+    throw invalidArgument(`${where}: latency.p50Ms must be a finite number > 0`, { p50Ms });
+  }
+  if (!(typeof p99Ms === "number" && Number.isFinite(p99Ms) && p99Ms >= p50Ms)) {
+    throw invalidArgument(`${where}: latency.p99Ms must be a finite number >= p50Ms`, { p50Ms, p99Ms });
+  }
+  if (perMiBMs !== undefined && !(typeof perMiBMs === "number" && Number.isFinite(perMiBMs) && perMiBMs >= 0)) {
+    throw invalidArgument(`${where}: latency.perMiBMs must be a finite number >= 0`, { perMiBMs });
+  }
 }
 
 function validateFilter(filter: RequestFilter, where: string): void {

@@ -6,7 +6,8 @@
  * `legacy-minio`, `radosgw`), aws-chunked uploads with trailer checksums, every
  * `x-amz-checksum-*` algorithm, ranges and conditional GETs, ListObjectsV2 paging,
  * DeleteObjects, SigV4 errors, R2's one-write-per-second 429 and radosgw's verbatim
- * If-Match and 411 to trailers, and adds fault injection (latency, 503/500/409,
+ * If-Match and 411 to trailers, and adds fault injection (latency: fixed, uniform or
+ * lognormal with a per-MiB size cost; 503/500/409,
  * commit-then-drop, commit-then-5xx, radosgw's 500 to race losers, pause) and
  * per-operation counters priced at S3 Standard request rates. It deliberately does not implement multipart upload, CopyObject,
  * versioning, ACLs and policies, object lock, tagging, ListObjects v1, ListBuckets,
@@ -21,7 +22,7 @@ export { S3_ENDPOINT_MODES, S3_OPERATIONS } from "./operations.js";
 export type { S3Endpoint } from "./S3Endpoint.js";
 export type { S3EndpointCredentials, S3EndpointOptions } from "./endpointSettings.js";
 export { startS3Endpoint, s3ClientConfigFor } from "./S3Endpoint.js";
-export type { AfterCommitStatus, FaultController, FaultRule, RequestFilter } from "./faults.js";
+export type { AfterCommitStatus, FaultController, FaultRule, LatencyModel, RequestFilter } from "./faults.js";
 export type { OperationCounters } from "./counters.js";
 export { REQUEST_PRICE_DOLLARS } from "./counters.js";
 export type { RawS3Request, RawS3Response, RawS3Target } from "./rawRequest.js";
