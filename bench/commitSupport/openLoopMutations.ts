@@ -3,7 +3,7 @@ import { randomInt } from "../../src/base/random.js";
 import type { DocumentVersion } from "../../src/local/index.js";
 import { newDocumentId, type DocumentId } from "../../src/model/DocumentId.js";
 import { documentIndexKey } from "../../src/model/IndexKey.js";
-import type { DocumentWrite, IndexWrite, WriteUnit, WrittenKey } from "../../src/shard/WriteUnit.js";
+import type { DocumentWrite, IndexWrite, ReadSet, WriteUnit } from "../../src/shard/WriteUnit.js";
 import { BENCH_INDEX_ID, BENCH_TABLE_NUMBER } from "./smallDocuments.js";
 
 /**
@@ -85,7 +85,8 @@ export class OpenLoopMutations {
     if (version === null) throw new Error(`document ${readId} is missing at ts ${readTs}`);
     const n = this.nextN++;
     const receipt = this.receipt(readId);
-    const conflictsWith = (key: WrittenKey) => key.kind === "document" && key.tableNumber === BENCH_TABLE_NUMBER && key.id === readId;
+    // The document read is the read set: a write to it after readTs fails the commit.
+    const readSet: ReadSet = { documents: [readId] };
     if (this.random.float() < UPDATE_FRACTION) {
       const before = JSON.parse(version.value) as BenchDocument;
       const after: BenchDocument = { ...before, label: "update", n, score: randomInt(this.random, SCORE_MAX) };
@@ -97,7 +98,7 @@ export class OpenLoopMutations {
           { indexId: BENCH_INDEX_ID, key: indexKeyOf(readId, after), docId: readId },
         ],
         receipt,
-        conflictsWith,
+        readSet,
       };
       return { kind: "update", unit, insertedId: null };
     }
@@ -108,7 +109,7 @@ export class OpenLoopMutations {
       documents: [{ tableNumber: BENCH_TABLE_NUMBER, id, value: JSON.stringify(document), prevTs: null }],
       indexWrites: [{ indexId: BENCH_INDEX_ID, key: indexKeyOf(id, document), docId: id }],
       receipt,
-      conflictsWith,
+      readSet,
     };
     return { kind: "insert", unit, insertedId: id };
   }

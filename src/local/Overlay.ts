@@ -1,12 +1,12 @@
-import sortedBtree from "sorted-btree";
+import { SortedMap } from "../base/SortedMap.js";
+import { compareKeyStrings, keyString } from "../model/keyString.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
 import type { LocalMeta } from "./LocalMeta.js";
 
-// sorted-btree is CommonJS with the class as `exports.default`: Node's ESM import gives
-// the exports object, a bundler's interop (vitest) may give the class itself.
-const BTree: typeof sortedBtree.default =
-  (sortedBtree as unknown as { default?: typeof sortedBtree.default }).default ?? (sortedBtree as unknown as typeof sortedBtree.default);
-type BTree<K, V> = InstanceType<typeof sortedBtree.default<K, V>>;
+/** Index keys of one generation: the default comparator also orders numbers, dates and arrays; these are strings only. */
+function newKeyTree(): SortedMap<string, IndexUpdate[]> {
+  return new SortedMap<string, IndexUpdate[]>(undefined, compareKeyStrings, 64);
+}
 
 /**
  * The rows applied to a store but not yet folded into its SQLite file (DESIGN.md §6): an
@@ -37,17 +37,7 @@ export interface OverlayBatch {
   readonly meta: LocalMeta;
 }
 
-/** Index keys as latin1 strings: JS compares those by char code, which is memcmp order of the bytes. */
-const latin1Slice = (Buffer.prototype as unknown as { latin1Slice: (this: Uint8Array, start: number, end: number) => string }).latin1Slice;
-
-export function keyString(key: Uint8Array): string {
-  return latin1Slice.call(key, 0, key.byteLength);
-}
-
-/** The library's default comparator also orders numbers, dates and arrays; keys are only strings. */
-function compareStrings(left: string, right: string): number {
-  return left < right ? -1 : left > right ? 1 : 0;
-}
+export { keyString };
 
 export function receiptKey(clientId: string, seq: number): string {
   return `${clientId}\u0000${seq}`;
@@ -102,7 +92,7 @@ export interface FrozenGeneration {
 
 class Generation implements FrozenGeneration {
   readonly documents = new Map<string, DocumentRevision[]>();
-  readonly indexes = new Map<number, BTree<string, IndexUpdate[]>>();
+  readonly indexes = new Map<number, SortedMap<string, IndexUpdate[]>>();
   readonly receipts = new Map<string, ClientReceipt>();
   readonly batches: OverlayBatch[] = [];
   rows = 0;
@@ -122,7 +112,7 @@ class Generation implements FrozenGeneration {
     }
     for (const row of batch.indexUpdates) {
       let tree = this.indexes.get(row.indexId);
-      if (tree === undefined) this.indexes.set(row.indexId, (tree = new BTree<string, IndexUpdate[]>(undefined, compareStrings, 64)));
+      if (tree === undefined) this.indexes.set(row.indexId, (tree = newKeyTree()));
       const key = keyString(row.key);
       // Most keys are new: one descent to insert, a second only for a key seen before.
       if (!tree.setIfNotPresent(key, [row])) insertVersion(tree.get(key)!, row);

@@ -1,4 +1,5 @@
-import type { WrittenKey } from "./WriteUnit.js";
+import type { ReadSet, WrittenKey } from "./WriteUnit.js";
+import { WrittenKeyIndex } from "./WrittenKeyIndex.js";
 
 /**
  * The keys written by recently committed units, for optimistic-concurrency checks
@@ -7,7 +8,8 @@ import type { WrittenKey } from "./WriteUnit.js";
  *
  * Invariant: `horizonTs` is the highest ts ever evicted; a transaction whose `readTs`
  * is below it cannot be checked and is treated as conflicting (it re-runs on a fresh
- * snapshot), never as clean.
+ * snapshot), never as clean. `newest` holds, for every key of a unit not yet evicted,
+ * the newest ts that wrote it.
  */
 interface CommittedUnit {
   readonly ts: number;
@@ -18,6 +20,7 @@ export class RecentWrites {
   private units: CommittedUnit[] = [];
   private head = 0;
   private horizonTs = 0;
+  private readonly newest = new WrittenKeyIndex();
 
   constructor(
     /** Units kept at most; older ones are evicted first. */
@@ -29,10 +32,17 @@ export class RecentWrites {
   /** Records a committed unit; `ts` must exceed every earlier one. */
   add(ts: number, keys: readonly WrittenKey[]): void {
     this.units.push({ ts, keys });
+    this.newest.update(keys, (current) => Math.max(current ?? 0, ts));
     this.evict(ts);
   }
 
-  /** Whether a write committed after `readTs` satisfies `conflictsWith`. */
+  /** Whether a write committed after `readTs` touches what `readSet` covers: O(read set), not O(writes). */
+  touches(readTs: number, readSet: ReadSet): boolean {
+    if (readTs < this.horizonTs) return true;
+    return this.newest.touches(readSet, (ts) => ts > readTs);
+  }
+
+  /** Whether a write committed after `readTs` satisfies `conflictsWith` (O(writes since readTs)). */
   conflicts(readTs: number, conflictsWith: (key: WrittenKey) => boolean): boolean {
     if (readTs < this.horizonTs) return true;
     for (let index = this.firstAfter(readTs); index < this.units.length; index++) {
@@ -46,6 +56,7 @@ export class RecentWrites {
     this.units = [];
     this.head = 0;
     this.horizonTs = horizonTs;
+    this.newest.clear();
   }
 
   private firstAfter(readTs: number): number {
@@ -64,7 +75,10 @@ export class RecentWrites {
       this.head < this.units.length &&
       (this.units.length - this.head > this.unitsMax || this.units[this.head]!.ts < newestTs - this.windowMicros)
     ) {
-      this.horizonTs = Math.max(this.horizonTs, this.units[this.head]!.ts);
+      const evicted = this.units[this.head]!;
+      this.horizonTs = Math.max(this.horizonTs, evicted.ts);
+      // A key written again later keeps that later ts.
+      this.newest.update(evicted.keys, (current) => (current === evicted.ts ? undefined : current));
       this.head++;
     }
     // Compact occasionally so the array does not grow without bound.

@@ -22,6 +22,7 @@ import {
 } from "./engineOptions.js";
 import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
 import { RecentWrites } from "./RecentWrites.js";
+import { WrittenKeyIndex } from "./WrittenKeyIndex.js";
 import { appendSegment } from "./SegmentAppender.js";
 import {
   stampUnit,
@@ -30,6 +31,7 @@ import {
   writtenKeys,
   type CommitResult,
   type WriteUnit,
+  type ReadSet,
   type WrittenKey,
 } from "./WriteUnit.js";
 
@@ -97,6 +99,8 @@ export class ShardEngine {
   private readonly watermarks: ConsumerWatermarks;
   private readonly validator: LogValidator;
   private readonly recentWrites: RecentWrites;
+  /** Keys of queued and in-flight units, with how many of them write each. */
+  private readonly pendingKeys = new WrittenKeyIndex();
   private currentState: EngineState = { kind: "following" };
   private queue: QueuedUnit[] = [];
   private inFlight: QueuedUnit[] = [];
@@ -282,14 +286,16 @@ export class ShardEngine {
         throw new CairnError("INVALID_ARGUMENT", `readTs ${unit.readTs} is ahead of the shard's frontier ${this.readTs}`);
       }
       this.checkApplicable(unit);
-      if (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith)) {
+      if ((unit.readSet && this.readSetConflicts(unit.readTs, unit.readSet)) || (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith))) {
         throw new CairnError("WRITE_CONFLICT", `shard ${this.shard}: a write after ts ${unit.readTs} changed what the transaction read`);
       }
     } catch (error) {
       return Promise.reject(error);
     }
     return new Promise<CommitResult>((resolve, reject) => {
-      this.queue.push({ unit, keys: writtenKeys(unit), bytes: unitBytes(unit), resolve, reject });
+      const keys = writtenKeys(unit);
+      this.pendingKeys.update(keys, (count) => (count ?? 0) + 1);
+      this.queue.push({ unit, keys, bytes: unitBytes(unit), resolve, reject });
       this.kickFlush();
     });
   }
@@ -491,12 +497,14 @@ export class ShardEngine {
       this.ingestOwn(segment);
     } catch (error) {
       this.inFlight = [];
+      this.settlePending(batch);
       this.stopAfterFailedFlush(error, batch);
       return;
     }
     // Committed units move from "in flight" to the recent writes before any caller
     // resumes, so a transaction reading at the new frontier does not conflict with them.
     batch.forEach((queued, index) => this.recentWrites.add(stamps[index]!, queued.keys));
+    this.settlePending(batch);
     this.inFlight = [];
     batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
     if (kind === "data") this.committedSinceHeartbeat = true;
@@ -593,7 +601,18 @@ export class ShardEngine {
   private failQueued(error: unknown): void {
     const queued = this.queue;
     this.queue = [];
+    this.settlePending(queued);
     for (const unit of queued) unit.reject(error);
+  }
+
+  /** Whether a write committed after `readTs`, or one queued or in flight, touches `readSet`. */
+  private readSetConflicts(readTs: number, readSet: ReadSet): boolean {
+    return this.recentWrites.touches(readTs, readSet) || this.pendingKeys.touches(readSet, () => true);
+  }
+
+  /** A queued or in-flight unit left the pending state (committed or failed). */
+  private settlePending(units: readonly QueuedUnit[]): void {
+    for (const queued of units) this.pendingKeys.update(queued.keys, (count) => (count === undefined || count <= 1 ? undefined : count - 1));
   }
 
   private conflicts(readTs: number, conflictsWith: (key: WrittenKey) => boolean): boolean {

@@ -35,6 +35,16 @@ export type WrittenKey =
   | { readonly kind: "document"; readonly tableNumber: number; readonly id: DocumentId }
   | { readonly kind: "index"; readonly indexId: number; readonly key: Uint8Array };
 
+/**
+ * What a transaction read, for the optimistic-concurrency check (DESIGN.md §7): documents
+ * fetched by id, and index ranges scanned (start <= key < end; end null: to the end of
+ * the index), as tight as what was actually scanned.
+ */
+export interface ReadSet {
+  readonly documents?: readonly DocumentId[];
+  readonly indexRanges?: readonly { readonly indexId: number; readonly start: Uint8Array; readonly end: Uint8Array | null }[];
+}
+
 export interface WriteUnit {
   /** The snapshot the transaction read; writes committed after it are checked against its reads. */
   readonly readTs: number;
@@ -42,8 +52,16 @@ export interface WriteUnit {
   readonly indexWrites: readonly IndexWrite[];
   readonly receipt?: ReceiptWrite;
   /**
-   * Serializability (DESIGN.md §7): whether a write committed or queued after `readTs`
-   * invalidates what this transaction read. Omitted for blind writes.
+   * Serializability (DESIGN.md §7): what the transaction read. A write committed after
+   * `readTs`, or queued ahead of this unit, that touches it makes the commit fail with
+   * WRITE_CONFLICT. Checked through an index of written keys, in time proportional to
+   * the read set. Omitted for blind writes.
+   */
+  readonly readSet?: ReadSet;
+  /**
+   * The same check as a predicate over each written key, for reads a ReadSet cannot
+   * describe. It is called for every write since `readTs` (O(writes), where readSet is
+   * O(reads)): use it for small loads and tests.
    */
   readonly conflictsWith?: (key: WrittenKey) => boolean;
 }
@@ -87,6 +105,7 @@ export function validateWriteUnit(unit: WriteUnit, unitBytesMax: number): void {
   if (unit.conflictsWith !== undefined && typeof unit.conflictsWith !== "function") {
     throw invalidUnit("conflictsWith must be a function when given");
   }
+  if (unit.readSet !== undefined) checkReadSet(unit.readSet);
   if (unit.documents.length === 0 && unit.indexWrites.length === 0 && unit.receipt === undefined) {
     throw invalidUnit("a write unit must write something");
   }
@@ -123,6 +142,22 @@ function checkIndexWrite(write: IndexWrite, index: number): void {
   if (!Number.isSafeInteger(write.indexId) || write.indexId < 0) throw invalidUnit(`${where}.indexId must be a non-negative integer`);
   if (!(write.key instanceof Uint8Array)) throw invalidUnit(`${where}.key must be a Uint8Array`);
   if (write.docId !== null && typeof write.docId !== "string") throw invalidUnit(`${where}.docId must be a document id string or null`);
+}
+
+function checkReadSet(readSet: ReadSet): void {
+  if (typeof readSet !== "object" || readSet === null) throw invalidUnit("readSet must be an object");
+  const { documents = [], indexRanges = [] } = readSet;
+  if (!Array.isArray(documents) || documents.some((id) => typeof id !== "string")) {
+    throw invalidUnit("readSet.documents must be an array of document id strings");
+  }
+  if (!Array.isArray(indexRanges)) throw invalidUnit("readSet.indexRanges must be an array");
+  indexRanges.forEach((range, index) => {
+    const where = `readSet.indexRanges[${index}]`;
+    if (typeof range !== "object" || range === null) throw invalidUnit(`${where} must be an object`);
+    if (!Number.isSafeInteger(range.indexId) || range.indexId < 0) throw invalidUnit(`${where}.indexId must be a non-negative integer`);
+    if (!(range.start instanceof Uint8Array)) throw invalidUnit(`${where}.start must be a Uint8Array`);
+    if (range.end !== null && !(range.end instanceof Uint8Array)) throw invalidUnit(`${where}.end must be a Uint8Array or null`);
+  });
 }
 
 function checkReceiptWrite(receipt: ReceiptWrite): void {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CairnError } from "../base/errors.js";
-import { decodeFramed, encodeFramed } from "../segments/framedObject.js";
+import { decodeFramed, encodeFramedAsync } from "../segments/framedObject.js";
 import { decodeRecords, type RecordBatch } from "../segments/recordCodec.js";
 
 /**
@@ -26,8 +26,9 @@ export interface EncodedSnapshotPart {
   readonly hash: string;
 }
 
-export function encodeSnapshotPart(header: SnapshotPartHeader, payload: Uint8Array): EncodedSnapshotPart {
-  const bytes = encodeFramed(SNAPSHOT_PART_MAGIC, header, payload, "zlib");
+/** Encodes a part, compressing it off the event loop (parts are up to 8 MiB). */
+export async function encodeSnapshotPartAsync(header: SnapshotPartHeader, payload: Uint8Array): Promise<EncodedSnapshotPart> {
+  const bytes = await encodeFramedAsync(SNAPSHOT_PART_MAGIC, header, payload, "zlib");
   return { bytes, hash: bytes.subarray(bytes.length - 32).toString("hex") };
 }
 

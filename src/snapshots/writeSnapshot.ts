@@ -7,7 +7,8 @@ import type { SnapshotPointer } from "../manifest/Manifest.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import { ByteWriter } from "../segments/ByteWriter.js";
 import { writeIndexUpdate, writeReceipt, writeRevision } from "../segments/recordCodec.js";
-import { encodeSnapshotPart } from "./SnapshotPart.js";
+import { yieldToEventLoop } from "../base/yieldToEventLoop.js";
+import { encodeSnapshotPartAsync } from "./SnapshotPart.js";
 
 /**
  * Streams a point-in-time dump of the local state into create-only parts under a fresh
@@ -62,7 +63,7 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
 
   const cutPart = async () => {
     const part = partHashes.length;
-    const encoded = encodeSnapshotPart({ deploymentId, shard, seqno, part, ...counts }, writer.finish());
+    const encoded = await encodeSnapshotPartAsync({ deploymentId, shard, seqno, part, ...counts }, writer.finish());
     partHashes.push(encoded.hash);
     totals.bytes += encoded.bytes.byteLength;
     totals.documents += counts.documents;
@@ -82,6 +83,9 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
       appendChunk(writer, chunk, counts);
       if (writer.byteLength >= partBytesTarget) await cutPart();
       if (uploadError !== null) throw uploadError;
+      // A chunk is a few ms of work: let commits and reads run between chunks, so a
+      // snapshot of millions of rows never holds the event loop for seconds.
+      await yieldToEventLoop();
     }
     if (partHashes.length === 0 || writer.byteLength > 0) await cutPart();
     await uploads.onIdle();

@@ -10,6 +10,7 @@ import { SeededRandom } from "../../src/base/random.js";
 import { bucketLayout, parseSegmentSeqno } from "../../src/manifest/bucketLayout.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import { newDocumentId } from "../../src/model/DocumentId.js";
+import { documentIndexKey, encodeIndexKey } from "../../src/model/IndexKey.js";
 import { memoryBucket } from "../support/bucketFactories.js";
 import { eventually, Gate } from "../support/Gate.js";
 import { insertUnit, ShardHarness, TABLE } from "../support/shardHarness.js";
@@ -141,6 +142,41 @@ describe("shard engine", () => {
     await expect(a.engine.commit(update(13))).rejects.toSatisfy(code("WRITE_CONFLICT"));
     await expect(a.engine.commit({ ...update(14), readTs: a.engine.readTs })).resolves.toBeDefined();
     expect(a.local.get(id, a.engine.readTs)?.value).toBe(JSON.stringify({ balance: 14 }));
+  });
+
+  it("checks a read set of documents and index ranges against committed, in-flight and queued writes", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const a = await harness.writer("a");
+    const [id, other] = [harness.newId(), harness.newId()];
+    const keyOf = (n: number, docId: typeof id) => documentIndexKey([n], 0, docId);
+    await a.engine.commit({ ...insertUnit(a.engine, id, { n: 5 }), indexWrites: [{ indexId: 1, key: keyOf(5, id), docId: id }] });
+    const readTs = a.engine.readTs;
+    const write = (docId: typeof id, n: number) => ({
+      readTs,
+      documents: [{ tableNumber: TABLE, id: docId, value: JSON.stringify({ n }), prevTs: null }],
+      indexWrites: [{ indexId: 1, key: keyOf(n, docId), docId }],
+    });
+    const range = (from: number, to: number) => ({ indexId: 1, start: encodeIndexKey([from]), end: encodeIndexKey([to]) });
+    // In flight: `other` at n = 20. A reader of `other`, or of a range holding 20, conflicts.
+    const inFlight = a.engine.commit(write(other, 20));
+    await expect(a.engine.commit({ ...write(id, 6), readSet: { documents: [other] } })).rejects.toSatisfy(code("WRITE_CONFLICT"));
+    await expect(a.engine.commit({ ...write(id, 6), readSet: { indexRanges: [range(10, 30)] } })).rejects.toSatisfy(code("WRITE_CONFLICT"));
+    // Ranges and documents the write did not touch do not conflict (and this one commits).
+    const clean = a.engine.commit({ ...write(id, 7), readSet: { documents: [id], indexRanges: [range(21, 30), range(0, 20)] } });
+    await Promise.all([inFlight, clean]);
+    // Committed since readTs: the same reads conflict; an unbounded range too; a fresh snapshot does not.
+    await expect(a.engine.commit({ ...write(id, 8), readSet: { documents: [other] } })).rejects.toSatisfy(code("WRITE_CONFLICT"));
+    await expect(a.engine.commit({ ...write(id, 8), readSet: { indexRanges: [{ indexId: 1, start: encodeIndexKey([15]), end: null }] } })).rejects.toSatisfy(
+      code("WRITE_CONFLICT"),
+    );
+    await expect(a.engine.commit({ ...write(id, 8), readSet: { indexRanges: [{ ...range(10, 30), indexId: 2 }] } })).resolves.toBeDefined();
+    await expect(
+      a.engine.commit({ ...write(id, 9), readTs: a.engine.readTs, readSet: { documents: [other, id], indexRanges: [range(0, 100)] } }),
+    ).resolves.toBeDefined();
+    // A malformed read set is refused before anything is queued.
+    await expect(a.engine.commit({ ...write(id, 10), readSet: { indexRanges: [{ indexId: -1, start: new Uint8Array(0), end: null }] } })).rejects.toSatisfy(
+      code("INVALID_ARGUMENT"),
+    );
   });
 
   it("refuses malformed units before queueing anything", async () => {
