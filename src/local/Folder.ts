@@ -2,7 +2,7 @@ import { Worker } from "node:worker_threads";
 import { CairnError } from "../base/errors.js";
 import type { FoldJob } from "./FoldJob.js";
 import { ABORT, CLOSED, prepareFold, writeFold, type FoldStatements } from "./foldWorker.mjs";
-import { CONNECTION_PRAGMAS, type SqliteDatabase } from "./schema.js";
+import { foldWorkerPragmas, type SqliteDatabase } from "./schema.js";
 import { FOLD_SQL } from "./statements.js";
 
 /**
@@ -39,7 +39,7 @@ export class WorkerFolder implements Folder {
 
   constructor(private readonly path: string) {
     this.worker = new Worker(new URL("./foldWorker.mjs", import.meta.url), {
-      workerData: { cairnFold: { path, pragmas: CONNECTION_PRAGMAS, sql: FOLD_SQL, signals: this.signals } },
+      workerData: { cairnFold: { path, pragmas: foldWorkerPragmas(), sql: FOLD_SQL, signals: this.signals } },
     });
     // Idle, the worker must not keep the process alive; a fold in flight refs it again.
     this.worker.unref();

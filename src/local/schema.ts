@@ -129,12 +129,20 @@ export function configure(db: SqliteDatabase): void {
   for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
 }
 
-/** The pragmas of `configure`, for the fold worker's connection. */
+/** The fold worker's connection: as the main one, but it runs the checkpoints, off the event loop. */
+export function foldWorkerPragmas(): readonly string[] {
+  return [...CONNECTION_PRAGMAS.filter((pragma) => !pragma.startsWith("wal_autocheckpoint")), `wal_autocheckpoint = ${LOCAL_WAL_CHECKPOINT_PAGES}`];
+}
+
+/** The pragmas of `configure` (the main connection). */
 export const CONNECTION_PRAGMAS = [
   "journal_mode = WAL",
   "synchronous = NORMAL",
   `cache_size = -${LOCAL_PAGE_CACHE_KIB}`,
-  `wal_autocheckpoint = ${LOCAL_WAL_CHECKPOINT_PAGES}`,
+  // Automatic checkpoints on the main connection would copy WAL back on the event loop
+  // (after a restore, the whole restored file): they are the fold worker's
+  // (foldWorkerPragmas).
+  "wal_autocheckpoint = 0",
   `busy_timeout = ${LOCAL_BUSY_TIMEOUT_MS}`,
 ] as const;
 

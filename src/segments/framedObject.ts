@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import { promisify } from "node:util";
-import { deflate, deflateSync, inflateSync } from "node:zlib";
+import { deflateSync, inflateSync } from "node:zlib";
 
 /**
  * The envelope of every immutable object Cairn writes (segments, snapshot parts):
@@ -28,22 +27,8 @@ export interface FramedObject<H> {
 export class FrameError extends Error {}
 
 export function encodeFramed(magic: string, header: object, payload: Uint8Array, compression: Compression): Buffer {
-  return frame(magic, header, compression === "zlib" ? deflateSync(payload, DEFLATE_OPTIONS) : payload, compression);
-}
-
-/**
- * `encodeFramed` with the compression on libuv's thread pool: for large objects (8 MiB
- * snapshot parts), whose synchronous deflate would hold the event loop for tens of ms.
- */
-export async function encodeFramedAsync(magic: string, header: object, payload: Uint8Array, compression: Compression): Promise<Buffer> {
-  return frame(magic, header, compression === "zlib" ? await deflateAsync(payload, DEFLATE_OPTIONS) : payload, compression);
-}
-
-const DEFLATE_OPTIONS = { level: 1 } as const;
-const deflateAsync = promisify(deflate);
-
-function frame(magic: string, header: object, body: Uint8Array, compression: Compression): Buffer {
   const headerBytes = Buffer.from(JSON.stringify(header), "utf8");
+  const body = compression === "zlib" ? deflateSync(payload, { level: 1 }) : payload;
   const prefix = Buffer.alloc(PREFIX_BYTES);
   prefix.write(magic, 0, 4, "latin1");
   prefix.writeUInt8(FRAME_FORMAT, 4);

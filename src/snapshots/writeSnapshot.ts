@@ -8,7 +8,7 @@ import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import { ByteWriter } from "../segments/ByteWriter.js";
 import { writeIndexUpdate, writeReceipt, writeRevision } from "../segments/recordCodec.js";
 import { yieldToEventLoop } from "../base/yieldToEventLoop.js";
-import { encodeSnapshotPartAsync } from "./SnapshotPart.js";
+import { encodeSnapshotPart } from "./SnapshotPart.js";
 
 /**
  * Streams a point-in-time dump of the local state into create-only parts under a fresh
@@ -63,7 +63,7 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
 
   const cutPart = async () => {
     const part = partHashes.length;
-    const encoded = await encodeSnapshotPartAsync({ deploymentId, shard, seqno, part, ...counts }, writer.finish());
+    const encoded = encodeSnapshotPart({ deploymentId, shard, seqno, part, ...counts }, writer.finish());
     partHashes.push(encoded.hash);
     totals.bytes += encoded.bytes.byteLength;
     totals.documents += counts.documents;
