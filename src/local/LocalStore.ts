@@ -1,5 +1,4 @@
 import { resolve } from "node:path";
-import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { CairnError, invalidArgument } from "../base/errors.js";
 import {
@@ -223,12 +222,7 @@ export class LocalStore {
     if (options.recordsChecked === true) checkBatchShape(batch);
     else this.checkApplicable(batch);
     const meta = mergeMetaUpdate(this.currentMeta, batch.meta);
-    let minTs = Number.POSITIVE_INFINITY;
-    for (const rows of [batch.revisions, batch.indexUpdates, batch.receipts]) for (const row of rows) minTs = Math.min(minTs, row.ts);
-    this.overlay.add(
-      { minTs, revisions: [...batch.revisions], indexUpdates: [...batch.indexUpdates], receipts: [...batch.receipts], meta },
-      performance.now(),
-    );
+    this.overlay.add({ revisions: [...batch.revisions], indexUpdates: [...batch.indexUpdates], receipts: [...batch.receipts], meta });
     this.currentMeta = meta;
     this.appliedBatches++;
     this.scheduleFold();

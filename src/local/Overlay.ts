@@ -28,8 +28,6 @@ function newKeyTree(): SortedMap<string, IndexUpdate[]> {
  *   asked; if neither has one, the file decides.
  */
 export interface OverlayBatch {
-  /** The lowest ts of the batch's rows (Infinity if it has none). */
-  readonly minTs: number;
   readonly revisions: readonly DocumentRevision[];
   readonly indexUpdates: readonly IndexUpdate[];
   readonly receipts: readonly ClientReceipt[];
@@ -37,7 +35,6 @@ export interface OverlayBatch {
   readonly meta: LocalMeta;
 }
 
-export { keyString };
 
 export function receiptKey(clientId: string, seq: number): string {
   return `${clientId}\u0000${seq}`;
@@ -95,17 +92,21 @@ class Generation implements FrozenGeneration {
   readonly indexes = new Map<number, SortedMap<string, IndexUpdate[]>>();
   readonly receipts = new Map<string, ClientReceipt>();
   readonly batches: OverlayBatch[] = [];
-  rows = 0;
   held = { documents: 0, indexEntries: 0, receipts: 0 };
+  /** The lowest ts of any row held (Infinity if none): what a prune must fold first. */
   minTs = Number.POSITIVE_INFINITY;
-  startedAtMs: number | null = null;
+
+  get rows(): number {
+    return this.held.documents + this.held.indexEntries + this.held.receipts;
+  }
 
   get meta(): LocalMeta {
     return this.batches[this.batches.length - 1]!.meta;
   }
 
-  add(batch: OverlayBatch, nowMs: number): void {
+  add(batch: OverlayBatch): void {
     for (const row of batch.revisions) {
+      if (row.ts < this.minTs) this.minTs = row.ts;
       const versions = this.documents.get(row.id);
       if (versions === undefined) this.documents.set(row.id, [row]);
       else insertVersion(versions, row);
@@ -113,18 +114,19 @@ class Generation implements FrozenGeneration {
     for (const row of batch.indexUpdates) {
       let tree = this.indexes.get(row.indexId);
       if (tree === undefined) this.indexes.set(row.indexId, (tree = newKeyTree()));
+      if (row.ts < this.minTs) this.minTs = row.ts;
       const key = keyString(row.key);
       // Most keys are new: one descent to insert, a second only for a key seen before.
       if (!tree.setIfNotPresent(key, [row])) insertVersion(tree.get(key)!, row);
     }
-    for (const row of batch.receipts) this.receipts.set(receiptKey(row.clientId, row.seq), row);
+    for (const row of batch.receipts) {
+      if (row.ts < this.minTs) this.minTs = row.ts;
+      this.receipts.set(receiptKey(row.clientId, row.seq), row);
+    }
     this.batches.push(batch);
-    this.rows += batch.revisions.length + batch.indexUpdates.length + batch.receipts.length;
     this.held.documents += batch.revisions.length;
     this.held.indexEntries += batch.indexUpdates.length;
     this.held.receipts += batch.receipts.length;
-    this.minTs = Math.min(this.minTs, batch.minTs);
-    this.startedAtMs ??= nowMs;
   }
 
   *entries(indexId: number, start: string, end: string | null, order: "asc" | "desc"): Generator<[string, IndexUpdate[]]> {
@@ -188,8 +190,8 @@ export class Overlay {
     return Math.max(this.active.maxTs(), this.folding?.maxTs() ?? 0);
   }
 
-  add(batch: OverlayBatch, nowMs: number): void {
-    this.active.add(batch, nowMs);
+  add(batch: OverlayBatch): void {
+    this.active.add(batch);
   }
 
   /** The newest revision of `id` at or below `ts` held here, or undefined (then ask the file). */

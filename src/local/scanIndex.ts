@@ -2,7 +2,8 @@ import { compareBytes } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import { successorKey } from "../model/KeyRange.js";
 import type { DocumentRevision } from "../model/Revision.js";
-import { keyString, newestEntry, type Overlay } from "./Overlay.js";
+import { keyString } from "../model/keyString.js";
+import { newestEntry, type Overlay } from "./Overlay.js";
 import type { ScanRow, ScanParameters, Statements } from "./statements.js";
 
 /**
