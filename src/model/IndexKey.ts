@@ -93,10 +93,68 @@ export function decodeIndexKey(bytes: Uint8Array): (Value | undefined)[] {
   return values;
 }
 
-/** Throws INDEX_KEY_INVALID unless `key` is a complete, canonical encoded tuple. */
+/**
+ * Throws INDEX_KEY_INVALID unless `key` is a complete, canonical encoded tuple. Runs on
+ * every index entry a node applies, so the common key (scalars, ASCII strings) is checked
+ * by one pass over its bytes that builds nothing; any other key — nested values, non-ASCII
+ * text, escaped zeros, infinities and NaN, or a key that is not valid — goes to
+ * `decodeIndexKey`, whose verdict and error are the rule. The fast pass only ever says
+ * "valid" for keys the decoder accepts.
+ */
 export function validateIndexKey(key: Uint8Array): void {
   if (!(key instanceof Uint8Array)) throw keyInvalid("an index key must be a Uint8Array", 0);
-  decodeIndexKey(key);
+  if (!isPlainScalarKey(key)) decodeIndexKey(key);
+}
+
+/**
+ * True if `key` is a valid tuple of missing, null, boolean, finite number, bigint,
+ * ASCII string without zero bytes, or bytes elements; false if it is not, or if only the
+ * decoder can tell.
+ */
+function isPlainScalarKey(key: Uint8Array): boolean {
+  let at = 0;
+  while (at < key.length) {
+    const tag = key[at++]!;
+    switch (tag) {
+      case TAG.missing:
+      case TAG.null:
+      case TAG.false:
+      case TAG.true:
+        break;
+      case TAG.number: {
+        if (at + 8 > key.length) return false;
+        // The original float's exponent bits (undo the sign transform of writeNumber):
+        // all ones is an infinity or a NaN, which the decoder checks for canonical form.
+        const high = key[at]! & 0x80 ? key[at]! & 0x7f : ~key[at]! & 0x7f;
+        const next = key[at]! & 0x80 ? key[at + 1]! : ~key[at + 1]! & 0xff;
+        if (high === 0x7f && (next & 0xf0) === 0xf0) return false;
+        at += 8;
+        break;
+      }
+      case TAG.bigint:
+        if (at + 8 > key.length) return false;
+        at += 8;
+        break;
+      case TAG.string:
+      case TAG.bytes: {
+        // Up to the terminator 0x00 0x01; an escaped zero (0x00 0xFF) is left to the decoder.
+        for (;;) {
+          if (at >= key.length) return false;
+          const byte = key[at++]!;
+          if (byte === 0x00) {
+            if (at >= key.length || key[at] !== ESCAPE_END) return false;
+            at++;
+            break;
+          }
+          if (byte >= 0x80 && tag === TAG.string) return false;
+        }
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
 }
 
 /**

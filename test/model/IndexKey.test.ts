@@ -229,6 +229,42 @@ describe("properties over random values", () => {
   });
 });
 
+describe("the fast check of scalar keys agrees with the decoder", () => {
+  const scalar = fc.oneof(
+    fc.constantFrom<Value | undefined>(undefined, null, true, false, Number.NaN, Infinity, -Infinity, 0, -0, ""),
+    fc.double(),
+    fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
+    fc.string({ maxLength: 6 }),
+    fc.uint8Array({ maxLength: 6 }),
+  );
+  it("on scalar tuples with one byte set to an edge value or cut short", () => {
+    const edgeByte = fc.constantFrom(0x00, 0x01, 0x7f, 0x80, 0xf0, 0xf8, 0xff, 0x0f, 0x07);
+    fc.assert(
+      fc.property(fc.array(scalar, { maxLength: 4 }), fc.nat(), edgeByte, fc.boolean(), (tuple, at, byte, truncate) => {
+        const key = encodeIndexKey(tuple);
+        expectDecodesCanonicallyOrRefuses(key);
+        if (key.length === 0) return;
+        const position = at % key.length;
+        const changed = truncate ? key.subarray(0, position) : key.slice();
+        if (!truncate) changed[position] = byte;
+        expectDecodesCanonicallyOrRefuses(changed);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it("refuses every NaN but the canonical one, in either sign form", () => {
+    for (const bytes of [
+      [0x05, 0xff, 0xf8, 0, 0, 0, 0, 0, 1],
+      [0x05, 0x00, 0x07, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+      [0x05, 0xff, 0xf0, 0, 0, 0, 0, 0, 1],
+    ]) {
+      expect(codeOf(() => validateIndexKey(Uint8Array.from(bytes)))).toBe("INDEX_KEY_INVALID");
+    }
+    validateIndexKey(encodeIndexKey([Number.NaN, Infinity, -Infinity]));
+  });
+});
+
 describe("non-canonical and invalid encodings", () => {
   const invalid: [string, number[]][] = [
     ["an unknown tag", [0x0b]],
