@@ -16,7 +16,8 @@
  * 4. Reads at the end: `get` of random preloaded users and 100-row index scans from a
  *    random score, p50/p99, once everything is folded and again with ~30,000 documents
  *    still in the overlay.
- * 5. Peak RSS of the process, sampled throughout.
+ * 5. Peak RSS of the process, sampled throughout, and the live JS heap once the apply
+ *    phase is over (after a full GC): the difference is mostly garbage V8 collects lazily.
  *
  *   npm run bench:local [-- --sizes 1000000,5000000 --apply-documents 500000]
  *
@@ -59,11 +60,16 @@ function parseOptions(argv: readonly string[]): Options {
   return { sizes, applyDocuments };
 }
 
-/** Peak RSS, sampled whenever the work passes by, overall and per phase. */
+/** Peak RSS, sampled every 25 ms the event loop allows and whenever the work passes by, overall and per phase. */
 class RssSampler {
   peakBytes = 0;
   private phasePeak = 0;
   readonly phases: Record<string, number> = {};
+  private readonly timer = setInterval(() => this.sample(), 25).unref();
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
 
   sample(): void {
     const rss = process.memoryUsage().rss;
@@ -217,6 +223,7 @@ interface SizeFigures {
   readonly withOverlay: { readonly unfoldedRows: number; readonly get: Percentiles; readonly scan100: Percentiles };
   readonly peakRssMb: number;
   readonly peakRssMbByPhase: Record<string, number>;
+  readonly liveHeapAfterApplyMb: number;
 }
 
 async function measureSize(dir: string, size: number, options: Options): Promise<SizeFigures> {
@@ -235,6 +242,9 @@ async function measureSize(dir: string, size: number, options: Options): Promise
       sampler,
     );
     sampler.endPhase("sustainedApply");
+    // What the heap really holds (the peak RSS above includes garbage V8 had not collected yet).
+    (globalThis as { gc?: () => void }).gc?.();
+    const liveHeapAfterApplyMb = Math.round(process.memoryUsage().heapUsed / 2 ** 20);
     progress(`${size} documents: append-only floor…`);
     const appendOnlyFloorDocumentsPerSecond = appendOnlyFloor(
       join(dir, `floor-${size}.sqlite`),
@@ -264,8 +274,10 @@ async function measureSize(dir: string, size: number, options: Options): Promise
       withOverlay: { unfoldedRows, get: withOverlay.get, scan100: withOverlay.scan },
       peakRssMb: Math.round(sampler.peakBytes / 2 ** 20),
       peakRssMbByPhase: sampler.phases,
+      liveHeapAfterApplyMb,
     };
   } finally {
+    sampler.stop();
     store.close();
   }
 }
@@ -284,6 +296,7 @@ function printTable(figures: readonly SizeFigures[]): void {
   add("rows in the overlay during those reads", (f) => String(f.withOverlay.unfoldedRows), "");
   add("peak RSS, MiB", (f) => String(f.peakRssMb), "<= 500");
   add("  bulk load / apply / reads", (f) => `${f.peakRssMbByPhase.bulkLoad} / ${f.peakRssMbByPhase.sustainedApply} / ${f.peakRssMbByPhase.reads}`, "");
+  add("live JS heap after apply (after a GC), MiB", (f) => String(f.liveHeapAfterApplyMb), "");
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "));
 }

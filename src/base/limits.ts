@@ -153,6 +153,14 @@ export const LOCAL_FOLD_DELAY_MS = 250;
  * are ~300 MiB of JS heap; the writer's own commits never get near it.
  */
 export const LOCAL_OVERLAY_ROWS_MAX = 300_000;
+/**
+ * The same bound in bytes of the rows' values, ids and keys: rows of large documents
+ * reach it long before the row bound (300,000 rows of 1 MiB documents would not fit in
+ * any heap). 128 MiB is ~600k rows of the small documents the row bound is sized for.
+ */
+export const LOCAL_OVERLAY_BYTES_MAX = 128 * 1024 * 1024;
+/** Bytes in the overlay that start a fold at once, as LOCAL_FOLD_MIN_ROWS does for rows. */
+export const LOCAL_FOLD_MIN_BYTES = 16 * 1024 * 1024;
 
 // ---- shard log ------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import { CairnError } from "../base/errors.js";
-import type { FoldJob } from "./FoldJob.js";
+import { type FoldJob, transferablesOf } from "./FoldJob.js";
 import { ABORT, CLOSED, prepareFold, writeFold, type FoldStatements } from "./foldWorker.mjs";
 import { foldWorkerPragmas, type SqliteDatabase } from "./schema.js";
 import { FOLD_SQL } from "./statements.js";
@@ -63,7 +63,7 @@ export class WorkerFolder implements Folder {
       const id = this.nextId++;
       this.pending = { id, resolve, reject };
       this.worker.ref();
-      this.worker.postMessage({ id, job });
+      this.worker.postMessage({ id, job }, transferablesOf(job));
     });
   }
 

@@ -4,6 +4,8 @@ import { CairnError, invalidArgument } from "../base/errors.js";
 import {
   LOCAL_FOLD_DELAY_MS,
   LOCAL_FOLD_MIN_ROWS,
+  LOCAL_FOLD_MIN_BYTES,
+  LOCAL_OVERLAY_BYTES_MAX,
   LOCAL_OVERLAY_ROWS_MAX,
   LOCAL_PRUNE_BATCH_ROWS,
 } from "../base/limits.js";
@@ -248,13 +250,13 @@ export class LocalStore {
   }
 
   /**
-   * Resolves once the overlay holds fewer than LOCAL_OVERLAY_ROWS_MAX rows: a writer
-   * that applies faster than folds keep up (a replica far behind) awaits it between
-   * batches, so memory stays bounded.
+   * Resolves once the overlay holds fewer than LOCAL_OVERLAY_ROWS_MAX rows and
+   * LOCAL_OVERLAY_BYTES_MAX bytes: a writer that applies faster than folds keep up (a
+   * replica far behind) awaits it between batches, so memory stays bounded.
    */
   async room(): Promise<void> {
     this.assertOpen();
-    while (this.overlay.rows >= LOCAL_OVERLAY_ROWS_MAX) {
+    while (this.overlay.rows >= LOCAL_OVERLAY_ROWS_MAX || this.overlay.bytes >= LOCAL_OVERLAY_BYTES_MAX) {
       if (this.folding === null) this.startFold();
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
       this.assertOpen();
@@ -538,7 +540,7 @@ export class LocalStore {
   /** Starts a fold now if one is due, else makes sure one will start. */
   private scheduleFold(): void {
     if (this.folding !== null || this.mainWriting || this.overlay.pendingBatches === 0) return;
-    if (this.overlay.pendingRows >= this.foldMinRows) {
+    if (this.overlay.pendingRows >= this.foldMinRows || this.overlay.pendingBytes >= LOCAL_FOLD_MIN_BYTES) {
       // Not inside apply: building the job is O(rows) and belongs to no caller's latency.
       this.foldSoon ??= setImmediate(() => {
         this.foldSoon = null;

@@ -93,6 +93,8 @@ class Generation implements FrozenGeneration {
   readonly receipts = new Map<string, ClientReceipt>();
   readonly batches: OverlayBatch[] = [];
   held = { documents: 0, indexEntries: 0, receipts: 0 };
+  /** Roughly the bytes of the rows' variable parts (values, ids, keys, results), in string length units. */
+  bytes = 0;
   /** The lowest ts of any row held (Infinity if none): what a prune must fold first. */
   minTs = Number.POSITIVE_INFINITY;
 
@@ -107,6 +109,7 @@ class Generation implements FrozenGeneration {
   add(batch: OverlayBatch): void {
     for (const row of batch.revisions) {
       if (row.ts < this.minTs) this.minTs = row.ts;
+      this.bytes += row.id.length + (row.value?.length ?? 0);
       const versions = this.documents.get(row.id);
       if (versions === undefined) this.documents.set(row.id, [row]);
       else insertVersion(versions, row);
@@ -115,12 +118,14 @@ class Generation implements FrozenGeneration {
       let tree = this.indexes.get(row.indexId);
       if (tree === undefined) this.indexes.set(row.indexId, (tree = newKeyTree()));
       if (row.ts < this.minTs) this.minTs = row.ts;
+      this.bytes += 2 * row.key.byteLength + (row.docId?.length ?? 0);
       const key = keyString(row.key);
       // Most keys are new: one descent to insert, a second only for a key seen before.
       if (!tree.setIfNotPresent(key, [row])) insertVersion(tree.get(key)!, row);
     }
     for (const row of batch.receipts) {
       if (row.ts < this.minTs) this.minTs = row.ts;
+      this.bytes += row.clientId.length + row.result.length;
       this.receipts.set(receiptKey(row.clientId, row.seq), row);
     }
     this.batches.push(batch);
@@ -160,6 +165,16 @@ export class Overlay {
   /** Rows held (both generations). */
   get rows(): number {
     return this.active.rows + (this.folding?.rows ?? 0);
+  }
+
+  /** Bytes held (both generations; see Generation.bytes). */
+  get bytes(): number {
+    return this.active.bytes + (this.folding?.bytes ?? 0);
+  }
+
+  /** Bytes not yet handed to a fold. */
+  get pendingBytes(): number {
+    return this.active.bytes;
   }
 
   /** Rows not yet handed to a fold. */

@@ -6,8 +6,11 @@ export const ABORT: 0;
 export const CLOSED: 1;
 
 export interface FoldStatements {
+  readonly rowsPerStatement: number;
   readonly document: Statement;
+  readonly documents: Statement;
   readonly indexEntry: Statement;
+  readonly indexEntries: Statement;
   readonly receipt: Statement;
   readonly meta: Statement;
   readonly transaction: Transaction<(statements: FoldStatements, job: FoldJob) => void>;

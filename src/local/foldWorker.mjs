@@ -14,15 +14,16 @@ import { isMainThread, parentPort, workerData } from "node:worker_threads";
 
 export const ABORT = 0;
 export const CLOSED = 1;
-/** Rows written between two looks at the abort signal. */
-const ROWS_PER_ABORT_CHECK = 256;
 
 /** Prepares the fold's statements on `db`; `signals` (an Int32Array over shared memory) lets a fold be aborted. */
 export function prepareFold(db, sql, signals = null) {
   return {
     signals,
+    rowsPerStatement: sql.rowsPerStatement,
     document: db.prepare(sql.upsertDocument),
+    documents: db.prepare(sql.upsertDocuments),
     indexEntry: db.prepare(sql.upsertIndexEntry),
+    indexEntries: db.prepare(sql.upsertIndexEntries),
     receipt: db.prepare(sql.upsertReceipt),
     meta: db.prepare(sql.updateMeta),
     transaction: db.transaction((statements, job) => writeRows(statements, job)),
@@ -34,35 +35,66 @@ export function writeFold(statements, job) {
   statements.transaction(statements, job);
 }
 
-/** Rows come in key order (FoldJob.ts), and are written in that order. */
+/**
+ * Rows come in key order (FoldJob.ts) and are written in that order, `rowsPerStatement`
+ * at a time by the multi-row statements, the remainder one by one. The abort signal is
+ * looked at before each multi-row statement.
+ */
 function writeRows(statements, job) {
   const { documents, indexEntries, receipts } = job;
-  for (let at = 0; at < documents.ids.length; at++) {
-    if (at % ROWS_PER_ABORT_CHECK === 0) checkAbort(statements);
-    statements.document.run(documents.tableNumbers[at], documents.ids[at], documents.ts[at], documents.values[at], documents.prevTs[at]);
-  }
-  const keys = keyViews(indexEntries);
-  for (let at = 0; at < keys.length; at++) {
-    if (at % ROWS_PER_ABORT_CHECK === 0) checkAbort(statements);
-    statements.indexEntry.run(indexEntries.indexIds[at], keys[at], indexEntries.ts[at], indexEntries.docIds[at]);
-  }
+  const ids = columnViews(documents.ids);
+  const values = columnViews(documents.values);
+  writeInGroups(statements, statements.documents, statements.document, documents.count, 5, (parameters, offset, at) => {
+    parameters[offset] = documents.tableNumbers[at];
+    parameters[offset + 1] = ids(at);
+    parameters[offset + 2] = documents.ts[at];
+    parameters[offset + 3] = values(at);
+    const prevTs = documents.prevTs[at];
+    parameters[offset + 4] = Number.isNaN(prevTs) ? null : prevTs;
+  });
+  const keys = columnViews(indexEntries.keys);
+  const docIds = columnViews(indexEntries.docIds);
+  writeInGroups(statements, statements.indexEntries, statements.indexEntry, indexEntries.count, 4, (parameters, offset, at) => {
+    parameters[offset] = indexEntries.indexIds[at];
+    parameters[offset + 1] = keys(at);
+    parameters[offset + 2] = indexEntries.ts[at];
+    parameters[offset + 3] = docIds(at);
+  });
   for (let at = 0; at < receipts.clientIds.length; at++) {
     statements.receipt.run(receipts.clientIds[at], receipts.seqs[at], receipts.ts[at], receipts.results[at]);
   }
   statements.meta.run(...job.meta);
 }
 
+function writeInGroups(statements, many, one, rows, columns, fill) {
+  const group = statements.rowsPerStatement;
+  const parameters = rows >= group ? new Array(group * columns) : [];
+  let at = 0;
+  for (; at + group <= rows; at += group) {
+    checkAbort(statements);
+    for (let row = 0; row < group; row++) fill(parameters, row * columns, at + row);
+    many.run(parameters);
+  }
+  const single = new Array(columns);
+  for (; at < rows; at++) {
+    fill(single, 0, at);
+    one.run(single);
+  }
+}
+
 function checkAbort(statements) {
   if (statements.signals !== null && Atomics.load(statements.signals, ABORT) === 1) throw new Error("fold aborted: the store is closing");
 }
 
-/** The keys of a job travel as one byte array plus offsets; these are views into it. */
-function keyViews(indexEntries) {
-  const { keyBytes, keyOffsets } = indexEntries;
-  const buffer = Buffer.from(keyBytes.buffer, keyBytes.byteOffset, keyBytes.byteLength);
-  const views = new Array(keyOffsets.length - 1);
-  for (let at = 0; at < views.length; at++) views[at] = buffer.subarray(keyOffsets[at], keyOffsets[at + 1]);
-  return views;
+/**
+ * Value n of a packed column (FoldJob.ts) as a Buffer view into it, or null. Text columns
+ * are bound as these bytes and cast to TEXT by the statements (statements.ts), so no
+ * string is made.
+ */
+function columnViews(column) {
+  const { bytes, offsets, nulls } = column;
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return (at) => (nulls[at] === 1 ? null : buffer.subarray(offsets[at], offsets[at + 1]));
 }
 
 if (!isMainThread && workerData?.cairnFold) {

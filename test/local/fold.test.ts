@@ -8,6 +8,7 @@
  */
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { LOCAL_FOLD_MIN_BYTES } from "../../src/base/limits.js";
 import { LocalStore } from "../../src/local/index.js";
 import { DEPLOYMENT, batch, entry, ids, key, localFixtures, revision, thrown } from "./localFixtures.js";
 
@@ -46,6 +47,19 @@ describe("the overlay", () => {
       expect(store.unfoldedRows).toBe(0);
       expect(stateAt(store, documentIds, 10)).toEqual(expected);
     }
+  });
+
+  it("folds at once by bytes, whatever the row threshold, once large documents fill LOCAL_FOLD_MIN_BYTES", async () => {
+    const store = stores.open(dirs.file(), 0, DEPLOYMENT, { minRows: Number.MAX_SAFE_INTEGER, delayMs: 3_600_000 });
+    const big = JSON.stringify({ text: "x".repeat(LOCAL_FOLD_MIN_BYTES / 32) });
+    const documentIds = ids(34, 1, 43);
+    documentIds.forEach((id, n) => {
+      store.apply(batch({ revisions: [revision(id, 10 + n, big)], meta: { appliedSeqno: n, frontierTs: 10 + n } }));
+    });
+    // No flush: the byte threshold alone starts a fold, once 32 of these are held.
+    await expect.poll(() => store.durableMeta().appliedSeqno, { timeout: 30_000 }).toBeGreaterThanOrEqual(31);
+    expect(store.get(documentIds[33]! as never, 43)?.value).toBe(big);
+    expect(store.get(documentIds[0]! as never, 43)?.value).toBe(big);
   });
 
   it("fails every later call with LOCAL_FOLD_FAILED once a fold fails, leaving the file at its last fold", async () => {
