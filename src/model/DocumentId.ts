@@ -39,8 +39,14 @@ export function encodeDocumentId(parsed: ParsedDocumentId): DocumentId {
   if (parsed.random.byteLength !== RANDOM_BYTES) {
     throw new CairnError("DOCUMENT_ID_INVALID", `document id needs ${RANDOM_BYTES} random bytes`);
   }
-  const body = [...encodeVarint(parsed.tableNumber), ...parsed.random];
-  const bytes = Uint8Array.from([...body, ...fletcher16(body)]);
+  const varint = encodeVarint(parsed.tableNumber);
+  const bytes = new Uint8Array(varint.length + RANDOM_BYTES + 2);
+  bytes.set(varint);
+  bytes.set(parsed.random, varint.length);
+  const body = bytes.subarray(0, bytes.length - 2);
+  const [c0, c1] = fletcher16(body);
+  bytes[bytes.length - 2] = c0;
+  bytes[bytes.length - 1] = c1;
   return base32Encode(bytes) as DocumentId;
 }
 

@@ -1,7 +1,7 @@
 import { CairnError, invalidArgument } from "../base/errors.js";
 import { VALUE_DEPTH_MAX } from "../base/limits.js";
 import type { DocumentId } from "./DocumentId.js";
-import { encodeDocumentId, parseDocumentId } from "./DocumentId.js";
+import { encodeDocumentId, isCanonicalSpelling, parseDocumentId } from "./DocumentId.js";
 import type { Value, ValueObject, ValuePath } from "./Value.js";
 import {
   arrayElementInvalid,
@@ -169,7 +169,9 @@ export function documentIndexKey(
   if (typeof creationTime !== "number" || !Number.isFinite(creationTime)) {
     throw invalidArgument("creation time must be a finite number", { creationTime });
   }
-  return encodeIndexKey([...fieldValues, creationTime, encodeDocumentId(parseDocumentId(id))]);
+  // Parsed to check it; a parseable id in lowercase is canonical already (isCanonicalSpelling).
+  const parsed = parseDocumentId(id);
+  return encodeIndexKey([...fieldValues, creationTime, isCanonicalSpelling(id) ? id : encodeDocumentId(parsed)]);
 }
 
 export interface DocumentIndexKey {
@@ -225,7 +227,7 @@ function writeValue(writer: KeyWriter, value: unknown, depth: number, path: Valu
       return writer.uint64(BigInt.asUintN(64, (value as bigint) + TWO_TO_63));
     case "string":
       writer.byte(TAG.string);
-      return writer.escaped(textEncoder.encode(value as string));
+      return writer.text(value as string);
     case "bytes":
       writer.byte(TAG.bytes);
       return writer.escaped(value as Uint8Array);
@@ -238,14 +240,17 @@ function writeValue(writer: KeyWriter, value: unknown, depth: number, path: Valu
   }
 }
 
+/** Scratch space for one float64 (encoding is synchronous, so one is enough). */
+const numberBytes = new Uint8Array(8);
+const numberView = new DataView(numberBytes.buffer);
+
 function writeNumber(writer: KeyWriter, value: number): void {
   writer.byte(TAG.number);
   if (Number.isNaN(value)) return writer.bytes(CANONICAL_NAN);
-  const bytes = new Uint8Array(8);
-  new DataView(bytes.buffer).setFloat64(0, value);
-  if (bytes[0]! & 0x80) for (let index = 0; index < 8; index++) bytes[index] = ~bytes[index]! & 0xff;
-  else bytes[0] = bytes[0]! | 0x80;
-  writer.bytes(bytes);
+  numberView.setFloat64(0, value);
+  if (numberBytes[0]! & 0x80) for (let index = 0; index < 8; index++) numberBytes[index] = ~numberBytes[index]! & 0xff;
+  else numberBytes[0] = numberBytes[0]! | 0x80;
+  writer.bytes(numberBytes);
 }
 
 function writeArray(writer: KeyWriter, array: readonly unknown[], depth: number, path: ValuePath): void {
@@ -273,9 +278,15 @@ function writeObject(writer: KeyWriter, object: ValueObject, depth: number, path
   writer.byte(END);
 }
 
-/** A growable byte buffer; index keys are small, so doubling from 64 bytes is plenty. */
+/**
+ * A growable byte buffer; index keys are small, so doubling from 256 bytes is plenty. Every
+ * writer starts on one shared scratch buffer (encoding is synchronous and never nests), so
+ * a key costs one allocation: its copy in `finish`.
+ */
+let scratch = new Uint8Array(256);
+
 class KeyWriter {
-  private buffer = new Uint8Array(64);
+  private buffer = scratch;
   private length = 0;
 
   byte(value: number): void {
@@ -293,6 +304,22 @@ class KeyWriter {
     this.reserve(8);
     new DataView(this.buffer.buffer).setBigUint64(this.length, value);
     this.length += 8;
+  }
+
+  /** A string's UTF-8, escaped as `escaped` does; ASCII text is written as is, without an encoder. */
+  text(value: string): void {
+    this.reserve(value.length + 2);
+    const start = this.length;
+    for (let index = 0; index < value.length; index++) {
+      const code = value.charCodeAt(index);
+      if (code === 0 || code >= 0x80) {
+        this.length = start;
+        return this.escaped(textEncoder.encode(value));
+      }
+      this.buffer[this.length++] = code;
+    }
+    this.buffer[this.length++] = 0x00;
+    this.buffer[this.length++] = ESCAPE_END;
   }
 
   /** Data with each 0x00 written as 0x00 0xFF, then the terminator 0x00 0x01. */
@@ -315,6 +342,8 @@ class KeyWriter {
     const grown = new Uint8Array(Math.max(this.buffer.length * 2, this.length + extra));
     grown.set(this.buffer.subarray(0, this.length));
     this.buffer = grown;
+    // Kept for the next keys, up to a size worth keeping.
+    if (grown.length <= 64 * 1024) scratch = grown;
   }
 }
 

@@ -56,8 +56,11 @@ export function valueInvalid(message: string, path: readonly (string | number)[]
 }
 
 export function isWellFormedText(text: string): boolean {
-  return !LONE_SURROGATE.test(text);
+  // Native where the runtime has it (Node 20, current browsers): no regex per string.
+  return hasIsWellFormed ? (text as { isWellFormed(): boolean } & string).isWellFormed() : !LONE_SURROGATE.test(text);
 }
+
+const hasIsWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function";
 
 /**
  * The kind of `value`, after checking everything about it that does not need descending
