@@ -10,11 +10,17 @@ import type { ReadSet, WrittenKey } from "./WriteUnit.js";
  */
 export class WrittenKeyIndex {
   private readonly documents = new Map<string, number>();
-  private readonly indexes = new Map<number, SortedMap<string, number>>();
+  /**
+   * Per index: the numbers in a hash map, and the keys alone in a sorted map for range
+   * checks. A key's number changes often (every unit that writes it); it enters and
+   * leaves the sorted map only once each, so most updates cost a hash lookup, not two
+   * B-tree descents.
+   */
+  private readonly indexes = new Map<number, { readonly numbers: Map<string, number>; readonly sorted: SortedMap<string, true> }>();
 
   get size(): number {
     let size = this.documents.size;
-    for (const keys of this.indexes.values()) size += keys.size;
+    for (const keys of this.indexes.values()) size += keys.numbers.size;
     return size;
   }
 
@@ -26,12 +32,23 @@ export class WrittenKeyIndex {
         if (next === undefined) this.documents.delete(key.id);
         else this.documents.set(key.id, next);
       } else {
-        let tree = this.indexes.get(key.indexId);
-        if (tree === undefined) this.indexes.set(key.indexId, (tree = new SortedMap<string, number>(undefined, compareKeyStrings)));
+        let index = this.indexes.get(key.indexId);
+        if (index === undefined) {
+          index = { numbers: new Map(), sorted: new SortedMap<string, true>(undefined, compareKeyStrings) };
+          this.indexes.set(key.indexId, index);
+        }
         const name = keyString(key.key);
-        const next = update(tree.get(name));
-        if (next === undefined) tree.delete(name);
-        else tree.set(name, next);
+        const current = index.numbers.get(name);
+        const next = update(current);
+        if (next === undefined) {
+          if (current !== undefined) {
+            index.numbers.delete(name);
+            index.sorted.delete(name);
+          }
+        } else {
+          index.numbers.set(name, next);
+          if (current === undefined) index.sorted.set(name, true);
+        }
       }
     }
   }
@@ -43,12 +60,12 @@ export class WrittenKeyIndex {
       if (value !== undefined && matches(value)) return true;
     }
     for (const range of readSet.indexRanges ?? []) {
-      const tree = this.indexes.get(range.indexId);
-      if (tree === undefined || tree.size === 0) continue;
+      const index = this.indexes.get(range.indexId);
+      if (index === undefined || index.numbers.size === 0) continue;
       const end = range.end === null ? null : keyString(range.end);
-      for (const [key, value] of tree.entries(keyString(range.start))) {
+      for (const key of index.sorted.keys(keyString(range.start))) {
         if (end !== null && key >= end) break;
-        if (matches(value)) return true;
+        if (matches(index.numbers.get(key)!)) return true;
       }
     }
     return false;
