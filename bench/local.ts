@@ -11,19 +11,22 @@
  *    applied as fast as the store takes them (awaiting `room()`, as catch-up does) in
  *    rounds of 50,000 documents generated beforehand, each timed until its last
  *    segment is folded into the file: documents/s.
- * 3. The append-only floor, in the same run: the same rows appended to tables without
+ * 3. Catch-up as a replica runs it, continuing the same stream: segments of 1,000
+ *    documents encoded beforehand as real log segment files, then read, decoded,
+ *    verified and applied against the clock, continuously, with one flush at the end.
+ * 4. The append-only floor, in the same run: the same rows appended to tables without
  *    any index, one transaction per 50,000 documents, generated beforehand.
- * 4. Reads at the end: `get` of random preloaded users and 100-row index scans from a
+ * 5. Reads at the end: `get` of random preloaded users and 100-row index scans from a
  *    random score, p50/p99, once everything is folded and again with ~30,000 documents
  *    still in the overlay.
- * 5. Peak RSS of the process, sampled throughout, and the live JS heap once the apply
+ * 6. Peak RSS of the process, sampled throughout, and the live JS heap once the apply
  *    phase is over (after a full GC): the difference is mostly garbage V8 collects lazily.
  *
  *   npm run bench:local [-- --sizes 1000000,5000000 --apply-documents 500000]
  *
  * Prints a table, then exactly one line of JSON with every figure. Never asserted in tests.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -32,6 +35,7 @@ import { randomInt, SeededRandom } from "../src/base/random.js";
 import { type ApplyBatch, type DumpChunk, LocalStore } from "../src/local/index.js";
 import { CONNECTION_PRAGMAS } from "../src/local/schema.js";
 import { documentIndexKey } from "../src/model/IndexKey.js";
+import { decodeSegment, encodeSegment } from "../src/segments/Segment.js";
 import { BY_SCORE, IncrementalWrites, PreloadedUsers } from "./localSupport/dataset.js";
 
 const SEGMENT_DOCUMENTS = 1_000;
@@ -164,6 +168,48 @@ async function sustainedApply(store: LocalStore, writes: IncrementalWrites, docu
   return perSecond(documents, elapsedMs);
 }
 
+/**
+ * Catch-up as a replica runs it: the next `documents` of the stream are encoded as real
+ * log segments (zlib, sha256 trailer) into files beforehand; then, against the clock,
+ * each is read back, decoded and verified (`decodeSegment`), and applied, awaiting
+ * `room()`, with one flush at the very end. Decoding is counted: a replica does it too.
+ * The hash chain is not checked (the rounds before were not real segments).
+ */
+async function catchUpFromSegments(store: LocalStore, writes: IncrementalWrites, documents: number, dir: string, sampler: RssSampler): Promise<number> {
+  const segmentDir = join(dir, "segments");
+  mkdirSync(segmentDir);
+  const files: { path: string; seqno: number }[] = [];
+  let prevHash: string | null = null;
+  for (let n = 0; n < documents / SEGMENT_DOCUMENTS; n++) {
+    const { revisions, indexUpdates, receipts, meta } = writes.batch();
+    const seqno = meta.appliedSeqno!;
+    const ts = meta.frontierTs!;
+    const segment = encodeSegment(
+      { deploymentId: "bench", shard: 0, seqno, epoch: 1, kind: "data", count: revisions.length, minTs: ts, maxTs: ts, prevHash, writer: "bench" },
+      { revisions, indexUpdates, receipts },
+    );
+    prevHash = segment.hash;
+    const path = join(segmentDir, `${seqno}.seg`);
+    writeFileSync(path, segment.bytes);
+    files.push({ path, seqno });
+  }
+  sampler.sample();
+  const started = performance.now();
+  for (const [at, { path, seqno }] of files.entries()) {
+    const segment = decodeSegment(readFileSync(path), { deploymentId: "bench", shard: 0, seqno });
+    await store.room();
+    store.apply({ ...segment.records, meta: { appliedSeqno: seqno, epoch: 1, lastHash: segment.hash, frontierTs: segment.header.maxTs } });
+    // A real tailer awaits its GETs between segments; let the fold worker's answers in.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (at % 100 === 99) progress(`  catch-up: ${(at + 1) * SEGMENT_DOCUMENTS} of ${documents} documents, ${perSecond((at + 1) * SEGMENT_DOCUMENTS, performance.now() - started)} docs/s so far`);
+  }
+  await store.flush();
+  const elapsedMs = performance.now() - started;
+  sampler.sample();
+  rmSync(segmentDir, { recursive: true, force: true });
+  return perSecond(documents, elapsedMs);
+}
+
 /** The same rows appended to index-less tables, generated outside the clock: the cost of writing the bytes at all. */
 function appendOnlyFloor(path: string, writes: IncrementalWrites, documents: number): number {
   const db = new Database(path);
@@ -217,6 +263,7 @@ interface SizeFigures {
   readonly bulkLoadDocumentsPerSecond: number;
   readonly applyDocuments: number;
   readonly sustainedApplyDocumentsPerSecond: number;
+  readonly catchUpDocumentsPerSecond: number;
   readonly appendOnlyFloorDocumentsPerSecond: number;
   readonly applyToFloorRatio: number;
   readonly folded: { readonly get: Percentiles; readonly scan100: Percentiles };
@@ -235,16 +282,21 @@ async function measureSize(dir: string, size: number, options: Options): Promise
     const bulkLoadDocumentsPerSecond = await bulkLoad(store, users, sampler);
     sampler.endPhase("bulkLoad");
     progress(`${size} documents: sustained apply of ${options.applyDocuments}…`);
-    const sustainedApplyDocumentsPerSecond = await sustainedApply(
-      store,
-      new IncrementalWrites(users, new SeededRandom(size), SEGMENT_DOCUMENTS, UPDATE_FRACTION),
-      options.applyDocuments,
-      sampler,
-    );
+    const writes = new IncrementalWrites(users, new SeededRandom(size), SEGMENT_DOCUMENTS, UPDATE_FRACTION);
+    const sustainedApplyDocumentsPerSecond = await sustainedApply(store, writes, options.applyDocuments, sampler);
     sampler.endPhase("sustainedApply");
     // What the heap really holds (the peak RSS above includes garbage V8 had not collected yet).
     (globalThis as { gc?: () => void }).gc?.();
     const liveHeapAfterApplyMb = Math.round(process.memoryUsage().heapUsed / 2 ** 20);
+    progress(`${size} documents: catch-up from ${options.applyDocuments / SEGMENT_DOCUMENTS} segment files…`);
+    const catchUpDocumentsPerSecond = await catchUpFromSegments(
+      store,
+      new IncrementalWrites(users, new SeededRandom(size + 2), SEGMENT_DOCUMENTS, UPDATE_FRACTION, writes.position()),
+      options.applyDocuments,
+      dir,
+      sampler,
+    );
+    sampler.endPhase("catchUp");
     progress(`${size} documents: append-only floor…`);
     const appendOnlyFloorDocumentsPerSecond = appendOnlyFloor(
       join(dir, `floor-${size}.sqlite`),
@@ -268,6 +320,7 @@ async function measureSize(dir: string, size: number, options: Options): Promise
       bulkLoadDocumentsPerSecond,
       applyDocuments: options.applyDocuments,
       sustainedApplyDocumentsPerSecond,
+      catchUpDocumentsPerSecond,
       appendOnlyFloorDocumentsPerSecond,
       applyToFloorRatio: Math.round((sustainedApplyDocumentsPerSecond / appendOnlyFloorDocumentsPerSecond) * 100) / 100,
       folded: { get: folded.get, scan100: folded.scan },
@@ -287,6 +340,7 @@ function printTable(figures: readonly SizeFigures[]): void {
   const add = (label: string, cell: (figure: SizeFigures) => string, target: string) => rows.push([label, ...figures.map(cell), target]);
   add("bulk load (restore), docs/s", (f) => String(f.bulkLoadDocumentsPerSecond), ">= 100000");
   add("sustained apply, docs/s", (f) => String(f.sustainedApplyDocumentsPerSecond), ">= 50000");
+  add("catch-up from segment files (read, decode, apply), docs/s", (f) => String(f.catchUpDocumentsPerSecond), ">= 50000");
   add("append-only floor, docs/s", (f) => String(f.appendOnlyFloorDocumentsPerSecond), "");
   add("apply / floor", (f) => String(f.applyToFloorRatio), ">= 0.25");
   add("get p50 / p99 µs (folded)", (f) => `${f.folded.get.p50Us} / ${f.folded.get.p99Us}`, "p50 <= 20");
@@ -295,7 +349,7 @@ function printTable(figures: readonly SizeFigures[]): void {
   add("100-row scan p50 / p99 µs (overlay)", (f) => `${f.withOverlay.scan100.p50Us} / ${f.withOverlay.scan100.p99Us}`, "p50 <= 1000");
   add("rows in the overlay during those reads", (f) => String(f.withOverlay.unfoldedRows), "");
   add("peak RSS, MiB", (f) => String(f.peakRssMb), "<= 500");
-  add("  bulk load / apply / reads", (f) => `${f.peakRssMbByPhase.bulkLoad} / ${f.peakRssMbByPhase.sustainedApply} / ${f.peakRssMbByPhase.reads}`, "");
+  add("  bulk load / apply / catch-up / reads", (f) => `${f.peakRssMbByPhase.bulkLoad} / ${f.peakRssMbByPhase.sustainedApply} / ${f.peakRssMbByPhase.catchUp} / ${f.peakRssMbByPhase.reads}`, "");
   add("live JS heap after apply (after a GC), MiB", (f) => String(f.liveHeapAfterApplyMb), "");
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "));

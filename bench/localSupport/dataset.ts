@@ -92,15 +92,25 @@ export class PreloadedUsers {
  * written), each preloaded user at most once.
  */
 export class IncrementalWrites {
-  private nextBatch = 0;
-  private nextUpdated = 0;
+  private nextBatch: number;
+  private nextUpdated: number;
 
   constructor(
     private readonly users: PreloadedUsers,
     private readonly random: SeededRandom,
     private readonly documents: number,
     private readonly updateFraction: number,
-  ) {}
+    /** Where a stream continues another on the same store: its next batch number and updated-user count. */
+    from: { readonly batch: number; readonly updated: number } = { batch: 0, updated: 0 },
+  ) {
+    this.nextBatch = from.batch;
+    this.nextUpdated = from.updated;
+  }
+
+  /** Where a stream that continues this one starts. */
+  position(): { readonly batch: number; readonly updated: number } {
+    return { batch: this.nextBatch, updated: this.nextUpdated };
+  }
 
   /** Preloaded users updated so far (the first ones of a fixed permutation). */
   updatedUser(n: number): number {
