@@ -145,6 +145,11 @@ export const LOCAL_BUSY_TIMEOUT_MS = 10_000;
  * fold runs and the next one takes them all.
  */
 export const LOCAL_FOLD_MIN_ROWS = 30_000;
+/**
+ * Dump chunks a restore loads between two checkpoints that the fold worker runs beside
+ * it (~1,000 rows each: 64 chunks are ~10–30 MiB of WAL).
+ */
+export const LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT = 64;
 /** Longest a row waits in the overlay before a fold starts on a quiet store. */
 export const LOCAL_FOLD_DELAY_MS = 250;
 /**

@@ -14,6 +14,14 @@ import { FOLD_SQL } from "./statements.js";
 export interface Folder {
   fold(job: FoldJob): Promise<void>;
   /**
+   * Copies committed WAL frames back into the file on the folder's own connection: PASSIVE
+   * alongside a writer on another connection (a restore loading its staging tables),
+   * TRUNCATE when nothing else writes. Never while a fold is in flight (one at a time, as
+   * folds). Resolves either way: a checkpoint that cannot finish loses nothing, and the
+   * next automatic one picks up.
+   */
+  checkpoint(mode: "PASSIVE" | "TRUNCATE"): Promise<void>;
+  /**
    * Ends now: a fold in flight is abandoned (its transaction rolls back, as in a crash),
    * and once this returns nothing of the folder touches the file any more.
    */
@@ -64,6 +72,16 @@ export class WorkerFolder implements Folder {
       this.pending = { id, resolve, reject };
       this.worker.ref();
       this.worker.postMessage({ id, job }, transferablesOf(job));
+    });
+  }
+
+  checkpoint(mode: "PASSIVE" | "TRUNCATE"): Promise<void> {
+    if (this.closed || this.broken !== null) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const id = this.nextId++;
+      this.pending = { id, resolve, reject: () => resolve() };
+      this.worker.ref();
+      this.worker.postMessage({ id, checkpoint: mode });
     });
   }
 
@@ -132,6 +150,11 @@ export class InlineFolder implements Folder {
         }
       });
     });
+  }
+
+  /** An in-memory database has no WAL. */
+  checkpoint(): Promise<void> {
+    return Promise.resolve();
   }
 
   close(): void {

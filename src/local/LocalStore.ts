@@ -8,6 +8,7 @@ import {
   LOCAL_OVERLAY_BYTES_MAX,
   LOCAL_OVERLAY_ROWS_MAX,
   LOCAL_PRUNE_BATCH_ROWS,
+  LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
 } from "../base/limits.js";
 import { compareBytes } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
@@ -457,7 +458,24 @@ export class LocalStore {
     this.lifecycle = "restoring";
     try {
       return await this.writeThroughMain(async () => {
-        const result = await restoreDump(this.db, chunks, meta, this.currentMeta, () => this.assertOpen(), options);
+        // Every page a restore writes goes through the WAL once and is copied into the file
+        // by a checkpoint. The fold worker (idle: no fold runs during a restore) copies the
+        // committed chunks while the next ones load, on its own core; the last checkpoint,
+        // after the swap, is awaited here, so the restore's whole cost is counted as its
+        // own and the first fold after it does not stall on gigabytes of WAL.
+        let checkpointing: Promise<void> | null = null;
+        let chunksSinceCheckpoint = 0;
+        const checkpointAlongside = () => {
+          if (++chunksSinceCheckpoint < RESTORE_CHUNKS_PER_CHECKPOINT || checkpointing !== null) return;
+          chunksSinceCheckpoint = 0;
+          checkpointing = this.folder.checkpoint("PASSIVE").finally(() => (checkpointing = null));
+        };
+        let result: Awaited<ReturnType<typeof restoreDump>>;
+        try {
+          result = await restoreDump(this.db, chunks, meta, this.currentMeta, () => this.assertOpen(), options, checkpointAlongside);
+        } finally {
+          await checkpointing;
+        }
         // In the same macrotask as the swap: no read sees the new file with the old overlay.
         this.overlay.clear();
         this.receiptsPrunedBelowTs = 0;
@@ -465,6 +483,9 @@ export class LocalStore {
         this.foldedBatches = this.appliedBatches;
         this.currentMeta = result.meta;
         this.fileMeta = result.meta;
+        // TRUNCATE waits for readers of older snapshots (an open dump cursor) up to the busy
+        // timeout; with one open, copy what can be copied and let the WAL be reused later.
+        await this.folder.checkpoint(this.cursors.size === 0 ? "TRUNCATE" : "PASSIVE");
         return result.stats;
       });
     } finally {

@@ -6,7 +6,8 @@
 //
 // As a worker (workerData.cairnFold set): opens the file with the given pragmas, then
 // answers each message { id, job } with { id } once the transaction committed, or
-// { id, error } once it rolled back. The main thread sends one job at a time. To close,
+// { id, error } once it rolled back, and { id, checkpoint } with { id } once that WAL
+// checkpoint ran. The main thread sends one job at a time. To close,
 // the main thread raises signals[ABORT] (a fold in flight then rolls back within a few
 // hundred rows), sends { close: true } and waits on signals[CLOSED], which the worker
 // raises once its connection is closed: after that it never touches the file again.
@@ -112,6 +113,16 @@ if (!isMainThread && workerData?.cairnFold) {
         Atomics.notify(signals, CLOSED);
         parentPort.close();
       }
+      return;
+    }
+    if (message.checkpoint !== undefined) {
+      // Only the modes the main thread asks for; a busy or failed checkpoint is not an error.
+      try {
+        db.pragma(`wal_checkpoint(${message.checkpoint === "TRUNCATE" ? "TRUNCATE" : "PASSIVE"})`);
+      } catch {
+        // The next automatic checkpoint retries.
+      }
+      parentPort.postMessage({ id: message.id });
       return;
     }
     try {

@@ -55,6 +55,8 @@ export async function restoreDump(
   /** Throws once the store is closed: the chunk source may take long between chunks. */
   assertOpen: () => void,
   options: RestoreOptions = {},
+  /** Called after each chunk's transaction committed (the store checkpoints alongside). */
+  onChunkCommitted: () => void = () => undefined,
 ): Promise<{ stats: RestoreStats; meta: LocalMeta }> {
   validateRestoreMeta(restoreMeta);
   const meta: LocalMeta = {
@@ -73,6 +75,7 @@ export async function restoreDump(
     for await (const chunk of chunks) {
       assertOpen();
       loader.load(chunk);
+      onChunkCommitted();
     }
     assertOpen();
     swapIn(db, meta);
