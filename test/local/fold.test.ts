@@ -49,6 +49,28 @@ describe("the overlay", () => {
     }
   });
 
+  it("folds text byte for byte as TEXT: empty, non-ASCII, astral and NUL characters, and deletions", async () => {
+    const path = dirs.file();
+    const store = stores.open(path, 0, DEPLOYMENT, { minRows: Number.MAX_SAFE_INTEGER, delayMs: 3_600_000 });
+    const [empty, text, gone] = ids(3, 1, 45);
+    const value = JSON.stringify({ s: "h\u00e9llo \u{1F600} \u0000 \u2028 end" });
+    store.apply(
+      batch({
+        revisions: [revision(empty!, 10, ""), revision(text!, 10, value), revision(gone!, 10, null)],
+        indexUpdates: [entry(1, key(1), 10, text!), entry(1, key(2), 10, null)],
+        meta: { appliedSeqno: 0, frontierTs: 10 },
+      }),
+    );
+    await store.flush();
+    expect(store.getMany([empty, text, gone] as never, 10).map((found) => found?.value ?? null)).toEqual(["", value, null]);
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare("SELECT typeof(id) AS id, typeof(value) AS value FROM documents ORDER BY id").all()).toEqual(
+      [empty, text, gone].sort().map((id) => ({ id: "text", value: id === gone ? "null" : "text" })),
+    );
+    expect(raw.prepare("SELECT typeof(doc_id) FROM index_entries ORDER BY key").pluck().all()).toEqual(["text", "null"]);
+    raw.close();
+  });
+
   it("folds at once by bytes, whatever the row threshold, once large documents fill LOCAL_FOLD_MIN_BYTES", async () => {
     const store = stores.open(dirs.file(), 0, DEPLOYMENT, { minRows: Number.MAX_SAFE_INTEGER, delayMs: 3_600_000 });
     const big = JSON.stringify({ text: "x".repeat(LOCAL_FOLD_MIN_BYTES / 32) });
