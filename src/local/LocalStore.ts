@@ -473,8 +473,9 @@ export class LocalStore {
         let result: Awaited<ReturnType<typeof restoreDump>>;
         try {
           result = await restoreDump(this.db, chunks, meta, this.currentMeta, () => this.assertOpen(), options, checkpointAlongside);
-        } finally {
+        } catch (error) {
           await checkpointing;
+          throw error;
         }
         // In the same macrotask as the swap: no read sees the new file with the old overlay.
         this.overlay.clear();
@@ -483,6 +484,8 @@ export class LocalStore {
         this.foldedBatches = this.appliedBatches;
         this.currentMeta = result.meta;
         this.fileMeta = result.meta;
+        // Only now wait for a checkpoint still running beside the swap (one at a time).
+        await checkpointing;
         // TRUNCATE waits for readers of older snapshots (an open dump cursor) up to the busy
         // timeout; with one open, copy what can be copied and let the WAL be reused later.
         await this.folder.checkpoint(this.cursors.size === 0 ? "TRUNCATE" : "PASSIVE");
