@@ -4,6 +4,7 @@ import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revi
 import type { DumpChunk } from "./DumpCursor.js";
 import { type LocalMeta, metaParameters, UPDATE_META } from "./LocalMeta.js";
 import { DATA_TABLES, dataTablesSql, dropStaging, SECONDARY_INDEXES_SQL, STAGING_PREFIX, type SqliteDatabase } from "./schema.js";
+import { multiRowInsertSql, ROWS_PER_STATEMENT } from "./multiRowInsert.js";
 import { type RecordKind, type RecordRules, validateRows } from "./validateRecords.js";
 
 /**
@@ -92,16 +93,7 @@ const RECORD_KIND_OF_CHUNK = {
   receipts: "receipt",
 } as const satisfies Record<DumpChunk["kind"], RecordKind>;
 
-/** Rows per multi-row INSERT: one statement call per 64 rows instead of per row. */
-const ROWS_PER_INSERT = 64;
-
-/** `INSERT INTO table (columns) VALUES (?, …), …` for `rows` rows. */
-function insertSql(table: string, columns: readonly string[], rows: number): string {
-  const tuple = `(${columns.map(() => "?").join(", ")})`;
-  return `INSERT INTO ${STAGING_PREFIX}${table} (${columns.join(", ")}) VALUES ${Array.from({ length: rows }, () => tuple).join(", ")}`;
-}
-
-/** Inserts rows through one statement per ROWS_PER_INSERT rows, and one per row for the rest. */
+/** Inserts rows through one statement per ROWS_PER_STATEMENT rows, and one per row for the rest. */
 class BatchedInsert<Row> {
   private readonly many: Statement<unknown[]>;
   private readonly one: Statement<unknown[]>;
@@ -112,15 +104,16 @@ class BatchedInsert<Row> {
     columns: readonly string[],
     private readonly values: (row: Row) => readonly unknown[],
   ) {
-    this.many = db.prepare(insertSql(table, columns, ROWS_PER_INSERT));
-    this.one = db.prepare(insertSql(table, columns, 1));
+    const insert = { verb: "INSERT", table: `${STAGING_PREFIX}${table}`, columns } as const;
+    this.many = db.prepare(multiRowInsertSql(insert, ROWS_PER_STATEMENT));
+    this.one = db.prepare(multiRowInsertSql(insert, 1));
   }
 
   run(rows: readonly Row[]): void {
     let at = 0;
-    for (; at + ROWS_PER_INSERT <= rows.length; at += ROWS_PER_INSERT) {
+    for (; at + ROWS_PER_STATEMENT <= rows.length; at += ROWS_PER_STATEMENT) {
       const parameters: unknown[] = [];
-      for (let offset = 0; offset < ROWS_PER_INSERT; offset++) parameters.push(...this.values(rows[at + offset]!));
+      for (let offset = 0; offset < ROWS_PER_STATEMENT; offset++) parameters.push(...this.values(rows[at + offset]!));
       this.many.run(parameters);
     }
     for (; at < rows.length; at++) this.one.run([...this.values(rows[at]!)]);

@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { FoldSql } from "./FoldJob.js";
 import { UPDATE_META } from "./LocalMeta.js";
+import { type MultiRowInsert, multiRowInsertSql, ROWS_PER_STATEMENT } from "./multiRowInsert.js";
 import type { SqliteDatabase } from "./schema.js";
 
 /**
@@ -83,26 +84,20 @@ function countSql(bounded: boolean): string {
       AND (SELECT value IS NOT NULL FROM documents WHERE id = e.doc_id AND ts <= :ts ORDER BY ts DESC LIMIT 1)`;
 }
 
-/**
- * Rows per multi-row INSERT of a fold: one statement step per 64 rows instead of per row
- * (binding and stepping a statement costs about as much as inserting a small row).
- */
-const FOLD_ROWS_PER_STATEMENT = 64;
-
-/**
- * `INSERT OR REPLACE INTO table (columns) VALUES (…), …` for `rows` rows. A fold binds
- * text as UTF-8 bytes (FoldJob.ts): the columns in `textColumns` take `CAST(? AS TEXT)`,
- * which makes the bytes TEXT unchanged (the database encoding is UTF-8); NULL stays NULL.
- */
-function replaceSql(table: string, columns: readonly string[], textColumns: readonly string[], rows: number): string {
-  const row = `(${columns.map((column) => (textColumns.includes(column) ? "CAST(? AS TEXT)" : "?")).join(", ")})`;
-  return `INSERT OR REPLACE INTO ${table} (${columns.join(", ")}) VALUES ${Array.from({ length: rows }, () => row).join(", ")}`;
-}
-
-const DOCUMENT_COLUMNS = ["table_number", "id", "ts", "value", "prev_ts"];
-const DOCUMENT_TEXT_COLUMNS = ["id", "value"];
-const INDEX_ENTRY_COLUMNS = ["index_id", "key", "ts", "doc_id"];
-const INDEX_ENTRY_TEXT_COLUMNS = ["doc_id"];
+/** The tables a fold writes; text columns travel as UTF-8 bytes (FoldJob.ts). */
+const DOCUMENTS: MultiRowInsert = {
+  verb: "INSERT OR REPLACE",
+  table: "documents",
+  columns: ["table_number", "id", "ts", "value", "prev_ts"],
+  textColumns: ["id", "value"],
+};
+const INDEX_ENTRIES: MultiRowInsert = {
+  verb: "INSERT OR REPLACE",
+  table: "index_entries",
+  columns: ["index_id", "key", "ts", "doc_id"],
+  textColumns: ["doc_id"],
+};
+const RECEIPTS: MultiRowInsert = { verb: "INSERT OR REPLACE", table: "receipts", columns: ["client_id", "seq", "ts", "result"] };
 
 /**
  * What a fold writes (foldWorker.mjs). Writes overwrite by (key, ts), so a replayed
@@ -110,13 +105,13 @@ const INDEX_ENTRY_TEXT_COLUMNS = ["doc_id"];
  * conflict is rare (a replay) and plain inserts are ~10% faster.
  */
 export const FOLD_SQL: FoldSql = {
-  upsertDocument: replaceSql("documents", DOCUMENT_COLUMNS, DOCUMENT_TEXT_COLUMNS, 1),
-  upsertDocuments: replaceSql("documents", DOCUMENT_COLUMNS, DOCUMENT_TEXT_COLUMNS, FOLD_ROWS_PER_STATEMENT),
-  upsertIndexEntry: replaceSql("index_entries", INDEX_ENTRY_COLUMNS, INDEX_ENTRY_TEXT_COLUMNS, 1),
-  upsertIndexEntries: replaceSql("index_entries", INDEX_ENTRY_COLUMNS, INDEX_ENTRY_TEXT_COLUMNS, FOLD_ROWS_PER_STATEMENT),
-  upsertReceipt: replaceSql("receipts", ["client_id", "seq", "ts", "result"], [], 1),
+  upsertDocument: multiRowInsertSql(DOCUMENTS, 1),
+  upsertDocuments: multiRowInsertSql(DOCUMENTS, ROWS_PER_STATEMENT),
+  upsertIndexEntry: multiRowInsertSql(INDEX_ENTRIES, 1),
+  upsertIndexEntries: multiRowInsertSql(INDEX_ENTRIES, ROWS_PER_STATEMENT),
+  upsertReceipt: multiRowInsertSql(RECEIPTS, 1),
   updateMeta: UPDATE_META,
-  rowsPerStatement: FOLD_ROWS_PER_STATEMENT,
+  rowsPerStatement: ROWS_PER_STATEMENT,
 };
 
 export class Statements {
