@@ -55,6 +55,15 @@ function expectDecodesCanonicallyOrRefuses(bytes: Uint8Array): void {
   validateIndexKey(bytes);
 }
 
+/** `key` with the byte at `at` (mod its length) set to `byte`, or cut short there, decodes canonically or is refused. */
+function expectDamagedDecodesCanonicallyOrRefuses(key: Uint8Array, at: number, byte: number, truncate: boolean): void {
+  if (key.length === 0) return;
+  const position = at % key.length;
+  const changed = truncate ? key.subarray(0, position) : key.slice();
+  if (!truncate) changed[position] = byte;
+  expectDecodesCanonicallyOrRefuses(changed);
+}
+
 describe("the order of kinds and of values within a kind", () => {
   it("sorts an ascending list of values ascending, by bytes and by compareValues", () => {
     const ascending: (Value | undefined)[] = [
@@ -216,14 +225,9 @@ describe("properties over random values", () => {
 
   it("corrupted and truncated valid keys never crash the decoder", () => {
     fc.assert(
-      fc.property(tupleArbitrary, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.boolean(), (tuple, at, byte, truncate) => {
-        const key = encodeIndexKey(tuple);
-        if (key.length === 0) return;
-        const position = at % key.length;
-        const changed = truncate ? key.subarray(0, position) : key.slice();
-        if (!truncate) changed[position] = byte;
-        expectDecodesCanonicallyOrRefuses(changed);
-      }),
+      fc.property(tupleArbitrary, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.boolean(), (tuple, at, byte, truncate) =>
+        expectDamagedDecodesCanonicallyOrRefuses(encodeIndexKey(tuple), at, byte, truncate),
+      ),
       { numRuns: 10_000 },
     );
   });
@@ -243,11 +247,7 @@ describe("the fast check of scalar keys agrees with the decoder", () => {
       fc.property(fc.array(scalar, { maxLength: 4 }), fc.nat(), edgeByte, fc.boolean(), (tuple, at, byte, truncate) => {
         const key = encodeIndexKey(tuple);
         expectDecodesCanonicallyOrRefuses(key);
-        if (key.length === 0) return;
-        const position = at % key.length;
-        const changed = truncate ? key.subarray(0, position) : key.slice();
-        if (!truncate) changed[position] = byte;
-        expectDecodesCanonicallyOrRefuses(changed);
+        expectDamagedDecodesCanonicallyOrRefuses(key, at, byte, truncate);
       }),
       { numRuns: 20_000 },
     );
