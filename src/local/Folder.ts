@@ -45,9 +45,12 @@ export class WorkerFolder implements Folder {
   /** Shared with the worker: [ABORT] raised by close, [CLOSED] raised by the worker. */
   private readonly signals = new Int32Array(new SharedArrayBuffer(8));
 
-  constructor(private readonly path: string) {
+  constructor(
+    private readonly path: string,
+    pageBytes: number,
+  ) {
     this.worker = new Worker(new URL("./foldWorker.mjs", import.meta.url), {
-      workerData: { cairnFold: { path, pragmas: foldWorkerPragmas(), sql: FOLD_SQL, signals: this.signals } },
+      workerData: { cairnFold: { path, pragmas: foldWorkerPragmas(pageBytes), sql: FOLD_SQL, signals: this.signals } },
     });
     // Idle, the worker must not keep the process alive; a fold in flight refs it again.
     this.worker.unref();

@@ -34,7 +34,7 @@ import { Overlay } from "./Overlay.js";
 import { type PruneStats, pruneHistory, type SweepCursor } from "./pruneHistory.js";
 import { restoreDump, type RestoreMeta, type RestoreOptions, type RestoreStats } from "./restore.js";
 import { scanIndex } from "./scanIndex.js";
-import { openDatabase, openReader, type SqliteDatabase } from "./schema.js";
+import { openDatabase, openReader, pageBytesOf, type SqliteDatabase } from "./schema.js";
 import { Statements } from "./statements.js";
 import { type RecordRules, validateRows } from "./validateRecords.js";
 
@@ -172,7 +172,7 @@ export class LocalStore {
     this.currentMeta = readMeta(db);
     this.fileMeta = this.currentMeta;
     this.statements = new Statements(db);
-    this.folder = db.memory ? new InlineFolder(db) : new WorkerFolder(path);
+    this.folder = db.memory ? new InlineFolder(db) : new WorkerFolder(path, pageBytesOf(db));
   }
 
   /**

@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { CairnError } from "../base/errors.js";
-import { LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_CACHE_KIB, LOCAL_WAL_CHECKPOINT_PAGES } from "../base/limits.js";
+import { LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_BYTES, LOCAL_PAGE_CACHE_KIB, LOCAL_WAL_CHECKPOINT_BYTES } from "../base/limits.js";
 
 /**
  * The SQLite schema of one shard's local materialization (DESIGN.md §6).
@@ -89,6 +89,8 @@ export function openDatabase(path: string, shard: number, deploymentId: string):
   const db = connect(path, {});
   try {
     const created = !checkExisting(db, path, shard, deploymentId);
+    // Only an empty file takes a page size, and only before WAL mode writes its header.
+    if (created) db.pragma(`page_size = ${LOCAL_PAGE_BYTES}`);
     configure(db);
     if (created) createSchema(db, shard, deploymentId);
     dropStaging(db);
@@ -129,9 +131,18 @@ export function configure(db: SqliteDatabase): void {
   for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
 }
 
-/** The fold worker's connection: as the main one, but it runs the checkpoints, off the event loop. */
-export function foldWorkerPragmas(): readonly string[] {
-  return [...CONNECTION_PRAGMAS.filter((pragma) => !pragma.startsWith("wal_autocheckpoint")), `wal_autocheckpoint = ${LOCAL_WAL_CHECKPOINT_PAGES}`];
+/**
+ * The fold worker's connection: as the main one, but it runs the checkpoints, off the
+ * event loop, every LOCAL_WAL_CHECKPOINT_BYTES in pages of this file's size.
+ */
+export function foldWorkerPragmas(pageBytes: number): readonly string[] {
+  const checkpointPages = Math.max(1, Math.ceil(LOCAL_WAL_CHECKPOINT_BYTES / pageBytes));
+  return [...CONNECTION_PRAGMAS.filter((pragma) => !pragma.startsWith("wal_autocheckpoint")), `wal_autocheckpoint = ${checkpointPages}`];
+}
+
+/** The page size the file was created with. */
+export function pageBytesOf(db: SqliteDatabase): number {
+  return db.pragma("page_size", { simple: true }) as number;
 }
 
 /** The pragmas of `configure` (the main connection). */

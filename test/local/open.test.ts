@@ -7,6 +7,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { LOCAL_PAGE_BYTES } from "../../src/base/limits.js";
 import { LocalStore, SCHEMA_VERSION } from "../../src/local/index.js";
 import { DEPLOYMENT, batch, entry, ids, key, revision, thrown, localFixtures } from "./localFixtures.js";
 
@@ -39,6 +40,36 @@ describe("LocalStore.open", () => {
     } finally {
       raw.close();
     }
+  });
+
+  it("creates files with LOCAL_PAGE_BYTES pages and keeps the page size of a file made with another", async () => {
+    const pageBytesOf = (path: string) => {
+      const raw = new Database(path, { readonly: true });
+      try {
+        return raw.pragma("page_size", { simple: true });
+      } finally {
+        raw.close();
+      }
+    };
+    const fresh = dirs.file();
+    stores.open(fresh).close();
+    expect(pageBytesOf(fresh)).toBe(LOCAL_PAGE_BYTES);
+
+    // A file whose header already says 4 KiB (as every file before this page size did).
+    const older = dirs.file();
+    const raw = new Database(older);
+    raw.pragma("page_size = 4096");
+    raw.pragma("journal_mode = WAL");
+    raw.close();
+    const [a] = ids(1);
+    const store = stores.open(older);
+    store.apply(batch({ revisions: [revision(a!, 100, '{"x":1}')], indexUpdates: [entry(7, key("x"), 100, a!)], meta: { appliedSeqno: 0, frontierTs: 100 } }));
+    await store.flush();
+    store.close();
+    expect(pageBytesOf(older)).toBe(4096);
+    const reopened = stores.open(older);
+    expect(reopened.get(a!, 100)).toEqual({ value: '{"x":1}', ts: 100 });
+    expect(reopened.durableMeta().appliedSeqno).toBe(0);
   });
 
   it("keeps data and meta across a warm reopen", async () => {
