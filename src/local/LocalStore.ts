@@ -78,8 +78,12 @@ export interface LocalStoreOptions {
   readonly path: string;
   readonly shard: number;
   readonly deploymentId: string;
-  /** When folds start (defaults LOCAL_FOLD_MIN_ROWS and LOCAL_FOLD_DELAY_MS); tests fold early and often. */
-  readonly fold?: { readonly minRows?: number; readonly delayMs?: number };
+  /**
+   * When folds start (defaults LOCAL_FOLD_MIN_ROWS and LOCAL_FOLD_DELAY_MS) and how many
+   * unfolded rows make `room()` wait (default LOCAL_OVERLAY_ROWS_MAX); tests fold early
+   * and often, and bound the overlay low.
+   */
+  readonly fold?: { readonly minRows?: number; readonly delayMs?: number; readonly overlayRowsMax?: number };
 }
 
 export interface ApplyBatch {
@@ -168,6 +172,7 @@ export class LocalStore {
     private readonly path: string,
     private readonly foldMinRows: number,
     private readonly foldDelayMs: number,
+    private readonly overlayRowsMax: number,
   ) {
     this.currentMeta = readMeta(db);
     this.fileMeta = this.currentMeta;
@@ -191,7 +196,11 @@ export class LocalStore {
     const delayMs = options.fold?.delayMs ?? LOCAL_FOLD_DELAY_MS;
     if (!Number.isSafeInteger(minRows) || minRows < 0) throw invalidArgument(`fold.minRows must be a non-negative integer, not ${String(minRows)}`);
     if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw invalidArgument(`fold.delayMs must be a non-negative integer, not ${String(delayMs)}`);
-    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs);
+    const overlayRowsMax = options.fold?.overlayRowsMax ?? LOCAL_OVERLAY_ROWS_MAX;
+    if (!Number.isSafeInteger(overlayRowsMax) || overlayRowsMax < 1) {
+      throw invalidArgument(`fold.overlayRowsMax must be a positive integer, not ${String(overlayRowsMax)}`);
+    }
+    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs, overlayRowsMax);
   }
 
   meta(): LocalMeta {
@@ -251,13 +260,24 @@ export class LocalStore {
   }
 
   /**
-   * Resolves once the overlay holds fewer than LOCAL_OVERLAY_ROWS_MAX rows and
-   * LOCAL_OVERLAY_BYTES_MAX bytes: a writer that applies faster than folds keep up (a
-   * replica far behind) awaits it between batches, so memory stays bounded.
+   * True while `room()` would resolve at once: the store is open and healthy and the
+   * overlay is under its row and byte bounds (false otherwise, so a caller that checks it
+   * before writing anywhere else learns of a closed or failed store from `room()` first).
+   */
+  get hasRoom(): boolean {
+    if (this.lifecycle === "closed" || this.failure !== null) return false;
+    return this.overlay.rows < this.overlayRowsMax && this.overlay.bytes < LOCAL_OVERLAY_BYTES_MAX;
+  }
+
+  /**
+   * Resolves once the overlay holds fewer than `fold.overlayRowsMax` rows
+   * (LOCAL_OVERLAY_ROWS_MAX) and LOCAL_OVERLAY_BYTES_MAX bytes: whoever applies faster
+   * than folds keep up (a replica far behind, a writer whose commits outpace its folds)
+   * awaits it between batches, so memory stays bounded.
    */
   async room(): Promise<void> {
     this.assertOpen();
-    while (this.overlay.rows >= LOCAL_OVERLAY_ROWS_MAX || this.overlay.bytes >= LOCAL_OVERLAY_BYTES_MAX) {
+    while (!this.hasRoom) {
       if (this.folding === null) this.startFold();
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
       this.assertOpen();

@@ -461,10 +461,31 @@ export class ShardEngine {
         await this.flushOrStop(epoch, [], "tick");
         continue;
       }
+      if (!this.options.local.hasRoom) {
+        // Commits outpace the local store's folds: the next segment waits until its rows
+        // fit, so memory stays bounded and the queue (not the overlay) absorbs the burst.
+        await this.waitForLocalRoom();
+        continue;
+      }
       this.inFlight = this.takeBatch();
       await this.flushOrStop(epoch, this.inFlight, "data");
     }
     if (this.currentState.kind !== "writing") this.failQueued(this.notWritingError());
+  }
+
+  /** Never throws: a local store that closed or failed meanwhile stops the writer before anything is written. */
+  private async waitForLocalRoom(): Promise<void> {
+    try {
+      await this.options.local.room();
+    } catch (error) {
+      this.becomeStopped(
+        "poisoned",
+        new CairnError("ENGINE_POISONED", `shard ${this.shard}: the local store failed; the engine refuses writes until re-acquired`, {
+          cause: error,
+          details: { shard: this.shard },
+        }),
+      );
+    }
   }
 
   private takeBatch(): QueuedUnit[] {

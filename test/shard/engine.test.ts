@@ -227,3 +227,45 @@ describe("shard engine hand-over", () => {
     await expect(a.engine.commit(insertUnit(a.engine, harness.newId(), {}))).rejects.toSatisfy(code("FENCED"));
   });
 });
+
+describe("shard engine backpressure", () => {
+  const neverFoldsByItself = { minRows: 1_000_000, delayMs: 3_600_000 };
+
+  it("holds the next segment while the local overlay is full, so a burst of commits never outgrows it", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const writer = await harness.writer("writer", { flushUnitsMax: 5 }, { fold: { ...neverFoldsByItself, overlayRowsMax: 20 } });
+    const ids = Array.from({ length: 200 }, () => harness.newId());
+    let mostUnfolded = 0;
+    const results = await Promise.all(
+      ids.map((id, index) =>
+        writer.engine.commit(insertUnit(writer.engine, id, { index })).then((result) => {
+          mostUnfolded = Math.max(mostUnfolded, writer.local.unfoldedRows);
+          return result;
+        }),
+      ),
+    );
+    // Under the bound when a segment is taken, plus at most one segment of 5 one-row units.
+    expect(mostUnfolded).toBeLessThanOrEqual(20 - 1 + 5);
+    expect(new Set(results.map((result) => result.ts)).size).toBe(ids.length);
+    for (const [index, id] of ids.entries()) {
+      expect(writer.local.get(id, writer.engine.readTs)?.value).toBe(JSON.stringify({ index }));
+    }
+  });
+
+  it("stops before writing anything when the local store closes while commits wait for room", async () => {
+    harness = await ShardHarness.create(memoryBucket);
+    const writer = await harness.writer("writer", {}, { fold: { ...neverFoldsByItself, overlayRowsMax: 1 } });
+    await writer.engine.commit(insertUnit(writer.engine, harness.newId(), { first: true }));
+    const before = writer.engine.position;
+    // Queued (the store was open), then the store closes while the flush waits for room.
+    const second = writer.engine.commit(insertUnit(writer.engine, harness.newId(), { second: true }));
+    writer.local.close();
+    await expect(second).rejects.toSatisfy(code("ENGINE_POISONED"));
+    expect(writer.engine.state.kind).toBe("poisoned");
+    expect(writer.engine.position).toEqual(before);
+    await harness.crash(writer);
+    const follower = await harness.node("follower");
+    await follower.engine.catchUpToTail();
+    expect(follower.engine.position).toEqual(before);
+  });
+});
