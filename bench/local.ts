@@ -19,14 +19,15 @@
  * 5. Reads at the end: `get` of random preloaded users and 100-row index scans from a
  *    random score, p50/p99, once everything is folded and again with ~30,000 documents
  *    still in the overlay.
- * 6. Peak RSS of the process, sampled throughout, and the live JS heap once the apply
- *    phase is over (after a full GC): the difference is mostly garbage V8 collects lazily.
+ * 6. Peak RSS of the process and the largest size of the store's WAL file, sampled
+ *    throughout, and the live JS heap once the apply phase is over (after a full GC): the
+ *    difference to the RSS is mostly garbage V8 collects lazily.
  *
  *   npm run bench:local [-- --sizes 1000000,5000000 --apply-documents 500000]
  *
  * Prints a table, then exactly one line of JSON with every figure. Never asserted in tests.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -67,15 +68,26 @@ function parseOptions(argv: readonly string[]): Options {
 /** Peak RSS, sampled every 25 ms the event loop allows and whenever the work passes by, overall and per phase. */
 class RssSampler {
   peakBytes = 0;
+  /** The store's WAL file at its largest (it is rewound, not shrunk: its size is its high-water mark). */
+  peakWalBytes = 0;
   private phasePeak = 0;
+  private phaseWalPeak = 0;
   readonly phases: Record<string, number> = {};
+  readonly walPhases: Record<string, number> = {};
   private readonly timer = setInterval(() => this.sample(), 25).unref();
+
+  constructor(private readonly walPath: string) {}
 
   stop(): void {
     clearInterval(this.timer);
   }
 
   sample(): void {
+    if (existsSync(this.walPath)) {
+      const wal = statSync(this.walPath).size;
+      this.peakWalBytes = Math.max(this.peakWalBytes, wal);
+      this.phaseWalPeak = Math.max(this.phaseWalPeak, wal);
+    }
     const rss = process.memoryUsage().rss;
     this.peakBytes = Math.max(this.peakBytes, rss);
     this.phasePeak = Math.max(this.phasePeak, rss);
@@ -84,7 +96,10 @@ class RssSampler {
   endPhase(name: string): void {
     this.sample();
     this.phases[name] = Math.round(this.phasePeak / 2 ** 20);
+    this.walPhases[name] = Math.round(this.phaseWalPeak / 2 ** 20);
     this.phasePeak = 0;
+    // The file keeps its size when SQLite rewinds it: a phase's figure is what the phase grew it to.
+    this.phaseWalPeak = 0;
   }
 }
 
@@ -145,12 +160,24 @@ async function bulkLoad(store: LocalStore, users: PreloadedUsers, sampler: RssSa
  * then applied and folded against the clock: the time counted is the store's alone, and
  * a round's tail (the last fold, with nothing left to apply) counts too.
  */
-async function sustainedApply(store: LocalStore, writes: IncrementalWrites, documents: number, sampler: RssSampler): Promise<number> {
+/** Documents per second, and the process's CPU (all threads) over the same clock, in cores. */
+interface Throughput {
+  readonly documentsPerSecond: number;
+  readonly cores: number;
+}
+
+function coresOver(cpu: NodeJS.CpuUsage, elapsedMs: number): number {
+  return Math.round(((cpu.user + cpu.system) / 1000 / elapsedMs) * 100) / 100;
+}
+
+async function sustainedApply(store: LocalStore, writes: IncrementalWrites, documents: number, sampler: RssSampler): Promise<Throughput> {
   let elapsedMs = 0;
+  let cpu: NodeJS.CpuUsage = { user: 0, system: 0 };
   for (let applied = 0; applied < documents; ) {
     const round = Array.from({ length: Math.min(ROUND_DOCUMENTS, documents - applied) / SEGMENT_DOCUMENTS }, () => writes.batch());
     sampler.sample();
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
     for (const batch of round) {
       await store.room();
       store.apply(batch);
@@ -160,12 +187,14 @@ async function sustainedApply(store: LocalStore, writes: IncrementalWrites, docu
     sampler.sample();
     await store.flush();
     elapsedMs += performance.now() - started;
+    const spent = process.cpuUsage(cpuBefore);
+    cpu = { user: cpu.user + spent.user, system: cpu.system + spent.system };
     applied += round.length * SEGMENT_DOCUMENTS;
     const memory = process.memoryUsage();
     progress(`  apply: ${applied} of ${documents} documents, ${perSecond(applied, elapsedMs)} docs/s so far; rss ${Math.round(memory.rss / 2 ** 20)} heap ${Math.round(memory.heapUsed / 2 ** 20)}/${Math.round(memory.heapTotal / 2 ** 20)} external ${Math.round(memory.external / 2 ** 20)} MiB`);
   }
   sampler.sample();
-  return perSecond(documents, elapsedMs);
+  return { documentsPerSecond: perSecond(documents, elapsedMs), cores: coresOver(cpu, elapsedMs) };
 }
 
 /**
@@ -175,7 +204,7 @@ async function sustainedApply(store: LocalStore, writes: IncrementalWrites, docu
  * `room()`, with one flush at the very end. Decoding is counted: a replica does it too.
  * The hash chain is not checked (the rounds before were not real segments).
  */
-async function catchUpFromSegments(store: LocalStore, writes: IncrementalWrites, documents: number, dir: string, sampler: RssSampler): Promise<number> {
+async function catchUpFromSegments(store: LocalStore, writes: IncrementalWrites, documents: number, dir: string, sampler: RssSampler): Promise<Throughput> {
   const segmentDir = join(dir, "segments");
   mkdirSync(segmentDir);
   const files: { path: string; seqno: number }[] = [];
@@ -195,6 +224,7 @@ async function catchUpFromSegments(store: LocalStore, writes: IncrementalWrites,
   }
   sampler.sample();
   const started = performance.now();
+  const cpuBefore = process.cpuUsage();
   for (const [at, { path, seqno }] of files.entries()) {
     const segment = decodeSegment(readFileSync(path), { deploymentId: "bench", shard: 0, seqno });
     await store.room();
@@ -205,9 +235,10 @@ async function catchUpFromSegments(store: LocalStore, writes: IncrementalWrites,
   }
   await store.flush();
   const elapsedMs = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
   sampler.sample();
   rmSync(segmentDir, { recursive: true, force: true });
-  return perSecond(documents, elapsedMs);
+  return { documentsPerSecond: perSecond(documents, elapsedMs), cores: coresOver(cpu, elapsedMs) };
 }
 
 /** The same rows appended to index-less tables, generated outside the clock: the cost of writing the bytes at all. */
@@ -263,7 +294,10 @@ interface SizeFigures {
   readonly bulkLoadDocumentsPerSecond: number;
   readonly applyDocuments: number;
   readonly sustainedApplyDocumentsPerSecond: number;
+  readonly sustainedApplyCores: number;
   readonly catchUpDocumentsPerSecond: number;
+  /** CPU of the whole process (main thread, fold and checkpoint workers, V8's helpers) over the phase, in cores. */
+  readonly catchUpCores: number;
   readonly appendOnlyFloorDocumentsPerSecond: number;
   readonly applyToFloorRatio: number;
   readonly folded: { readonly get: Percentiles; readonly scan100: Percentiles };
@@ -271,25 +305,28 @@ interface SizeFigures {
   readonly peakRssMb: number;
   readonly peakRssMbByPhase: Record<string, number>;
   readonly liveHeapAfterApplyMb: number;
+  readonly largestWalMb: number;
+  readonly largestWalMbByPhase: Record<string, number>;
 }
 
 async function measureSize(dir: string, size: number, options: Options): Promise<SizeFigures> {
-  const sampler = new RssSampler();
+  const path = join(dir, `store-${size}.sqlite`);
+  const sampler = new RssSampler(`${path}-wal`);
   const users = new PreloadedUsers(size);
-  const store = LocalStore.open({ path: join(dir, `store-${size}.sqlite`), shard: 0, deploymentId: "bench" });
+  const store = LocalStore.open({ path, shard: 0, deploymentId: "bench" });
   try {
     progress(`${size} documents: bulk load…`);
     const bulkLoadDocumentsPerSecond = await bulkLoad(store, users, sampler);
     sampler.endPhase("bulkLoad");
     progress(`${size} documents: sustained apply of ${options.applyDocuments}…`);
     const writes = new IncrementalWrites(users, new SeededRandom(size), SEGMENT_DOCUMENTS, UPDATE_FRACTION);
-    const sustainedApplyDocumentsPerSecond = await sustainedApply(store, writes, options.applyDocuments, sampler);
+    const sustained = await sustainedApply(store, writes, options.applyDocuments, sampler);
     sampler.endPhase("sustainedApply");
     // What the heap really holds (the peak RSS above includes garbage V8 had not collected yet).
     (globalThis as { gc?: () => void }).gc?.();
     const liveHeapAfterApplyMb = Math.round(process.memoryUsage().heapUsed / 2 ** 20);
     progress(`${size} documents: catch-up from ${options.applyDocuments / SEGMENT_DOCUMENTS} segment files…`);
-    const catchUpDocumentsPerSecond = await catchUpFromSegments(
+    const catchUp = await catchUpFromSegments(
       store,
       new IncrementalWrites(users, new SeededRandom(size + 2), SEGMENT_DOCUMENTS, UPDATE_FRACTION, writes.position()),
       options.applyDocuments,
@@ -319,15 +356,19 @@ async function measureSize(dir: string, size: number, options: Options): Promise
       storeDocuments: size,
       bulkLoadDocumentsPerSecond,
       applyDocuments: options.applyDocuments,
-      sustainedApplyDocumentsPerSecond,
-      catchUpDocumentsPerSecond,
+      sustainedApplyDocumentsPerSecond: sustained.documentsPerSecond,
+      sustainedApplyCores: sustained.cores,
+      catchUpDocumentsPerSecond: catchUp.documentsPerSecond,
+      catchUpCores: catchUp.cores,
       appendOnlyFloorDocumentsPerSecond,
-      applyToFloorRatio: Math.round((sustainedApplyDocumentsPerSecond / appendOnlyFloorDocumentsPerSecond) * 100) / 100,
+      applyToFloorRatio: Math.round((sustained.documentsPerSecond / appendOnlyFloorDocumentsPerSecond) * 100) / 100,
       folded: { get: folded.get, scan100: folded.scan },
       withOverlay: { unfoldedRows, get: withOverlay.get, scan100: withOverlay.scan },
       peakRssMb: Math.round(sampler.peakBytes / 2 ** 20),
       peakRssMbByPhase: sampler.phases,
       liveHeapAfterApplyMb,
+      largestWalMb: Math.round(sampler.peakWalBytes / 2 ** 20),
+      largestWalMbByPhase: sampler.walPhases,
     };
   } finally {
     sampler.stop();
@@ -341,6 +382,7 @@ function printTable(figures: readonly SizeFigures[]): void {
   add("bulk load (restore), docs/s", (f) => String(f.bulkLoadDocumentsPerSecond), ">= 100000");
   add("sustained apply, docs/s", (f) => String(f.sustainedApplyDocumentsPerSecond), ">= 50000");
   add("catch-up from segment files (read, decode, apply), docs/s", (f) => String(f.catchUpDocumentsPerSecond), ">= 50000");
+  add("  CPU busy during sustained apply / catch-up, cores", (f) => `${f.sustainedApplyCores} / ${f.catchUpCores}`, "");
   add("append-only floor, docs/s", (f) => String(f.appendOnlyFloorDocumentsPerSecond), "");
   add("apply / floor", (f) => String(f.applyToFloorRatio), ">= 0.25");
   add("get p50 / p99 µs (folded)", (f) => `${f.folded.get.p50Us} / ${f.folded.get.p99Us}`, "p50 <= 20");
@@ -351,6 +393,8 @@ function printTable(figures: readonly SizeFigures[]): void {
   add("peak RSS, MiB", (f) => String(f.peakRssMb), "<= 500");
   add("  bulk load / apply / catch-up / reads", (f) => `${f.peakRssMbByPhase.bulkLoad} / ${f.peakRssMbByPhase.sustainedApply} / ${f.peakRssMbByPhase.catchUp} / ${f.peakRssMbByPhase.reads}`, "");
   add("live JS heap after apply (after a GC), MiB", (f) => String(f.liveHeapAfterApplyMb), "");
+  add("largest WAL file, MiB", (f) => String(f.largestWalMb), "");
+  add("  bulk load / apply / catch-up / reads", (f) => `${f.largestWalMbByPhase.bulkLoad} / ${f.largestWalMbByPhase.sustainedApply} / ${f.largestWalMbByPhase.catchUp} / ${f.largestWalMbByPhase.reads}`, "");
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "));
 }

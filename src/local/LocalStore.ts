@@ -7,6 +7,7 @@ import {
   LOCAL_FOLD_MIN_BYTES,
   LOCAL_OVERLAY_BYTES_MAX,
   LOCAL_OVERLAY_ROWS_MAX,
+  LOCAL_WAL_RESTART_BYTES,
   LOCAL_PRUNE_BATCH_ROWS,
   LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
 } from "../base/limits.js";
@@ -79,11 +80,17 @@ export interface LocalStoreOptions {
   readonly shard: number;
   readonly deploymentId: string;
   /**
-   * When folds start (defaults LOCAL_FOLD_MIN_ROWS and LOCAL_FOLD_DELAY_MS) and how many
-   * unfolded rows make `room()` wait (default LOCAL_OVERLAY_ROWS_MAX); tests fold early
-   * and often, and bound the overlay low.
+   * When folds start (defaults LOCAL_FOLD_MIN_ROWS and LOCAL_FOLD_DELAY_MS), how many
+   * unfolded rows make `room()` wait (default LOCAL_OVERLAY_ROWS_MAX) and how large the
+   * WAL grows before a fold waits for checkpoints to rewind it (LOCAL_WAL_RESTART_BYTES);
+   * tests fold early and often, and bound the overlay and the WAL low.
    */
-  readonly fold?: { readonly minRows?: number; readonly delayMs?: number; readonly overlayRowsMax?: number };
+  readonly fold?: {
+    readonly minRows?: number;
+    readonly delayMs?: number;
+    readonly overlayRowsMax?: number;
+    readonly walRestartBytes?: number;
+  };
 }
 
 export interface ApplyBatch {
@@ -173,11 +180,12 @@ export class LocalStore {
     private readonly foldMinRows: number,
     private readonly foldDelayMs: number,
     private readonly overlayRowsMax: number,
+    walRestartBytes: number,
   ) {
     this.currentMeta = readMeta(db);
     this.fileMeta = this.currentMeta;
     this.statements = new Statements(db);
-    this.folder = db.memory ? new InlineFolder(db) : new WorkerFolder(path, pageBytesOf(db));
+    this.folder = db.memory ? new InlineFolder(db) : new WorkerFolder(path, pageBytesOf(db), walRestartBytes);
   }
 
   /**
@@ -200,7 +208,11 @@ export class LocalStore {
     if (!Number.isSafeInteger(overlayRowsMax) || overlayRowsMax < 1) {
       throw invalidArgument(`fold.overlayRowsMax must be a positive integer, not ${String(overlayRowsMax)}`);
     }
-    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs, overlayRowsMax);
+    const walRestartBytes = options.fold?.walRestartBytes ?? LOCAL_WAL_RESTART_BYTES;
+    if (!Number.isSafeInteger(walRestartBytes) || walRestartBytes < 1) {
+      throw invalidArgument(`fold.walRestartBytes must be a positive integer, not ${String(walRestartBytes)}`);
+    }
+    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs, overlayRowsMax, walRestartBytes);
   }
 
   meta(): LocalMeta {
@@ -479,7 +491,7 @@ export class LocalStore {
     try {
       return await this.writeThroughMain(async () => {
         // Every page a restore writes goes through the WAL once and is copied into the file
-        // by a checkpoint. The fold worker (idle: no fold runs during a restore) copies the
+        // by a checkpoint. The checkpoint worker (no fold runs during a restore) copies the
         // committed chunks while the next ones load, on its own core; the last checkpoint,
         // after the swap, is awaited here, so the restore's whole cost is counted as its
         // own and the first fold after it does not stall on gigabytes of WAL.

@@ -6,8 +6,10 @@
 //
 // As a worker (workerData.cairnFold set): opens the file with the given pragmas, then
 // answers each message { id, job } with { id } once the transaction committed, or
-// { id, error } once it rolled back, and { id, checkpoint } with { id } once that WAL
-// checkpoint ran. The main thread sends one job at a time. To close,
+// { id, error } once it rolled back, and { id, checkpoint } with { id, walFrames } once
+// that WAL checkpoint ran (frames in the WAL and frames copied back, as SQLite reports
+// them). The main thread sends one message at a time to each worker: a store runs two,
+// one folding, one checkpointing beside it (Folder.ts). To close,
 // the main thread raises signals[ABORT] (a fold in flight then rolls back within a few
 // hundred rows), sends { close: true } and waits on signals[CLOSED], which the worker
 // raises once its connection is closed: after that it never touches the file again.
@@ -99,11 +101,23 @@ function columnViews(column) {
 }
 
 if (!isMainThread && workerData?.cairnFold) {
-  const { default: Database } = await import("better-sqlite3");
-  const { path, pragmas, sql, signals } = workerData.cairnFold;
-  const db = new Database(path, { fileMustExist: true });
-  for (const pragma of pragmas) db.pragma(pragma);
-  const statements = prepareFold(db, sql, signals);
+  const { path, pragmas, sql, signals, role } = workerData.cairnFold;
+  let db;
+  let statements = null;
+  try {
+    const { default: Database } = await import("better-sqlite3");
+    db = new Database(path, { fileMustExist: true });
+    for (const pragma of pragmas) db.pragma(pragma);
+    // A checkpointing worker never folds: it needs no statements (nor the tables they name).
+    if (role === "fold") statements = prepareFold(db, sql, signals);
+  } catch (error) {
+    // A worker that cannot start never closes a connection: say so at once rather than
+    // let a closing store wait for it.
+    db?.close();
+    Atomics.store(signals, CLOSED, 1);
+    Atomics.notify(signals, CLOSED);
+    throw error;
+  }
   parentPort.on("message", (message) => {
     if (message.close) {
       try {
@@ -116,16 +130,20 @@ if (!isMainThread && workerData?.cairnFold) {
       return;
     }
     if (message.checkpoint !== undefined) {
-      // Only the modes the main thread asks for; a busy or failed checkpoint is not an error.
+      // Only the modes the main thread asks for; a busy or failed checkpoint is not an
+      // error (the next one retries), it reports no frame counts.
+      let walFrames;
       try {
-        db.pragma(`wal_checkpoint(${message.checkpoint === "TRUNCATE" ? "TRUNCATE" : "PASSIVE"})`);
+        const [result] = db.pragma(`wal_checkpoint(${message.checkpoint === "TRUNCATE" ? "TRUNCATE" : "PASSIVE"})`);
+        walFrames = { log: result.log, checkpointed: result.checkpointed };
       } catch {
-        // The next automatic checkpoint retries.
+        walFrames = undefined;
       }
-      parentPort.postMessage({ id: message.id });
+      parentPort.postMessage({ id: message.id, walFrames });
       return;
     }
     try {
+      if (statements === null) throw new Error("a checkpointing worker was sent a fold");
       writeFold(statements, message.job);
       parentPort.postMessage({ id: message.id });
     } catch (error) {

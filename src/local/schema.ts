@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { CairnError } from "../base/errors.js";
-import { LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_BYTES, LOCAL_PAGE_CACHE_KIB, LOCAL_WAL_CHECKPOINT_BYTES } from "../base/limits.js";
+import { LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_BYTES, LOCAL_PAGE_CACHE_KIB } from "../base/limits.js";
 
 /**
  * The SQLite schema of one shard's local materialization (DESIGN.md §6).
@@ -132,12 +132,11 @@ export function configure(db: SqliteDatabase): void {
 }
 
 /**
- * The fold worker's connection: as the main one, but it runs the checkpoints, off the
- * event loop, every LOCAL_WAL_CHECKPOINT_BYTES in pages of this file's size.
+ * The fold and checkpoint workers' connections: as the main one, with no automatic
+ * checkpoints either (the checkpoint worker runs them beside the folds, Folder.ts).
  */
-export function foldWorkerPragmas(pageBytes: number): readonly string[] {
-  const checkpointPages = Math.max(1, Math.ceil(LOCAL_WAL_CHECKPOINT_BYTES / pageBytes));
-  return [...CONNECTION_PRAGMAS.filter((pragma) => !pragma.startsWith("wal_autocheckpoint")), `wal_autocheckpoint = ${checkpointPages}`];
+export function foldWorkerPragmas(): readonly string[] {
+  return CONNECTION_PRAGMAS;
 }
 
 /** The page size the file was created with. */
@@ -151,8 +150,8 @@ export const CONNECTION_PRAGMAS = [
   "synchronous = NORMAL",
   `cache_size = -${LOCAL_PAGE_CACHE_KIB}`,
   // Automatic checkpoints on the main connection would copy WAL back on the event loop
-  // (after a restore, the whole restored file): they are the fold worker's
-  // (foldWorkerPragmas).
+  // (after a restore, the whole restored file): a store's checkpoint worker runs them
+  // (Folder.ts).
   "wal_autocheckpoint = 0",
   `busy_timeout = ${LOCAL_BUSY_TIMEOUT_MS}`,
 ] as const;

@@ -6,6 +6,7 @@
  * it can no longer fold, and the file still stands at its last committed fold. A batch
  * applied with `recordsChecked` skips the per-row checks but not the shape check.
  */
+import { existsSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { LOCAL_FOLD_MIN_BYTES } from "../../src/base/limits.js";
@@ -14,6 +15,10 @@ import { DEPLOYMENT, batch, entry, ids, key, localFixtures, revision, thrown } f
 
 const { dirs, stores } = localFixtures();
 const ALL = { start: new Uint8Array(0), end: null };
+
+function walBytes(path: string): number {
+  return existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0;
+}
 
 function stateAt(store: LocalStore, documentIds: readonly string[], ts: number): unknown {
   return {
@@ -82,6 +87,34 @@ describe("the overlay", () => {
     await expect.poll(() => store.durableMeta().appliedSeqno, { timeout: 30_000 }).toBeGreaterThanOrEqual(31);
     expect(store.get(documentIds[33]! as never, 43)?.value).toBe(big);
     expect(store.get(documentIds[0]! as never, 43)?.value).toBe(big);
+  });
+
+  it("starts the WAL over while folds follow each other with checkpoints running beside them", async () => {
+    const path = dirs.file();
+    const restartBytes = 256 * 1024;
+    // Folds back to back (every batch is due at once), checkpoints on the other worker.
+    const store = stores.open(path, 0, DEPLOYMENT, { minRows: 1, delayMs: 0, walRestartBytes: restartBytes });
+    const documentIds = ids(3_000, 1, 44);
+    let largestWal = 0;
+    for (let n = 0; n < documentIds.length; n += 5) {
+      const five = documentIds.slice(n, n + 5);
+      store.apply(
+        batch({
+          revisions: five.map((id) => revision(id, 10 + n, JSON.stringify({ n, pad: "p".repeat(400) }))),
+          indexUpdates: five.map((id, k) => entry(1, key(n + k), 10 + n, id)),
+          meta: { appliedSeqno: n / 5, frontierTs: 10 + n },
+        }),
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      largestWal = Math.max(largestWal, walBytes(path));
+    }
+    await store.flush();
+    // ~600 folds of a few 16 KiB pages each: a WAL that never started over would hold
+    // them all (tens of MiB). It starts over once checkpoints caught up, at the latest
+    // when it passed the bound (give or take the few folds a checkpoint runs behind).
+    expect(largestWal).toBeLessThan(restartBytes + 4 * 1024 * 1024);
+    expect(store.get(documentIds[2_999]!, 10_000)?.value).toContain('"n":2995');
+    expect(store.durableMeta().appliedSeqno).toBe(599);
   });
 
   it("fails every later call with LOCAL_FOLD_FAILED once a fold fails, leaving the file at its last fold", async () => {
