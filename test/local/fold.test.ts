@@ -78,15 +78,16 @@ describe("the overlay", () => {
 
   it("folds at once by bytes, whatever the row threshold, once large documents fill LOCAL_FOLD_MIN_BYTES", async () => {
     const store = stores.open(dirs.file(), 0, DEPLOYMENT, { minRows: Number.MAX_SAFE_INTEGER, delayMs: 3_600_000 });
-    const big = JSON.stringify({ text: "x".repeat(LOCAL_FOLD_MIN_BYTES / 32) });
-    const documentIds = ids(34, 1, 43);
+    // Under DOCUMENT_BYTES_MAX each: the threshold takes many of them.
+    const big = JSON.stringify({ text: "x".repeat(LOCAL_FOLD_MIN_BYTES / 64) });
+    const documentIds = ids(66, 1, 43);
     documentIds.forEach((id, n) => {
       store.apply(batch({ revisions: [revision(id, 10 + n, big)], meta: { appliedSeqno: n, frontierTs: 10 + n } }));
     });
-    // No flush: the byte threshold alone starts a fold, once 32 of these are held.
-    await expect.poll(() => store.durableMeta().appliedSeqno, { timeout: 30_000 }).toBeGreaterThanOrEqual(31);
-    expect(store.get(documentIds[33]! as never, 43)?.value).toBe(big);
-    expect(store.get(documentIds[0]! as never, 43)?.value).toBe(big);
+    // No flush: the byte threshold alone starts a fold, once 64 of these are held.
+    await expect.poll(() => store.durableMeta().appliedSeqno, { timeout: 30_000 }).toBeGreaterThanOrEqual(63);
+    expect(store.get(documentIds[65]! as never, 75)?.value).toBe(big);
+    expect(store.get(documentIds[0]! as never, 75)?.value).toBe(big);
   });
 
   it("starts the WAL over while folds follow each other with checkpoints running beside them", async () => {
