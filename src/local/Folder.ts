@@ -37,8 +37,9 @@ export interface Folder {
  * the WAL cost the fold worker ~40% of its time at 5M documents (8 of ~23 µs per
  * document). SQLite rewinds the WAL only when a write transaction begins with every frame
  * copied back, which never happens while folds follow each other with a checkpoint
- * always behind; so once the WAL holds `restartBytes` (LOCAL_WAL_RESTART_BYTES), the next fold first
- * waits for the checkpoints to catch up, and its transaction starts the WAL over.
+ * always behind; so once the WAL holds `restartBytes` (LOCAL_WAL_RESTART_BYTES), the next
+ * fold first waits for the checkpoints to catch up, and its transaction starts the WAL
+ * over.
  */
 export class WorkerFolder implements Folder {
   private readonly folds: FoldThread;
