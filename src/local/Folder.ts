@@ -2,7 +2,7 @@ import { CairnError } from "../base/errors.js";
 import { type FoldJob, transferablesOf } from "./FoldJob.js";
 import { closedError, FoldThread } from "./FoldThread.js";
 import { prepareFold, writeFold, type FoldStatements } from "./foldWorker.mjs";
-import { foldWorkerPragmas, type SqliteDatabase } from "./schema.js";
+import { CONNECTION_PRAGMAS, type SqliteDatabase } from "./schema.js";
 import { FOLD_SQL } from "./statements.js";
 
 /**
@@ -56,13 +56,12 @@ export class WorkerFolder implements Folder {
   private broken: CairnError | null = null;
 
   constructor(path: string, pageBytes: number, restartBytes: number) {
-    const pragmas = foldWorkerPragmas();
     const breakWith = (error: CairnError) => {
       this.broken ??= error;
       this.close();
     };
-    this.folds = new FoldThread(path, "fold", pragmas, breakWith);
-    this.checkpoints = new FoldThread(path, "checkpoint", pragmas, breakWith);
+    this.folds = new FoldThread(path, "fold", CONNECTION_PRAGMAS, breakWith);
+    this.checkpoints = new FoldThread(path, "checkpoint", CONNECTION_PRAGMAS, breakWith);
     this.restartFrames = Math.max(1, Math.floor(restartBytes / pageBytes));
   }
 

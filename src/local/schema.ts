@@ -131,20 +131,15 @@ export function configure(db: SqliteDatabase): void {
   for (const pragma of CONNECTION_PRAGMAS) db.pragma(pragma);
 }
 
-/**
- * The fold and checkpoint workers' connections: as the main one, with no automatic
- * checkpoints either (the checkpoint worker runs them beside the folds, Folder.ts).
- */
-export function foldWorkerPragmas(): readonly string[] {
-  return CONNECTION_PRAGMAS;
-}
-
 /** The page size the file was created with. */
 export function pageBytesOf(db: SqliteDatabase): number {
   return db.pragma("page_size", { simple: true }) as number;
 }
 
-/** The pragmas of `configure` (the main connection). */
+/**
+ * The pragmas of every connection: `configure` (the main one) and the fold and checkpoint
+ * workers' (Folder.ts), none with automatic checkpoints.
+ */
 export const CONNECTION_PRAGMAS = [
   "journal_mode = WAL",
   "synchronous = NORMAL",
