@@ -6,9 +6,9 @@ import { FOLD_SQL } from "./statements.js";
 /** Longest `close` waits for the worker to close its connection (a stuck worker is then terminated). */
 const WORKER_CLOSE_WAIT_MS = 10_000;
 
-/** What a worker answers (foldWorker.mjs); `walFrames` only after a checkpoint that ran. */
+/** What a worker answers (foldWorker.mjs); `walFrames` (frames in the WAL) only after a checkpoint that ran. */
 export interface FoldThreadReply {
-  readonly walFrames?: { readonly log: number; readonly checkpointed: number };
+  readonly walFrames?: number;
 }
 
 /**

@@ -100,7 +100,7 @@ export class WorkerFolder implements Folder {
     if (!this.checkpoints.usable) return;
     try {
       const { walFrames } = await this.checkpoints.request({ checkpoint: mode });
-      if (walFrames !== undefined) this.walFrames = walFrames.log;
+      if (walFrames !== undefined) this.walFrames = walFrames;
     } catch {
       // Closed or broken: the fold worker's next request says so.
     }

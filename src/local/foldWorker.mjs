@@ -7,8 +7,7 @@
 // As a worker (workerData.cairnFold set): opens the file with the given pragmas, then
 // answers each message { id, job } with { id } once the transaction committed, or
 // { id, error } once it rolled back, and { id, checkpoint } with { id, walFrames } once
-// that WAL checkpoint ran (frames in the WAL and frames copied back, as SQLite reports
-// them). The main thread sends one message at a time to each worker: a store runs two,
+// that WAL checkpoint ran (the frames in the WAL, as SQLite reports them). The main thread sends one message at a time to each worker: a store runs two,
 // one folding, one checkpointing beside it (Folder.ts). To close,
 // the main thread raises signals[ABORT] (a fold in flight then rolls back within a few
 // hundred rows), sends { close: true } and waits on signals[CLOSED], which the worker
@@ -135,9 +134,9 @@ if (!isMainThread && workerData?.cairnFold) {
       let walFrames;
       try {
         const [result] = db.pragma(`wal_checkpoint(${message.checkpoint === "TRUNCATE" ? "TRUNCATE" : "PASSIVE"})`);
-        walFrames = { log: result.log, checkpointed: result.checkpointed };
+        walFrames = result.log;
       } catch {
-        walFrames = undefined;
+        // Counts nothing: the WAL is as the last checkpoint found it.
       }
       parentPort.postMessage({ id: message.id, walFrames });
       return;
