@@ -77,6 +77,20 @@ export const ERROR_CODES = {
   NOT_WRITER: "Unavailable",
   WRITE_CONFLICT: "Conflict",
   BATCH_TOO_LARGE: "InvalidInput",
+  // functions runtime
+  SCHEMA_INVALID: "InvalidInput",
+  SCHEMA_CHANGE_REFUSED: "InvalidInput",
+  SCHEMA_CATALOG_INVALID: "Corruption",
+  APP_LOAD_FAILED: "InvalidInput",
+  FUNCTION_NOT_FOUND: "InvalidInput",
+  /** The function's own code threw: its input or its logic is wrong; a retry runs it again the same way. */
+  FUNCTION_FAILED: "InvalidInput",
+  DOCUMENT_NOT_FOUND: "InvalidInput",
+  QUERY_NOT_UNIQUE: "InvalidInput",
+  /** A read or write beyond a function's documented bounds: paginate, or split the work. */
+  FUNCTION_LIMIT_EXCEEDED: "InvalidInput",
+  /** An index added to a table that holds data is being backfilled; it answers once that is done. */
+  INDEX_NOT_READY: "Unavailable",
   // generic
   INVALID_ARGUMENT: "InvalidInput",
   TIMEOUT: "Unavailable",

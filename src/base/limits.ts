@@ -198,3 +198,38 @@ export const CATCH_UP_ROUND_SEGMENTS_MAX = 1_024;
  * until the manifest read, and segments may be up to 8 MiB each.
  */
 export const CATCH_UP_ROUND_BYTES_MAX = 64 * 1024 * 1024;
+
+// ---- functions runtime ----------------------------------------------------------------
+
+/**
+ * Attempts of one mutation that keeps losing optimistic-concurrency races (the first run
+ * included). Re-runs after a conflict wait for the commits in flight and queue behind
+ * other re-runs of the same hot document, so each attempt loses only to a fresh mutation
+ * that committed first; 16 rides out bursts of hundreds of contenders on one document
+ * while a mutation that cannot win (a livelock) still fails within ~16 flushes (~1 s on S3).
+ */
+export const MUTATION_ATTEMPTS_MAX = 16;
+/** Ceiling of the jittered sleep before a re-run (after waiting for the commits in flight). */
+export const MUTATION_BACKOFF_MAX_MS = 50;
+/**
+ * Rows one `collect()` may return, and the largest `take(n)`: a query that needs more
+ * should paginate. 16,384 rows of ~1 KiB documents are ~16 MiB of results, about what
+ * a client can take in one message.
+ */
+export const QUERY_COLLECT_ROWS_MAX = 16_384;
+/** Largest `numItems` of one page of `paginate`. */
+export const QUERY_PAGE_ITEMS_MAX = 8_192;
+/**
+ * Rows (documents and index entries) one function run may read in total. Bounds the time
+ * and memory one call can take from every other caller: ~65k rows are ~50 ms of reads on a
+ * warm store.
+ */
+export const FUNCTION_READ_ROWS_MAX = 65_536;
+/**
+ * Documents one mutation may write. A mutation is one write unit, committed in one
+ * segment and held in memory until then; 8,192 small documents are a few MiB. Bulk loads
+ * split into many mutations.
+ */
+export const MUTATION_DOCUMENTS_MAX = 8_192;
+/** Documents per write unit while backfilling a new index (re-done on a conflict). */
+export const INDEX_BACKFILL_BATCH_DOCUMENTS = 512;

@@ -43,6 +43,7 @@ const program = new Command()
 withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards", { isDefault: true }))
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
   .option("--node-id <id>", "this node's id in the manifests (default: random per process)")
+  .option("--app <file>", "the app module (schema and functions) to serve, a .ts file (default: the demo app)")
   .action(serveCommand);
 
 storeCommand("inspect", "print the deployment's globals, each shard's manifest and log extent").action(inspectCommand);

@@ -14,6 +14,8 @@ export function formatSeqno(seqno: number): string {
 
 export const bucketLayout = {
   globals: () => "globals",
+  /** The deployment's schema catalog: table and index numbers (functions/catalog). */
+  schemaCatalog: () => "schema",
   manifest: (shard: number) => `s${shard}/manifest`,
   logPrefix: (shard: number) => `s${shard}/log/`,
   segment: (shard: number, seqno: number) => `s${shard}/log/${formatSeqno(seqno)}`,

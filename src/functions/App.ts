@@ -1,0 +1,77 @@
+import { CairnError } from "../base/errors.js";
+import { isRegisteredFunction, type AnyFunction, type FunctionKind } from "./registration.js";
+import { isSchemaDefinition, type AnySchema } from "./schema.js";
+
+/**
+ * An app: one module exporting `schema` (from defineSchema) and `functions`, a map from
+ * module name to that module's registered functions — typically
+ * `functions = { messages, users }` over `import * as messages from "./messages.js"` —
+ * addressed as `"messages:send"`. Exports of a module that are not registered functions
+ * (helpers, constants) are ignored.
+ */
+export interface AppModule {
+  readonly schema: AnySchema;
+  readonly functions: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+}
+
+const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\/[A-Za-z_][A-Za-z0-9_]*)*$/;
+const FUNCTION_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export class App {
+  private constructor(
+    readonly schema: AnySchema,
+    private readonly functions: ReadonlyMap<string, AnyFunction>,
+    /** Where the app came from, for messages: a file path or "(inline)". */
+    readonly source: string,
+  ) {}
+
+  /** Checks a loaded module's shape; SCHEMA_INVALID naming `source` and the problem. */
+  static fromModule(module: unknown, source = "(inline)"): App {
+    const exports = (typeof module === "object" && module !== null ? module : {}) as Record<string, unknown>;
+    const schema = exports["schema"];
+    if (!isSchemaDefinition(schema)) throw appInvalid(source, "it must export `schema`, made with defineSchema({...})");
+    const map = exports["functions"];
+    if (typeof map !== "object" || map === null) {
+      throw appInvalid(source, "it must export `functions`, an object of modules: { messages: { list, send } }");
+    }
+    const functions = new Map<string, AnyFunction>();
+    for (const [moduleName, members] of Object.entries(map)) {
+      if (!MODULE_NAME.test(moduleName)) throw appInvalid(source, `module name ${JSON.stringify(moduleName)} is not an identifier path`);
+      if (typeof members !== "object" || members === null) throw appInvalid(source, `functions.${moduleName} must be an object of functions`);
+      for (const [name, member] of Object.entries(members as Record<string, unknown>)) {
+        if (!isRegisteredFunction(member)) continue;
+        if (!FUNCTION_NAME.test(name)) throw appInvalid(source, `function name ${JSON.stringify(name)} in ${moduleName} is not an identifier`);
+        functions.set(`${moduleName}:${name}`, member);
+      }
+    }
+    return new App(schema, functions, source);
+  }
+
+  get paths(): string[] {
+    return [...this.functions.keys()].sort();
+  }
+
+  /**
+   * The function at `path`, which must be of `kind`; FUNCTION_NOT_FOUND for an unknown
+   * path, another kind, or an internal function when `internal` calls are not allowed
+   * (clients are told it does not exist, as for any name they cannot call).
+   */
+  lookup(path: unknown, kind: FunctionKind, options: { readonly internal: boolean }): AnyFunction {
+    const found = typeof path === "string" ? this.functions.get(path) : undefined;
+    if (found === undefined || (found.visibility === "internal" && !options.internal)) {
+      throw new CairnError("FUNCTION_NOT_FOUND", `no ${options.internal ? "" : "public "}function ${JSON.stringify(path)} in the app`, {
+        details: { path },
+      });
+    }
+    if (found.kind !== kind) {
+      throw new CairnError("FUNCTION_NOT_FOUND", `${String(path)} is ${found.kind === "action" ? "an" : "a"} ${found.kind}, not ${kind === "action" ? "an" : "a"} ${kind}`, {
+        details: { path, kind: found.kind },
+      });
+    }
+    return found;
+  }
+}
+
+function appInvalid(source: string, problem: string): CairnError {
+  return new CairnError("SCHEMA_INVALID", `app ${source}: ${problem}`, { details: { source } });
+}

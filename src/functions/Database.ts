@@ -1,0 +1,130 @@
+import { CairnError } from "../base/errors.js";
+import type { Random } from "../base/random.js";
+import { newDocumentId, type DocumentId } from "../model/DocumentId.js";
+import type { ValueObject } from "../model/Value.js";
+import type { TableInfo } from "./catalog.js";
+import type { DocumentObject } from "./documents.js";
+import type { PendingWrites } from "./PendingWrites.js";
+import { QueryChain } from "./QueryChain.js";
+import type { SnapshotReads } from "./SnapshotReads.js";
+import { validateWith, withoutUndefinedFields } from "./validate.js";
+
+/**
+ * `ctx.db`: reads for queries and mutations, writes for mutations. Reads see the
+ * snapshot at the run's readTs and, in a mutation, its own earlier writes. Writes are
+ * validated against the table's schema when they are made (INVALID_ARGUMENT naming the
+ * field, VALUE_TOO_LARGE), so the handler sees the error at the call, and are committed
+ * together when the handler returns.
+ */
+export class DatabaseReader {
+  constructor(protected readonly reads: SnapshotReads) {}
+
+  async get(id: DocumentId): Promise<DocumentObject | null> {
+    return this.reads.document(id).document;
+  }
+
+  query(tableName: string): QueryChain {
+    return new QueryChain(this.reads, this.reads.catalog.table(tableName));
+  }
+}
+
+export class DatabaseWriter extends DatabaseReader {
+  constructor(
+    reads: SnapshotReads,
+    private readonly pending: PendingWrites,
+    private readonly ids: Random,
+    private readonly creationTimeMs: number,
+  ) {
+    super(reads);
+  }
+
+  async insert(tableName: string, value: ValueObject): Promise<DocumentId> {
+    this.reads.assertRunning();
+    const table = this.reads.catalog.table(tableName);
+    const fields = this.validated(table, value);
+    const id = newDocumentId(table.number, this.ids);
+    this.pending.write(id, table, null, { _id: id, _creationTime: this.creationTimeMs, ...fields } as DocumentObject);
+    return id;
+  }
+
+  /** Shallow merge: fields of `value` replace the document's, an `undefined` field removes it. */
+  async patch(id: DocumentId, value: ValueObject): Promise<void> {
+    const current = this.existing(id, "patch");
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("patch takes an object of fields");
+    checkNoSystemFields(value as Record<string, unknown>, current.document, "patch");
+    const merged: Record<string, unknown> = { ...withoutSystemFields(current.document) };
+    for (const [name, field] of Object.entries(value)) {
+      if (name === "_id" || name === "_creationTime") continue;
+      if (field === undefined) delete merged[name];
+      else merged[name] = field;
+    }
+    this.replaceWith(current, merged);
+  }
+
+  async replace(id: DocumentId, value: ValueObject): Promise<void> {
+    const current = this.existing(id, "replace");
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("replace takes an object of fields");
+    checkNoSystemFields(value as Record<string, unknown>, current.document, "replace");
+    const { _id: _ignoredId, _creationTime: _ignoredTime, ...fields } = value as Record<string, unknown>;
+    this.replaceWith(current, fields);
+  }
+
+  async delete(id: DocumentId): Promise<void> {
+    const current = this.existing(id, "delete");
+    this.pending.write(current.id, current.table, this.before(current), null);
+  }
+
+  private replaceWith(current: Existing, fields: Record<string, unknown>): void {
+    const checked = this.validated(current.table, fields);
+    const after = { _id: current.id, _creationTime: current.document._creationTime, ...checked } as DocumentObject;
+    this.pending.write(current.id, current.table, this.before(current), after);
+  }
+
+  private existing(id: DocumentId, operation: string): Existing {
+    const found = this.reads.document(id);
+    if (found.document === null) {
+      throw new CairnError("DOCUMENT_NOT_FOUND", `${operation}: no document ${String(id)} in table ${found.table.name}`, {
+        details: { id, table: found.table.name },
+      });
+    }
+    return { table: found.table, id: found.id, document: found.document, ts: found.ts };
+  }
+
+  /** The snapshot version a write replaces: the one first read, kept if the document was already written. */
+  private before(current: Existing): { document: DocumentObject; ts: number } | null {
+    const pending = this.pending.get(current.id);
+    if (pending !== undefined) return pending.before;
+    if (current.ts === null) throw new CairnError("INTERNAL", `document ${current.id} read from the store without a ts`);
+    return { document: current.document, ts: current.ts };
+  }
+
+  private validated(table: TableInfo, value: unknown): ValueObject {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid(`a document of ${table.name} must be an object`);
+    return validateWith(table.validator, withoutUndefinedFields(value), { noun: "document", root: table.name }, this.reads.catalog.tableNumberOf) as ValueObject;
+  }
+}
+
+interface Existing {
+  readonly table: TableInfo;
+  readonly id: DocumentId;
+  readonly document: DocumentObject;
+  readonly ts: number | null;
+}
+
+function withoutSystemFields(document: DocumentObject): Record<string, unknown> {
+  const { _id: _ignoredId, _creationTime: _ignoredTime, ...fields } = document;
+  return fields;
+}
+
+/** System fields may be echoed back unchanged (a read document passed to replace), never changed. */
+function checkNoSystemFields(value: Record<string, unknown>, current: DocumentObject, operation: string): void {
+  for (const name of ["_id", "_creationTime"] as const) {
+    if (Object.hasOwn(value, name) && value[name] !== undefined && value[name] !== current[name]) {
+      throw invalid(`${operation} may not change the system field ${name}`);
+    }
+  }
+}
+
+function invalid(message: string): CairnError {
+  return new CairnError("INVALID_ARGUMENT", message);
+}

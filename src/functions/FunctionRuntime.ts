@@ -1,0 +1,328 @@
+import { systemClock, type Clock } from "../base/clock.js";
+import { CairnError, ERROR_CODES, hasErrorCode } from "../base/errors.js";
+import { MUTATION_ATTEMPTS_MAX, MUTATION_BACKOFF_MAX_MS } from "../base/limits.js";
+import { SeededRandom, systemRandom, type Random } from "../base/random.js";
+import type { LocalStore } from "../local/index.js";
+import type { KeyRange } from "../model/KeyRange.js";
+import { validateValue, type Value } from "../model/Value.js";
+import { decodeValueText, encodeValueText } from "../model/ValueJson.js";
+import type { CommitResult, WriteUnit } from "../shard/WriteUnit.js";
+import type { App } from "./App.js";
+import type { Catalog } from "./catalog.js";
+import { DatabaseReader, DatabaseWriter } from "./Database.js";
+import { PendingWrites } from "./PendingWrites.js";
+import { ReadRecorder } from "./ReadRecorder.js";
+import type { AnyFunction, Auth, UserIdentity } from "./registration.js";
+import { SnapshotReads } from "./SnapshotReads.js";
+import { validateWith } from "./validate.js";
+import { writeRangesOf } from "./writeRanges.js";
+
+/**
+ * Runs an app's functions against one shard (DESIGN.md §7).
+ *
+ * - A query reads the snapshot at `readTs` and returns its value with exactly the key
+ *   ranges it read, for subscriptions.
+ * - A mutation is a serializable transaction by optimistic concurrency: it runs against
+ *   the snapshot at the shard's readTs, then commits its writes with its read set; the
+ *   engine refuses the commit (WRITE_CONFLICT) if any write committed or queued after
+ *   readTs touches what it read. The runtime then re-runs it, at most
+ *   MUTATION_ATTEMPTS_MAX times in all: each re-run first waits for the commits in flight
+ *   (which it would otherwise conflict with again at once), then queues behind other
+ *   re-runs whose first read was the same (a document, or an index range's start): the
+ *   hot row contenders race for is nearly always what they read first, so N contenders
+ *   take N flushes instead of N² attempts, while re-runs on different rows proceed side by
+ *   side. From the third attempt on it also sleeps a jittered backoff.
+ *   `ctx.now()` and `ctx.random()` repeat in every re-run.
+ * - A mutation with `(clientId, seq)` commits a receipt holding its result in the same
+ *   segment as its writes; a call whose receipt exists is answered from it (same value,
+ *   original ts, `replayed: true`) and not run — after a restart or a takeover too, since
+ *   receipts are in the log. Concurrent calls with one key in this process join the
+ *   first. Only successes leave receipts: a failed mutation wrote nothing, and re-sending
+ *   it runs it again.
+ * - An action runs once, with no transaction; it calls queries and mutations (internal
+ *   ones too) through the runtime.
+ *
+ * Errors are CairnErrors with stable codes: FUNCTION_NOT_FOUND, INVALID_ARGUMENT (naming
+ * the bad field's path), FUNCTION_FAILED (the handler threw something that is not a
+ * CairnError), WRITE_CONFLICT (attempts exhausted), or what a database call or the engine
+ * raised. A mutation that fails writes nothing.
+ */
+export interface ShardAccess {
+  /** Everything at or below it is applied locally: the ts a run reads at. */
+  readonly readTs: number;
+  readonly local: LocalStore;
+  commit(unit: WriteUnit): Promise<CommitResult>;
+}
+
+export interface FunctionRuntimeOptions {
+  readonly app: App;
+  readonly catalog: Catalog;
+  readonly shard: ShardAccess;
+  readonly clock?: Clock;
+  readonly random?: Random;
+}
+
+export interface CallOptions {
+  readonly identity?: UserIdentity | null;
+  /** Allow internal functions (calls from actions, admins). Default false: a client's call. */
+  readonly internal?: boolean;
+}
+
+export interface QueryCallOptions extends CallOptions {
+  /** Read at this ts instead of the shard's current readTs (a subscription's consistent ts). */
+  readonly readTs?: number;
+}
+
+export interface MutationCallOptions extends CallOptions {
+  readonly clientId?: string;
+  readonly seq?: number;
+}
+
+export interface QueryRun {
+  readonly value: Value;
+  readonly readRanges: KeyRange[];
+  readonly readTs: number;
+}
+
+export interface MutationRun {
+  readonly value: Value;
+  /** The commit ts (the read ts for a mutation that wrote nothing and carried no receipt). */
+  readonly ts: number;
+  /** Answered from an existing receipt: not run again. */
+  readonly replayed: boolean;
+  /** Runs of the handler, 1 when there was no conflict (0 when replayed). */
+  readonly attempts: number;
+  readonly writeRanges: KeyRange[];
+}
+
+export interface ActionRun {
+  readonly value: Value;
+}
+
+const CLIENT_ID_CHARS_MAX = 256;
+
+type Attempt = { readonly kind: "done"; readonly run: MutationRun } | { readonly kind: "conflict"; readonly laneKey: string };
+
+export class FunctionRuntime {
+  readonly app: App;
+  readonly catalog: Catalog;
+  private readonly shard: ShardAccess;
+  private readonly clock: Clock;
+  private readonly random: Random;
+  private readonly commitsInFlight = new Set<Promise<void>>();
+  private readonly lanes = new Map<string, Promise<void>>();
+  private readonly receiptCalls = new Map<string, Promise<MutationRun>>();
+  private conflictCount = 0;
+
+  constructor(options: FunctionRuntimeOptions) {
+    this.app = options.app;
+    this.catalog = options.catalog;
+    this.shard = options.shard;
+    this.clock = options.clock ?? systemClock;
+    this.random = options.random ?? systemRandom;
+  }
+
+  /** Commits refused with WRITE_CONFLICT so far (each was re-run or reported). */
+  get conflicts(): number {
+    return this.conflictCount;
+  }
+
+  async runQuery(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<QueryRun> {
+    const fn = this.app.lookup(path, "query", { internal: options.internal === true });
+    const checkedArgs = this.validateArgs(fn, args);
+    const readTs = options.readTs ?? this.shard.readTs;
+    const recorder = new ReadRecorder();
+    const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, null);
+    const nowMs = this.clock.nowMs();
+    const ctx = { db: new DatabaseReader(reads), auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random) };
+    const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
+    return { value, readRanges: recorder.keyRanges(), readTs };
+  }
+
+  async runMutation(path: string, args: unknown = {}, options: MutationCallOptions = {}): Promise<MutationRun> {
+    const fn = this.app.lookup(path, "mutation", { internal: options.internal === true });
+    const checkedArgs = this.validateArgs(fn, args);
+    const receiptKey = checkReceiptKey(options);
+    if (receiptKey === null) return this.runAttempts(path, fn, checkedArgs, options, null);
+    const joined = this.receiptCalls.get(receiptKey.key);
+    if (joined !== undefined) return { ...(await joined), replayed: true, attempts: 0 };
+    const stored = this.shard.local.receipt(receiptKey.clientId, receiptKey.seq);
+    if (stored !== null) return { value: decodeValueText(stored.result), ts: stored.ts, replayed: true, attempts: 0, writeRanges: [] };
+    const call = this.runAttempts(path, fn, checkedArgs, options, receiptKey);
+    this.receiptCalls.set(receiptKey.key, call);
+    try {
+      return await call;
+    } finally {
+      this.receiptCalls.delete(receiptKey.key);
+    }
+  }
+
+  async runAction(path: string, args: unknown = {}, options: CallOptions = {}): Promise<ActionRun> {
+    const fn = this.app.lookup(path, "action", { internal: options.internal === true });
+    const checkedArgs = this.validateArgs(fn, args);
+    const inner = { identity: options.identity ?? null, internal: true };
+    const ctx = {
+      auth: authOf(options.identity),
+      runQuery: async (target: string, targetArgs?: unknown) => (await this.runQuery(target, targetArgs ?? {}, inner)).value,
+      runMutation: async (target: string, targetArgs?: unknown) => (await this.runMutation(target, targetArgs ?? {}, inner)).value,
+      runAction: async (target: string, targetArgs?: unknown) => (await this.runAction(target, targetArgs ?? {}, inner)).value,
+    };
+    return { value: await this.runHandler(path, fn, ctx, checkedArgs, null) };
+  }
+
+  private async runAttempts(
+    path: string,
+    fn: AnyFunction,
+    args: unknown,
+    options: MutationCallOptions,
+    receipt: ReceiptKey | null,
+  ): Promise<MutationRun> {
+    const nowMs = this.clock.nowMs();
+    const seed = Math.floor(this.random.float() * 0x1_0000_0000);
+    let laneKey: string | null = null;
+    for (let attempt = 1; attempt <= MUTATION_ATTEMPTS_MAX; attempt++) {
+      const run = () => this.attempt(path, fn, args, options, receipt, { nowMs, seed, attempt });
+      const outcome: Attempt = laneKey === null ? await run() : await this.inLane(laneKey, () => this.afterBackoff(attempt, run));
+      if (outcome.kind === "done") return outcome.run;
+      laneKey ??= outcome.laneKey;
+    }
+    throw new CairnError("WRITE_CONFLICT", `mutation ${path} lost ${MUTATION_ATTEMPTS_MAX} optimistic-concurrency races in a row; retry later`, {
+      details: { path, attempts: MUTATION_ATTEMPTS_MAX },
+    });
+  }
+
+  private async attempt(
+    path: string,
+    fn: AnyFunction,
+    args: unknown,
+    options: MutationCallOptions,
+    receipt: ReceiptKey | null,
+    run: { nowMs: number; seed: number; attempt: number },
+  ): Promise<Attempt> {
+    const readTs = this.shard.readTs;
+    const recorder = new ReadRecorder();
+    const pending = new PendingWrites();
+    const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, pending);
+    const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
+    const random = new SeededRandom(run.seed);
+    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: () => random.float() };
+    const value = await this.runHandler(path, fn, ctx, args, reads);
+    const { documents, indexWrites } = pending.toWrites();
+    const writeRanges = writeRangesOf(documents, indexWrites);
+    if (documents.length === 0 && receipt === null) {
+      return { kind: "done", run: { value, ts: readTs, replayed: false, attempts: run.attempt, writeRanges } };
+    }
+    const unit: WriteUnit = {
+      readTs,
+      documents,
+      indexWrites,
+      readSet: recorder.readSet(),
+      ...(receipt !== null ? { receipt: { clientId: receipt.clientId, seq: receipt.seq, result: encodeValueText(value) } } : {}),
+    };
+    try {
+      const { ts } = await this.commitTracked(unit);
+      return { kind: "done", run: { value, ts, replayed: false, attempts: run.attempt, writeRanges } };
+    } catch (error) {
+      if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
+      this.conflictCount++;
+      return { kind: "conflict", laneKey: recorder.firstReadKey() ?? documents[0]?.id ?? path };
+    }
+  }
+
+  /** Waits for every commit now in flight (a re-run would conflict with them again), then a jittered sleep from the third attempt on. */
+  private async afterBackoff<T>(attempt: number, run: () => Promise<T>): Promise<T> {
+    await Promise.all([...this.commitsInFlight]);
+    if (attempt >= 3) {
+      const ceilingMs = Math.min(MUTATION_BACKOFF_MAX_MS, 2 ** (attempt - 3));
+      await this.clock.sleep(this.random.float() * ceilingMs);
+    }
+    return run();
+  }
+
+  /** Runs `job` after every earlier job of the same lane finished: re-runs on one hot document go one at a time. */
+  private async inLane<T>(key: string, job: () => Promise<T>): Promise<T> {
+    const previous = this.lanes.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => (release = resolve));
+    const tail = previous.then(() => mine);
+    this.lanes.set(key, tail);
+    await previous;
+    try {
+      return await job();
+    } finally {
+      release();
+      if (this.lanes.get(key) === tail) this.lanes.delete(key);
+    }
+  }
+
+  private commitTracked(unit: WriteUnit): Promise<CommitResult> {
+    const commit = this.shard.commit(unit);
+    const settled = commit.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.commitsInFlight.add(settled);
+    void settled.then(() => this.commitsInFlight.delete(settled));
+    return commit;
+  }
+
+  private validateArgs(fn: AnyFunction, args: unknown): unknown {
+    return validateWith(fn.args, args, { noun: "argument", root: "args" }, this.catalog.tableNumberOf);
+  }
+
+  /** Runs the handler and checks its result; a throw that is not a CairnError becomes FUNCTION_FAILED. */
+  private async runHandler(path: string, fn: AnyFunction, ctx: object, args: unknown, reads: SnapshotReads | null): Promise<Value> {
+    let result: unknown;
+    try {
+      result = await (fn.handler as (ctx: object, args: unknown) => unknown)(ctx, args);
+    } catch (error) {
+      if (isCairnError(error)) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      throw new CairnError("FUNCTION_FAILED", `${path} threw: ${message}`, { cause: error, details: { path } });
+    } finally {
+      reads?.finish();
+    }
+    if (fn.returns !== null) return validateWith(fn.returns, result, { noun: "return value", root: "result" }, this.catalog.tableNumberOf) as Value;
+    const value = result === undefined ? null : result;
+    try {
+      validateValue(value);
+    } catch (error) {
+      throw new CairnError("INVALID_ARGUMENT", `invalid return value of ${path}: ${(error as Error).message}`, { cause: error, details: { path } });
+    }
+    return value;
+  }
+}
+
+interface ReceiptKey {
+  readonly clientId: string;
+  readonly seq: number;
+  readonly key: string;
+}
+
+function checkReceiptKey(options: MutationCallOptions): ReceiptKey | null {
+  const { clientId, seq } = options;
+  if (clientId === undefined && seq === undefined) return null;
+  if (typeof clientId !== "string" || clientId.length === 0 || clientId.length > CLIENT_ID_CHARS_MAX) {
+    throw new CairnError("INVALID_ARGUMENT", `clientId must be a non-empty string of at most ${CLIENT_ID_CHARS_MAX} characters when seq is given`);
+  }
+  if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 0) {
+    throw new CairnError("INVALID_ARGUMENT", `seq must be a non-negative integer when clientId is given, not ${String(seq)}`);
+  }
+  return { clientId, seq, key: `${seq}:${clientId}` };
+}
+
+function authOf(identity: UserIdentity | null | undefined): Auth {
+  const value = identity ?? null;
+  return { getUserIdentity: async () => value };
+}
+
+function seededFloats(random: Random): () => number {
+  const seeded = new SeededRandom(Math.floor(random.float() * 0x1_0000_0000));
+  return () => seeded.float();
+}
+
+function isCairnError(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const { code, kind } = error as { code?: unknown; kind?: unknown };
+  return typeof code === "string" && Object.hasOwn(ERROR_CODES, code) && kind === ERROR_CODES[code as keyof typeof ERROR_CODES];
+}

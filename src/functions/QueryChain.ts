@@ -1,0 +1,138 @@
+import { CairnError } from "../base/errors.js";
+import { QUERY_COLLECT_ROWS_MAX, QUERY_PAGE_ITEMS_MAX } from "../base/limits.js";
+import { compareBytes } from "../model/compareBytes.js";
+import { indexRange } from "../model/IndexRange.js";
+import { successorKey } from "../model/KeyRange.js";
+import type { IndexInfo, TableInfo } from "./catalog.js";
+import type { DocumentObject } from "./documents.js";
+import { IndexRangeBuilder } from "./IndexRangeBuilder.js";
+import { decodeCursor, encodeCursor } from "./paginationCursor.js";
+import type { SnapshotReads } from "./SnapshotReads.js";
+
+export interface PaginationOptions {
+  readonly cursor: string | null;
+  readonly numItems: number;
+}
+
+export interface PaginationResult<Document> {
+  readonly page: Document[];
+  readonly isDone: boolean;
+  readonly continueCursor: string;
+}
+
+export type Order = "asc" | "desc";
+
+/**
+ * `ctx.db.query(table)`: choose an index and a range (default: `by_creation`, all of
+ * it), an order (default ascending), then read with `take`, `first`, `unique`,
+ * `collect` (at most QUERY_COLLECT_ROWS_MAX rows, else FUNCTION_LIMIT_EXCEEDED: paginate)
+ * or `paginate`. Each read records exactly the index range it covered.
+ */
+export class QueryChain<Document = DocumentObject> {
+  private index: IndexInfo;
+  private builder: IndexRangeBuilder | null = null;
+  private indexChosen = false;
+  private direction: Order = "asc";
+  private orderChosen = false;
+
+  constructor(
+    private readonly reads: SnapshotReads,
+    private readonly table: TableInfo,
+  ) {
+    this.index = table.indexes.get("by_creation")!;
+  }
+
+  withIndex(name: string, range?: (q: IndexRangeBuilder) => IndexRangeBuilder): this {
+    if (this.indexChosen) throw misuse("withIndex may be called once per query");
+    if (this.orderChosen) throw misuse("withIndex comes before order");
+    const index = typeof name === "string" ? this.table.indexes.get(name) : undefined;
+    if (index === undefined) {
+      throw new CairnError("INVALID_ARGUMENT", `table ${this.table.name} has no index ${JSON.stringify(name)} (it has ${[...this.table.indexes.keys()].join(", ")})`);
+    }
+    this.index = index;
+    this.indexChosen = true;
+    const builder = new IndexRangeBuilder(this.table.name, index);
+    if (range !== undefined) {
+      if (typeof range !== "function") throw misuse("withIndex's range must be a function q => q.eq(…)…");
+      if (range(builder) !== builder) throw misuse("withIndex's range function must return the q it was given");
+    }
+    this.builder = builder;
+    return this;
+  }
+
+  order(order: Order): this {
+    if (order !== "asc" && order !== "desc") throw misuse(`order must be "asc" or "desc", not ${JSON.stringify(order)}`);
+    if (this.orderChosen) throw misuse("order may be called once per query");
+    this.direction = order;
+    this.orderChosen = true;
+    return this;
+  }
+
+  async take(count: number): Promise<Document[]> {
+    checkCount(count, QUERY_COLLECT_ROWS_MAX, "take");
+    return this.read(count).rows.map((row) => row.document as Document);
+  }
+
+  async first(): Promise<Document | null> {
+    return this.read(1).rows[0]?.document as Document | undefined ?? null;
+  }
+
+  /** The one row in range, or null; QUERY_NOT_UNIQUE if there are more. */
+  async unique(): Promise<Document | null> {
+    const { rows } = this.read(2);
+    if (rows.length > 1) {
+      throw new CairnError("QUERY_NOT_UNIQUE", `unique() found more than one document in ${this.table.name}.${this.index.name} (${rows[0]!.document._id}, ${rows[1]!.document._id}, …)`);
+    }
+    return (rows[0]?.document as Document | undefined) ?? null;
+  }
+
+  async collect(): Promise<Document[]> {
+    const { rows } = this.read(QUERY_COLLECT_ROWS_MAX + 1);
+    if (rows.length > QUERY_COLLECT_ROWS_MAX) {
+      throw new CairnError("FUNCTION_LIMIT_EXCEEDED", `collect() on ${this.table.name}.${this.index.name} found more than ${QUERY_COLLECT_ROWS_MAX} documents; use paginate or take`, {
+        details: { limit: QUERY_COLLECT_ROWS_MAX },
+      });
+    }
+    return rows.map((row) => row.document as Document);
+  }
+
+  async paginate(options: PaginationOptions): Promise<PaginationResult<Document>> {
+    if (typeof options !== "object" || options === null) throw misuse("paginate takes { cursor, numItems }");
+    checkCount(options.numItems, QUERY_PAGE_ITEMS_MAX, "paginate's numItems", 1);
+    let { start, end } = this.range();
+    const position = { indexId: this.index.id, order: this.direction };
+    if (options.cursor !== null) {
+      const { afterKey } = decodeCursor(options.cursor, position);
+      if (afterKey === null) return { page: [], isDone: true, continueCursor: options.cursor };
+      if (this.direction === "asc") {
+        const after = successorKey(afterKey);
+        if (compareBytes(after, start) > 0) start = after;
+      } else if (end === null || compareBytes(afterKey, end) < 0) {
+        end = afterKey;
+      }
+    }
+    if (end !== null && compareBytes(start, end) >= 0) return { page: [], isDone: true, continueCursor: encodeCursor({ ...position, afterKey: null }) };
+    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, options.numItems);
+    const afterKey = complete ? null : rows[rows.length - 1]!.key;
+    return { page: rows.map((row) => row.document as Document), isDone: complete, continueCursor: encodeCursor({ ...position, afterKey }) };
+  }
+
+  private read(limit: number) {
+    const { start, end } = this.range();
+    return this.reads.scan(this.table, this.index, start, end, this.direction, limit);
+  }
+
+  private range(): { start: Uint8Array; end: Uint8Array | null } {
+    return indexRange(this.index.id, this.builder?.bounds() ?? { equal: [] });
+  }
+}
+
+function checkCount(count: unknown, max: number, what: string, min = 0): asserts count is number {
+  if (typeof count !== "number" || !Number.isInteger(count) || count < min || count > max) {
+    throw new CairnError("INVALID_ARGUMENT", `${what} must be an integer in ${min}..${max}, not ${String(count)}`);
+  }
+}
+
+function misuse(message: string): CairnError {
+  return new CairnError("INVALID_ARGUMENT", `query: ${message}`);
+}

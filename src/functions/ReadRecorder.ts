@@ -1,0 +1,63 @@
+import { CairnError } from "../base/errors.js";
+import { FUNCTION_READ_ROWS_MAX } from "../base/limits.js";
+import type { DocumentId } from "../model/DocumentId.js";
+import { documentKey, indexKeyspace, isEmptyRange, keyRange, pointRange, tableKeyspace, type KeyRange } from "../model/KeyRange.js";
+import type { ReadSet } from "../shard/WriteUnit.js";
+
+/**
+ * Everything one function run read, exactly (DESIGN.md §7): a point in a table's keyspace
+ * per document read by id or returned by a scan, and the index range each scan covered,
+ * tightened to the rows it returned. Subscriptions are matched against the KeyRanges; a
+ * mutation's commit is checked against the same reads as a ReadSet.
+ *
+ * Why scanned documents are points too: a patch that leaves every indexed field alone
+ * writes the document but no index key, and a query that returned the document depends
+ * on its fields.
+ */
+export class ReadRecorder {
+  private readonly documents = new Map<DocumentId, number>();
+  private readonly indexRanges: { indexId: number; start: Uint8Array; end: Uint8Array | null }[] = [];
+  private rowsRead = 0;
+  private firstKey: string | null = null;
+
+  document(tableNumber: number, id: DocumentId): void {
+    this.firstKey ??= `document:${id}`;
+    this.documents.set(id, tableNumber);
+  }
+
+  indexRange(indexId: number, start: Uint8Array, end: Uint8Array | null): void {
+    if (isEmptyRange({ keyspace: "", start, end })) return;
+    this.firstKey ??= `index:${indexId}:${Buffer.from(start).toString("hex")}`;
+    this.indexRanges.push({ indexId, start, end });
+  }
+
+  /** Counts rows read from the store; FUNCTION_LIMIT_EXCEEDED past FUNCTION_READ_ROWS_MAX. */
+  countRows(rows: number): void {
+    this.rowsRead += rows;
+    if (this.rowsRead > FUNCTION_READ_ROWS_MAX) {
+      throw new CairnError("FUNCTION_LIMIT_EXCEEDED", `a function may read at most ${FUNCTION_READ_ROWS_MAX} rows; paginate or narrow the index range`, {
+        details: { limit: FUNCTION_READ_ROWS_MAX },
+      });
+    }
+  }
+
+  /** What the run read first, as a string: the runtime queues re-runs that read the same thing first. */
+  firstReadKey(): string | null {
+    return this.firstKey;
+  }
+
+  get rows(): number {
+    return this.rowsRead;
+  }
+
+  keyRanges(): KeyRange[] {
+    const ranges: KeyRange[] = [];
+    for (const [id, tableNumber] of this.documents) ranges.push(pointRange(tableKeyspace(tableNumber), documentKey(id)));
+    for (const range of this.indexRanges) ranges.push(keyRange(indexKeyspace(range.indexId), range.start, range.end));
+    return ranges;
+  }
+
+  readSet(): ReadSet {
+    return { documents: [...this.documents.keys()], indexRanges: this.indexRanges };
+  }
+}

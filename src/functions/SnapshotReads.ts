@@ -1,0 +1,105 @@
+import { CairnError } from "../base/errors.js";
+import { compareBytes } from "../model/compareBytes.js";
+import { encodeDocumentId, parseDocumentId, type DocumentId } from "../model/DocumentId.js";
+import { successorKey } from "../model/KeyRange.js";
+import type { LocalStore } from "../local/index.js";
+import type { Catalog, IndexInfo, TableInfo } from "./catalog.js";
+import { decodeDocument, type DocumentObject } from "./documents.js";
+import type { PendingRow, PendingWrites } from "./PendingWrites.js";
+import type { ReadRecorder } from "./ReadRecorder.js";
+
+/**
+ * One function run's reads: the local store at `readTs`, merged with the run's own
+ * pending writes (mutations), each read recorded exactly.
+ *
+ * Invariant: a scan with a limit returns the first `limit` rows of the merged view. The
+ * store is asked for `limit + pending.size` rows, because each pending document hides at
+ * most one stored row of an index (its old entry), so enough survive the merge.
+ */
+export interface ScanResult {
+  readonly rows: readonly PendingRow[];
+  /** The whole range was read: fewer rows than the limit exist in it. */
+  readonly complete: boolean;
+}
+
+export class SnapshotReads {
+  private finished = false;
+
+  constructor(
+    readonly local: LocalStore,
+    readonly readTs: number,
+    readonly catalog: Catalog,
+    readonly recorder: ReadRecorder,
+    readonly pending: PendingWrites | null,
+  ) {}
+
+  /**
+   * Ends the run: a read or write after the handler returned (a call it did not await)
+   * fails instead of reading a snapshot nobody records or writing into a unit already
+   * committed.
+   */
+  finish(): void {
+    this.finished = true;
+  }
+
+  assertRunning(): void {
+    if (this.finished) {
+      throw new CairnError("INVALID_ARGUMENT", "ctx.db was used after the function returned; await every database call inside the handler");
+    }
+  }
+
+  /** The document `id` as this run sees it, and its table; DOCUMENT_ID_INVALID for a bad id. */
+  document(id: unknown): { table: TableInfo; id: DocumentId; document: DocumentObject | null; ts: number | null } {
+    this.assertRunning();
+    const table = this.catalog.tableOfId(id);
+    const canonical = encodeDocumentId(parseDocumentId(id));
+    const pending = this.pending?.get(canonical);
+    if (pending !== undefined) return { table, id: canonical, document: pending.after === null ? null : structuredClone(pending.after), ts: null };
+    const version = this.local.get(canonical, this.readTs);
+    this.recorder.countRows(1);
+    this.recorder.document(table.number, canonical);
+    if (version === null) return { table, id: canonical, document: null, ts: null };
+    return { table, id: canonical, document: decodeDocument(canonical, version.value), ts: version.ts };
+  }
+
+  /** The first `limit` rows of `index` in [start, end) in `order`, and the range they cover recorded. */
+  scan(table: TableInfo, index: IndexInfo, start: Uint8Array, end: Uint8Array | null, order: "asc" | "desc", limit: number): ScanResult {
+    this.assertRunning();
+    if (index.state !== "ready") {
+      throw new CairnError("INDEX_NOT_READY", `index ${table.name}.${index.name} is still being backfilled; it answers once every existing document is indexed`, {
+        details: { table: table.name, index: index.name },
+      });
+    }
+    if (limit === 0) return { rows: [], complete: false };
+    const pendingRows = this.pending?.rowsIn(table, index, start, end, order) ?? [];
+    const fetch = limit + (this.pending?.size ?? 0);
+    const stored = this.local.indexScan(index.id, { start, end }, this.readTs, order, fetch);
+    this.recorder.countRows(stored.length);
+    const storedRows: (PendingRow & { fromStore: true })[] = [];
+    for (const row of stored) {
+      if (this.pending?.has(row.id)) continue;
+      storedRows.push({ key: row.key, document: decodeDocument(row.id, row.value), fromStore: true });
+    }
+    const rows = merge(storedRows, pendingRows, order, limit);
+    for (const row of rows) {
+      if ((row as { fromStore?: true }).fromStore) this.recorder.document(table.number, row.document._id);
+    }
+    const complete = rows.length < limit;
+    if (complete) this.recorder.indexRange(index.id, start, end);
+    else if (order === "asc") this.recorder.indexRange(index.id, start, successorKey(rows[rows.length - 1]!.key));
+    else this.recorder.indexRange(index.id, rows[rows.length - 1]!.key, end);
+    return { rows: rows.map(({ key, document }) => ({ key, document })), complete };
+  }
+}
+
+function merge(left: readonly PendingRow[], right: readonly PendingRow[], order: "asc" | "desc", limit: number): PendingRow[] {
+  const out: PendingRow[] = [];
+  const direction = order === "asc" ? 1 : -1;
+  let l = 0;
+  let r = 0;
+  while (out.length < limit && (l < left.length || r < right.length)) {
+    if (r >= right.length || (l < left.length && compareBytes(left[l]!.key, right[r]!.key) * direction < 0)) out.push(left[l++]!);
+    else out.push(right[r++]!);
+  }
+  return out;
+}

@@ -1,0 +1,68 @@
+import { hasErrorCode } from "../base/errors.js";
+import { INDEX_BACKFILL_BATCH_DOCUMENTS } from "../base/limits.js";
+import type { Random } from "../base/random.js";
+import { indexRange } from "../model/IndexRange.js";
+import { successorKey } from "../model/KeyRange.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import type { WriteUnit } from "../shard/WriteUnit.js";
+import { markIndexReady, type Catalog } from "./catalog.js";
+import { decodeDocument, indexKeyOf } from "./documents.js";
+import type { ShardAccess } from "./FunctionRuntime.js";
+
+/**
+ * Gives every existing document its entry in each index added to a table that already
+ * existed ("backfilling" in the catalog), then marks the index ready.
+ *
+ * Why this is safe while mutations run: the runtime already writes a backfilling index
+ * for every document it writes, and each batch here commits with the documents it
+ * indexed as its read set, so a batch that raced a write to one of them fails with
+ * WRITE_CONFLICT and is read and indexed again. Re-running after a crash is harmless: an
+ * entry written twice is the same entry. Only the shard's writer runs it.
+ */
+export interface BackfillProgress {
+  readonly table: string;
+  readonly index: string;
+  readonly documents: number;
+}
+
+export interface BackfillOptions {
+  readonly catalog: Catalog;
+  readonly shard: ShardAccess;
+  readonly store: ObjectStore;
+  readonly random: Random;
+  readonly onProgress?: (progress: BackfillProgress) => void;
+}
+
+export async function backfillIndexes(options: BackfillOptions): Promise<BackfillProgress[]> {
+  const done: BackfillProgress[] = [];
+  for (const table of options.catalog.tables) {
+    for (const index of table.indexes.values()) {
+      if (index.state !== "backfilling") continue;
+      const byCreation = table.indexes.get("by_creation")!;
+      let { start } = indexRange(byCreation.id, { equal: [] });
+      const { end } = indexRange(byCreation.id, { equal: [] });
+      let documents = 0;
+      for (;;) {
+        const readTs = options.shard.readTs;
+        const rows = options.shard.local.indexScan(byCreation.id, { start, end }, readTs, "asc", INDEX_BACKFILL_BATCH_DOCUMENTS);
+        if (rows.length === 0) break;
+        const indexWrites = rows.map((row) => ({ indexId: index.id, key: indexKeyOf(index, decodeDocument(row.id, row.value)), docId: row.id }));
+        const unit: WriteUnit = { readTs, documents: [], indexWrites, readSet: { documents: rows.map((row) => row.id) } };
+        try {
+          await options.shard.commit(unit);
+        } catch (error) {
+          if (hasErrorCode(error, "WRITE_CONFLICT")) continue;
+          throw error;
+        }
+        documents += rows.length;
+        options.onProgress?.({ table: table.name, index: index.name, documents });
+        if (rows.length < INDEX_BACKFILL_BATCH_DOCUMENTS) break;
+        start = successorKey(rows[rows.length - 1]!.key);
+      }
+      await markIndexReady(options.store, options.random, index.id);
+      index.state = "ready";
+      done.push({ table: table.name, index: index.name, documents });
+    }
+  }
+  return done;
+}

@@ -1,0 +1,195 @@
+import { z } from "zod";
+import { CairnError } from "../base/errors.js";
+import type { Random } from "../base/random.js";
+import type { CasFields } from "../manifest/CasObject.js";
+import {
+  SCHEMA_CATALOG_FORMAT,
+  schemaCatalogObject,
+  type CatalogIndex,
+  type CatalogTable,
+  type SchemaCatalog,
+} from "../manifest/SchemaCatalog.js";
+import { parseDocumentId } from "../model/DocumentId.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { SYSTEM_INDEXES, type AnySchema, type TableDefinition } from "./schema.js";
+
+/**
+ * An app's schema bound to a deployment's numbers: each table's number (embedded in its
+ * document ids, naming its `table:` keyspace) and each index's id (its `index:` keyspace).
+ *
+ * What a schema change may do (SCHEMA_CHANGE_REFUSED otherwise, nothing written):
+ * - add a table (new number) or an index (new id; on a table that existed before, the
+ *   index is "backfilling" until the writer has indexed every existing document);
+ * - change field validators: documents written from then on are checked against the new
+ *   ones; documents already stored are not re-checked and are read back as stored;
+ * - it may not remove a table or an index, change an index's fields, or change a table's
+ *   shard key: data already written depends on them, and no migration path exists yet.
+ */
+export interface IndexInfo {
+  readonly name: string;
+  readonly id: number;
+  /** The indexed fields as declared (dotted paths allowed). */
+  readonly fields: readonly string[];
+  /** The fields of a key in order: the declared ones, then `_creationTime`, `_id`. */
+  readonly keyFields: readonly string[];
+  state: "ready" | "backfilling";
+}
+
+export interface TableInfo {
+  readonly name: string;
+  readonly number: number;
+  readonly validator: z.ZodType<Record<string, unknown>>;
+  readonly indexes: ReadonlyMap<string, IndexInfo>;
+  readonly shardKey: string | null;
+}
+
+export class Catalog {
+  private readonly byName = new Map<string, TableInfo>();
+  private readonly byNumber = new Map<number, TableInfo>();
+
+  constructor(tables: readonly TableInfo[]) {
+    for (const table of tables) {
+      this.byName.set(table.name, table);
+      this.byNumber.set(table.number, table);
+    }
+  }
+
+  /** Binds `schema` to the numbers of `stored`, which must cover every table and index of it. */
+  static bind(schema: AnySchema, stored: Pick<SchemaCatalog, "tables">): Catalog {
+    const tables: TableInfo[] = [];
+    for (const [name, definition] of Object.entries(schema.tables)) {
+      const entry = stored.tables.find((table) => table.name === name);
+      if (entry === undefined) throw new CairnError("INTERNAL", `catalog lacks table ${name}`);
+      const indexes = new Map<string, IndexInfo>();
+      for (const index of entry.indexes) {
+        indexes.set(index.name, {
+          name: index.name,
+          id: index.id,
+          fields: index.fields,
+          keyFields: [...index.fields, "_creationTime", "_id"],
+          state: index.state,
+        });
+      }
+      tables.push({
+        name,
+        number: entry.number,
+        validator: z.strictObject(definition.fields) as unknown as z.ZodType<Record<string, unknown>>,
+        indexes,
+        shardKey: entry.shardKey,
+      });
+    }
+    return new Catalog(tables);
+  }
+
+  get tables(): IterableIterator<TableInfo> {
+    return this.byName.values();
+  }
+
+  /** The table called `name`; INVALID_ARGUMENT if the schema has none. */
+  table(name: unknown): TableInfo {
+    const table = typeof name === "string" ? this.byName.get(name) : undefined;
+    if (table === undefined) {
+      throw new CairnError("INVALID_ARGUMENT", `no table ${JSON.stringify(name)} in the schema`, { details: { table: name } });
+    }
+    return table;
+  }
+
+  /** The table an id belongs to; DOCUMENT_ID_INVALID for a malformed id or one of no table of the schema. */
+  tableOfId(id: unknown): TableInfo {
+    const { tableNumber } = parseDocumentId(id);
+    const table = this.byNumber.get(tableNumber);
+    if (table === undefined) {
+      throw new CairnError("DOCUMENT_ID_INVALID", `document id ${String(id)} belongs to no table of the schema (table number ${tableNumber})`, {
+        details: { id, tableNumber },
+      });
+    }
+    return table;
+  }
+
+  /** For the id validators: the number of a table name. */
+  readonly tableNumberOf = (name: string): number | undefined => this.byName.get(name)?.number;
+}
+
+/**
+ * The catalog `schema` needs, given what the deployment stored (null: nothing yet), or
+ * null when the stored one already covers the schema. SCHEMA_CHANGE_REFUSED for a change
+ * the rules above forbid.
+ */
+export function planCatalog(schema: AnySchema, stored: SchemaCatalog | null): CasFields<SchemaCatalog> | null {
+  let nextTableNumber = stored?.nextTableNumber ?? 1;
+  let nextIndexId = stored?.nextIndexId ?? 1;
+  const storedTables = stored?.tables ?? [];
+  for (const table of storedTables) {
+    if (!Object.hasOwn(schema.tables, table.name)) {
+      throw refused(`table ${table.name} (table number ${table.number}) exists in the deployment but not in the schema; removing a table is not supported`);
+    }
+  }
+  let changed = stored === null;
+  const tables: CatalogTable[] = [];
+  for (const [name, definition] of Object.entries(schema.tables)) {
+    const existing = storedTables.find((table) => table.name === name);
+    if (existing === undefined) {
+      changed = true;
+      const number = nextTableNumber++;
+      const indexes = declaredIndexes(definition).map(([indexName, fields]): CatalogIndex => ({ name: indexName, id: nextIndexId++, fields, state: "ready" }));
+      tables.push({ name, number, shardKey: definition.shardKeyField, indexes });
+      continue;
+    }
+    if (existing.shardKey !== definition.shardKeyField) {
+      throw refused(`table ${name}: its shard key is ${JSON.stringify(existing.shardKey)} in the deployment and ${JSON.stringify(definition.shardKeyField)} in the schema; changing a shard key is not supported`);
+    }
+    const declared = declaredIndexes(definition);
+    for (const index of existing.indexes) {
+      const match = declared.find(([indexName]) => indexName === index.name);
+      if (match === undefined) throw refused(`table ${name}: index ${index.name} exists in the deployment but not in the schema; removing an index is not supported`);
+      if (JSON.stringify(match[1]) !== JSON.stringify(index.fields)) {
+        throw refused(`table ${name}: index ${index.name} is on [${index.fields.join(", ")}] in the deployment and on [${match[1].join(", ")}] in the schema; changing an index's fields is not supported (add a new index instead)`);
+      }
+    }
+    const indexes = [...existing.indexes];
+    for (const [indexName, fields] of declared) {
+      if (existing.indexes.some((index) => index.name === indexName)) continue;
+      changed = true;
+      indexes.push({ name: indexName, id: nextIndexId++, fields, state: "backfilling" });
+    }
+    tables.push({ ...existing, indexes });
+  }
+  if (!changed) return null;
+  return { format: SCHEMA_CATALOG_FORMAT, nextTableNumber, nextIndexId, tables };
+}
+
+/** Reads the deployment's catalog, extends it for `schema` with a CAS if needed, and binds the schema to it. */
+export async function resolveCatalog(store: ObjectStore, schema: AnySchema, random: Random): Promise<Catalog> {
+  const object = schemaCatalogObject(store, random);
+  const snapshot = await object.update((current) => planCatalog(schema, current));
+  if (snapshot === null) throw new CairnError("INTERNAL", "the schema catalog is missing after an update");
+  return Catalog.bind(schema, snapshot.value);
+}
+
+/** Marks an index ready in the stored catalog once its backfill finished. */
+export async function markIndexReady(store: ObjectStore, random: Random, indexId: number): Promise<void> {
+  await schemaCatalogObject(store, random).update((current) => {
+    if (current === null) throw new CairnError("INTERNAL", "the schema catalog vanished during a backfill");
+    const index = current.tables.flatMap((table) => table.indexes).find((candidate) => candidate.id === indexId);
+    if (index === undefined || index.state === "ready") return null;
+    const { version: _version, nonce: _nonce, ...fields } = current;
+    return {
+      ...fields,
+      tables: current.tables.map((table) => ({
+        ...table,
+        indexes: table.indexes.map((candidate) => (candidate.id === indexId ? { ...candidate, state: "ready" as const } : candidate)),
+      })),
+    };
+  });
+}
+
+function declaredIndexes(definition: TableDefinition): [string, string[]][] {
+  return [
+    ...Object.entries(SYSTEM_INDEXES).map(([name, fields]): [string, string[]] => [name, [...fields]]),
+    ...definition.indexes.map((index): [string, string[]] => [index.name, [...index.fields]]),
+  ];
+}
+
+function refused(message: string): CairnError {
+  return new CairnError("SCHEMA_CHANGE_REFUSED", `schema change refused: ${message}`);
+}

@@ -1,0 +1,55 @@
+import { CairnError } from "../base/errors.js";
+import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
+import type { DocumentId } from "../model/DocumentId.js";
+import { documentIndexKey } from "../model/IndexKey.js";
+import type { Value, ValueObject } from "../model/Value.js";
+import { decodeValueText, encodeValueText, utf8ByteLength } from "../model/ValueJson.js";
+import type { IndexInfo } from "./catalog.js";
+
+/**
+ * How a document is stored and indexed. The stored text is the document's fields plus
+ * `_creationTime` in the lossless JSON encoding; `_id` is the row's key and is added back
+ * when the document is read, so it is never stored twice.
+ */
+export type DocumentObject = ValueObject & { readonly _id: DocumentId; readonly _creationTime: number };
+
+export function encodeDocument(document: DocumentObject): string {
+  const { _id: id, ...stored } = document;
+  const text = encodeValueText(stored);
+  const bytes = utf8ByteLength(text);
+  if (bytes > DOCUMENT_BYTES_MAX) {
+    throw new CairnError("VALUE_TOO_LARGE", `document ${id} is ${bytes} bytes encoded, over the limit of ${DOCUMENT_BYTES_MAX}`, {
+      details: { id, bytes, limit: DOCUMENT_BYTES_MAX },
+    });
+  }
+  return text;
+}
+
+export function decodeDocument(id: DocumentId, text: string): DocumentObject {
+  const stored = decodeValueText(text);
+  if (typeof stored !== "object" || stored === null || Array.isArray(stored) || stored instanceof Uint8Array) {
+    throw new CairnError("INTERNAL", `stored document ${id} is not an object`);
+  }
+  const creationTime = (stored as ValueObject)["_creationTime"];
+  if (typeof creationTime !== "number") throw new CairnError("INTERNAL", `stored document ${id} has no _creationTime`);
+  return { _id: id, ...(stored as ValueObject) } as DocumentObject;
+}
+
+/** The document's key in `index`: its indexed field values, then creation time and id. */
+export function indexKeyOf(index: IndexInfo, document: DocumentObject): Uint8Array {
+  return documentIndexKey(
+    index.fields.map((path) => fieldAt(document, path)),
+    document._creationTime,
+    document._id,
+  );
+}
+
+/** The value at a dotted path; undefined when a step is missing or not an object. */
+export function fieldAt(document: ValueObject, path: string): Value | undefined {
+  let current: Value | undefined = document;
+  for (const step of path.split(".")) {
+    if (typeof current !== "object" || current === null || Array.isArray(current) || current instanceof Uint8Array) return undefined;
+    current = Object.hasOwn(current, step) ? (current as ValueObject)[step] : undefined;
+  }
+  return current;
+}

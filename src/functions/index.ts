@@ -1,0 +1,51 @@
+/**
+ * The functions layer's public surface (DESIGN.md §7): what an app imports to declare
+ * its schema and functions, and what the server uses to run them.
+ */
+export { v, type Id, type Infer, type ObjectShape, type Validator } from "./values.js";
+export {
+  defineSchema,
+  defineTable,
+  SYSTEM_INDEXES,
+  type AnySchema,
+  type Doc,
+  type NewDoc,
+  type SchemaDefinition,
+  type TableDefinition,
+  type TableNames,
+} from "./schema.js";
+export {
+  action,
+  functionsFor,
+  internalAction,
+  internalMutation,
+  internalQuery,
+  mutation,
+  query,
+  type ActionCtx,
+  type Auth,
+  type DatabaseReaderOf,
+  type DatabaseWriterOf,
+  type FunctionKind,
+  type MutationCtx,
+  type QueryCtx,
+  type RegisteredFunction,
+  type UserIdentity,
+} from "./registration.js";
+export type { PaginationOptions, PaginationResult, QueryChain } from "./QueryChain.js";
+export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
+export { App, type AppModule } from "./App.js";
+export { loadApp } from "./loadApp.js";
+export { Catalog, planCatalog, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
+export { backfillIndexes, type BackfillProgress } from "./backfillIndexes.js";
+export {
+  FunctionRuntime,
+  type ActionRun,
+  type CallOptions,
+  type MutationCallOptions,
+  type MutationRun,
+  type QueryCallOptions,
+  type QueryRun,
+  type ShardAccess,
+} from "./FunctionRuntime.js";
+export { writeRangesOf } from "./writeRanges.js";

@@ -1,0 +1,128 @@
+import { z } from "zod";
+import { CairnError } from "../base/errors.js";
+import type { DocumentId } from "../model/DocumentId.js";
+import type { QueryChain } from "./QueryChain.js";
+import type { AnySchema, Doc, NewDoc, TableNames } from "./schema.js";
+import type { Id, ObjectShape } from "./values.js";
+
+/**
+ * Registering functions: `query`, `mutation`, `action` and their `internal*` variants
+ * (callable only from other functions and by admins, never by clients). A registered
+ * function is plain data: its kind, visibility, argument validator (an object shape of
+ * validators), optional return validator, and handler.
+ *
+ * `functionsFor(schema)` returns the same builders typed by the schema, so `ctx.db`
+ * knows each table's document type; the top-level builders are untyped over tables.
+ */
+export type FunctionKind = "query" | "mutation" | "action";
+export type Visibility = "public" | "internal";
+
+const FUNCTION_BRAND = Symbol.for("cairn.function");
+
+/** Who is calling, as the auth layer verified it (null: anonymous). */
+export interface UserIdentity {
+  readonly subject: string;
+  readonly issuer?: string;
+  readonly [claim: string]: unknown;
+}
+
+export interface Auth {
+  getUserIdentity(): Promise<UserIdentity | null>;
+}
+
+export interface DatabaseReaderOf<S extends AnySchema> {
+  get<T extends TableNames<S>>(id: Id<T>): Promise<Doc<S, T> | null>;
+  query<T extends TableNames<S>>(table: T): QueryChain<Doc<S, T>>;
+}
+
+export interface DatabaseWriterOf<S extends AnySchema> extends DatabaseReaderOf<S> {
+  insert<T extends TableNames<S>>(table: T, value: NewDoc<S, T>): Promise<Id<T>>;
+  patch<T extends TableNames<S>>(id: Id<T>, value: Partial<NewDoc<S, T>>): Promise<void>;
+  replace<T extends TableNames<S>>(id: Id<T>, value: NewDoc<S, T>): Promise<void>;
+  delete(id: Id<TableNames<S>> | DocumentId): Promise<void>;
+}
+
+interface DeterministicContext {
+  readonly auth: Auth;
+  /** Milliseconds since the Unix epoch, fixed for the run (a re-run after a conflict sees the same). */
+  now(): number;
+  /** A float in [0, 1) from a generator seeded per call (the same sequence in every re-run). Not for secrets. */
+  random(): number;
+}
+
+export interface QueryCtx<S extends AnySchema = AnySchema> extends DeterministicContext {
+  readonly db: DatabaseReaderOf<S>;
+}
+
+export interface MutationCtx<S extends AnySchema = AnySchema> extends DeterministicContext {
+  readonly db: DatabaseWriterOf<S>;
+}
+
+export interface ActionCtx {
+  readonly auth: Auth;
+  runQuery(path: string, args?: Record<string, unknown>): Promise<unknown>;
+  runMutation(path: string, args?: Record<string, unknown>): Promise<unknown>;
+  runAction(path: string, args?: Record<string, unknown>): Promise<unknown>;
+}
+
+type ContextOf<Kind extends FunctionKind, S extends AnySchema> = Kind extends "query"
+  ? QueryCtx<S>
+  : Kind extends "mutation"
+    ? MutationCtx<S>
+    : ActionCtx;
+
+export interface FunctionDefinition<Kind extends FunctionKind, S extends AnySchema, Shape extends ObjectShape, Result> {
+  readonly args?: Shape;
+  readonly returns?: z.ZodType<Result>;
+  readonly handler: (ctx: ContextOf<Kind, S>, args: z.output<z.ZodObject<Shape>>) => Result | Promise<Result>;
+}
+
+export interface RegisteredFunction<Kind extends FunctionKind = FunctionKind, Args = unknown, Result = unknown> {
+  readonly kind: Kind;
+  readonly visibility: Visibility;
+  readonly args: z.ZodType<Args>;
+  readonly returns: z.ZodType<Result> | null;
+  readonly handler: (ctx: never, args: Args) => Result | Promise<Result>;
+}
+
+export type AnyFunction = RegisteredFunction;
+
+function builder<Kind extends FunctionKind, S extends AnySchema>(kind: Kind, visibility: Visibility) {
+  return <Shape extends ObjectShape = Record<never, never>, Result = unknown>(
+    definition: FunctionDefinition<Kind, S, Shape, Result>,
+  ): RegisteredFunction<Kind, z.output<z.ZodObject<Shape>>, Result> => {
+    if (typeof definition !== "object" || definition === null || typeof definition.handler !== "function") {
+      throw new CairnError("SCHEMA_INVALID", `${visibility === "internal" ? "internal " : ""}${kind}(...) takes { args?, returns?, handler }`);
+    }
+    const shape = definition.args ?? {};
+    if (typeof shape !== "object" || shape === null || Array.isArray(shape)) {
+      throw new CairnError("SCHEMA_INVALID", `${kind} args must be an object of validators ({ name: v.string() })`);
+    }
+    const registered = {
+      kind,
+      visibility,
+      args: z.strictObject(shape as Shape),
+      returns: definition.returns ?? null,
+      handler: definition.handler,
+      [FUNCTION_BRAND]: true,
+    };
+    return registered as unknown as RegisteredFunction<Kind, z.output<z.ZodObject<Shape>>, Result>;
+  };
+}
+
+export function functionsFor<S extends AnySchema>(_schema?: S) {
+  return {
+    query: builder<"query", S>("query", "public"),
+    internalQuery: builder<"query", S>("query", "internal"),
+    mutation: builder<"mutation", S>("mutation", "public"),
+    internalMutation: builder<"mutation", S>("mutation", "internal"),
+    action: builder<"action", S>("action", "public"),
+    internalAction: builder<"action", S>("action", "internal"),
+  };
+}
+
+export const { query, internalQuery, mutation, internalMutation, action, internalAction } = functionsFor<AnySchema>();
+
+export function isRegisteredFunction(value: unknown): value is AnyFunction {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[FUNCTION_BRAND] === true;
+}

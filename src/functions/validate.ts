@@ -1,0 +1,58 @@
+import type { z } from "zod";
+import { CairnError } from "../base/errors.js";
+import { formatPath, validateValue, type Value } from "../model/Value.js";
+import { withIdScope, type TableNumberOf } from "./idScope.js";
+
+/**
+ * Runs a validator and turns its verdict into Cairn's: the parsed value with every
+ * `undefined` object field removed (a missing optional field is simply absent, never
+ * stored as `undefined`), checked to be a Cairn value; or INVALID_ARGUMENT naming the
+ * path of the first bad field from `subject.root` on: "invalid argument args.author:
+ * expected a string".
+ */
+export interface ValidationSubject {
+  /** What is being validated, for the message: "argument", "document", "return value". */
+  readonly noun: string;
+  /** The name the path starts from: "args", the table's name, "result". */
+  readonly root: string;
+}
+
+export function validateWith<T>(validator: z.ZodType<T>, input: unknown, subject: ValidationSubject, tables: TableNumberOf): T {
+  const result = withIdScope(tables, () => validator.safeParse(input));
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const path = issue.path.filter((part): part is string | number => typeof part !== "symbol");
+    const where = path.length === 0 ? subject.root : `${subject.root}${formatPath(path)}`;
+    throw new CairnError("INVALID_ARGUMENT", `invalid ${subject.noun} ${where}: ${issue.message}`, {
+      details: { path: where, issues: result.error.issues.length },
+    });
+  }
+  const value = withoutUndefinedFields(result.data);
+  try {
+    validateValue(value);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new CairnError("INVALID_ARGUMENT", `invalid ${subject.noun} ${subject.root}: ${message}`, {
+      cause: error,
+      details: { path: (error as { details?: { path?: unknown } }).details?.path ?? subject.root },
+    });
+  }
+  return value as T;
+}
+
+/** A copy without `undefined` object fields, at any depth (arrays keep their elements). */
+export function withoutUndefinedFields(value: unknown, depth = 0): unknown {
+  if (depth > 128 || typeof value !== "object" || value === null || value instanceof Uint8Array) return value;
+  if (Array.isArray(value)) return value.map((element: unknown) => withoutUndefinedFields(element, depth + 1));
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(value)) {
+    if (field === undefined) continue;
+    if (name === "__proto__") Object.defineProperty(out, name, { value: withoutUndefinedFields(field, depth + 1), enumerable: true, writable: true, configurable: true });
+    else out[name] = withoutUndefinedFields(field, depth + 1);
+  }
+  return out;
+}
+
+export type { Value };

@@ -1,0 +1,52 @@
+import { z } from "zod";
+import type { Random } from "../base/random.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { bucketLayout } from "./bucketLayout.js";
+import { CasObject, jsonCasCodec } from "./CasObject.js";
+
+/**
+ * The deployment's schema catalog (bucket key `schema`): the table number and index ids
+ * every table and index of the app's schema was given, so that numbers stay stable
+ * across schema changes and every node maps names to the same keyspaces. Written with a
+ * CAS by whichever node loads a schema that adds something (functions/catalog).
+ *
+ * Invariants: numbers are never reused (`nextTableNumber`/`nextIndexId` only grow);
+ * an index is "backfilling" from when it is added to a table that may hold data until
+ * every existing document has its entry, then "ready".
+ */
+export const SCHEMA_CATALOG_FORMAT = 1;
+
+const identifier = z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/).max(64);
+
+export const catalogIndexSchema = z.object({
+  name: identifier,
+  id: z.number().int().min(1),
+  fields: z.array(z.string().min(1)),
+  state: z.enum(["ready", "backfilling"]),
+});
+
+export const catalogTableSchema = z.object({
+  name: identifier,
+  number: z.number().int().min(1),
+  shardKey: z.string().nullable(),
+  indexes: z.array(catalogIndexSchema),
+});
+
+export const schemaCatalogSchema = z.object({
+  format: z.literal(SCHEMA_CATALOG_FORMAT),
+  version: z.number().int().min(1),
+  nonce: z.string().min(1),
+  nextTableNumber: z.number().int().min(1),
+  nextIndexId: z.number().int().min(1),
+  tables: z.array(catalogTableSchema),
+});
+
+export type CatalogIndex = z.infer<typeof catalogIndexSchema>;
+export type CatalogTable = z.infer<typeof catalogTableSchema>;
+export type SchemaCatalog = z.infer<typeof schemaCatalogSchema>;
+
+export const schemaCatalogCodec = jsonCasCodec(schemaCatalogSchema, "SCHEMA_CATALOG_INVALID", "schema catalog");
+
+export function schemaCatalogObject(store: ObjectStore, random: Random): CasObject<SchemaCatalog> {
+  return new CasObject(store, bucketLayout.schemaCatalog(), schemaCatalogCodec, random);
+}
