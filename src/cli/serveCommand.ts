@@ -29,6 +29,8 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   const probe = await assertConditionalWrites(store);
   const form = probe.ifMatchEtagForm === undefined ? "" : `; If-Match etags sent ${probe.ifMatchEtagForm}`;
   say(`store ${store.description} (conditional writes verified${form})`);
+  // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
+  const catalog = await resolveCatalog(store, app.schema, systemRandom);
   const nodeId = options.nodeId ?? `node-${randomBytes(6).toString("hex")}`;
   const sharded = await ShardedStore.open({
     store,
@@ -37,31 +39,34 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     ...(options.shards !== undefined ? { numShards: options.shards } : {}),
     onEvent: progressReporter(say),
   });
-  say(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.local)}`);
-  await sharded.acquireAll();
-  for (const engine of sharded.engines) {
-    const meta = engine.local.meta();
-    say(`shard ${engine.shard}: local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
+  try {
+    say(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.local)}`);
+    await sharded.acquireAll();
+    for (const engine of sharded.engines) {
+      const meta = engine.local.meta();
+      say(`shard ${engine.shard}: local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
+    }
+    // Tables live on shard 0 until the sharding issue routes them by shard key.
+    const writer = sharded.engines[0]!;
+    const backfilled = await backfillIndexes({
+      catalog,
+      shard: writer,
+      store,
+      random: systemRandom,
+      onProgress: (progress) => say(`backfilling index ${progress.table}.${progress.index}: ${progress.documents} document(s)`),
+    });
+    for (const index of backfilled) say(`index ${index.table}.${index.index} is ready (${index.documents} document(s) indexed)`);
+    const runtime = new FunctionRuntime({ app, catalog, shard: writer });
+    say(`functions run on shard ${writer.shard}; tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number})`).join(", ")}`);
+    // Listen before announcing readiness: whoever waits for the announcement may signal at once.
+    const stopRequested = stopSignal();
+    say(`node ${nodeId} is the writer; no network server yet (later issues add it). Ctrl-C stops.`);
+    await stopRequested;
+    say("stopping: draining commits and releasing leases");
+  } finally {
+    await sharded.close();
+    await store.close();
   }
-  const catalog = await resolveCatalog(store, app.schema, systemRandom);
-  const writer = sharded.engines[0]!;
-  const backfilled = await backfillIndexes({
-    catalog,
-    shard: writer,
-    store,
-    random: systemRandom,
-    onProgress: (progress) => say(`backfilling index ${progress.table}.${progress.index}: ${progress.documents} document(s)`),
-  });
-  for (const index of backfilled) say(`index ${index.table}.${index.index} is ready (${index.documents} document(s) indexed)`);
-  const runtime = new FunctionRuntime({ app, catalog, shard: writer });
-  say(`functions run on shard ${writer.shard}; tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number})`).join(", ")}`);
-  // Listen before announcing readiness: whoever waits for the announcement may signal at once.
-  const stopRequested = stopSignal();
-  say(`node ${nodeId} is the writer; no network server yet (later issues add it). Ctrl-C stops.`);
-  await stopRequested;
-  say("stopping: draining commits and releasing leases");
-  await sharded.close();
-  await store.close();
   say("stopped");
 }
 

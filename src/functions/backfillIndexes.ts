@@ -1,5 +1,5 @@
-import { hasErrorCode } from "../base/errors.js";
-import { INDEX_BACKFILL_BATCH_DOCUMENTS } from "../base/limits.js";
+import { CairnError, hasErrorCode } from "../base/errors.js";
+import { INDEX_BACKFILL_BATCH_DOCUMENTS, MUTATION_ATTEMPTS_MAX } from "../base/limits.js";
 import type { Random } from "../base/random.js";
 import { indexRange } from "../model/IndexRange.js";
 import { successorKey } from "../model/KeyRange.js";
@@ -42,6 +42,7 @@ export async function backfillIndexes(options: BackfillOptions): Promise<Backfil
       let { start } = indexRange(byCreation.id, { equal: [] });
       const { end } = indexRange(byCreation.id, { equal: [] });
       let documents = 0;
+      let conflicts = 0;
       for (;;) {
         const readTs = options.shard.readTs;
         const rows = options.shard.local.indexScan(byCreation.id, { start, end }, readTs, "asc", INDEX_BACKFILL_BATCH_DOCUMENTS);
@@ -51,9 +52,15 @@ export async function backfillIndexes(options: BackfillOptions): Promise<Backfil
         try {
           await options.shard.commit(unit);
         } catch (error) {
-          if (hasErrorCode(error, "WRITE_CONFLICT")) continue;
-          throw error;
+          if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
+          if (++conflicts >= MUTATION_ATTEMPTS_MAX) {
+            throw new CairnError("WRITE_CONFLICT", `backfilling ${table.name}.${index.name}: a batch lost ${conflicts} races with writes to its documents in a row; restart to resume`, {
+              cause: error,
+            });
+          }
+          continue;
         }
+        conflicts = 0;
         documents += rows.length;
         options.onProgress?.({ table: table.name, index: index.name, documents });
         if (rows.length < INDEX_BACKFILL_BATCH_DOCUMENTS) break;

@@ -95,3 +95,49 @@ describe("cairn command", () => {
     expect(missing.stderr).toMatch(/no Cairn deployment/);
   });
 });
+
+describe("cairn serve --app", () => {
+  const functions = join(process.cwd(), "src", "functions", "index.js");
+  const store = join(root, "app-bucket");
+  const local = join(root, "app-local");
+
+  function appFile(name: string, source: string): string {
+    const file = join(root, name);
+    writeFileSync(file, source.replaceAll("FUNCTIONS", JSON.stringify(functions)));
+    return file;
+  }
+
+  const goodApp = `
+    import { defineSchema, defineTable, query, v } from FUNCTIONS;
+    export const schema = defineSchema({ notes: defineTable({ text: v.string() }), tags: defineTable({ name: v.string() }) });
+    export const functions = { notes: { count: query({ handler: async (ctx) => (await ctx.db.query("notes").collect()).length }) } };
+  `;
+
+  it("serves the demo app by default and a given app file, numbering its tables", async () => {
+    const demo = await cairn(["serve", "--store", join(root, "demo-bucket"), "--local", join(root, "demo-local")], /is the writer/);
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toMatch(/demo\/app\.ts: 5 function\(s\): counters:get, counters:increment, messages:list, messages:page, messages:send/);
+    const run = await cairn(["serve", "--store", store, "--local", local, "--app", appFile("good.ts", goodApp)], /is the writer/);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/good\.ts: 1 function\(s\): notes:count/);
+    expect(run.stdout).toMatch(/tables: notes \(#1\), tags \(#2\)/);
+  });
+
+  it("stops startup with a clear error naming the file: missing, broken, inconsistent, or a refused schema change", async () => {
+    const cases: [string, RegExp][] = [
+      [join(root, "nowhere.ts"), /\[APP_LOAD_FAILED\] app .*nowhere\.ts: no such file/],
+      [appFile("syntax.ts", "export const schema = {;"), /\[APP_LOAD_FAILED\] app .*syntax\.ts failed to load/],
+      [appFile("throws.ts", `import { defineSchema, defineTable, v } from FUNCTIONS;
+        export const schema = defineSchema({ t: defineTable({ x: v.string() }).index("by_y", ["y"]) });
+        export const functions = {};`), /\[APP_LOAD_FAILED\] app .*throws\.ts failed to load: invalid schema: table t: index by_y is on "y"/],
+      [appFile("noschema.ts", "export const functions = {};"), /\[SCHEMA_INVALID\] app .*noschema\.ts: it must export `schema`/],
+      [appFile("shrunk.ts", goodApp.replace(", tags: defineTable({ name: v.string() })", "")), /\[SCHEMA_CHANGE_REFUSED\] .*table tags \(table number 2\) exists in the deployment but not in the schema/],
+    ];
+    for (const [file, message] of cases) {
+      const run = await cairn(["serve", "--store", store, "--local", local, "--app", file], /is the writer/);
+      expect(run.code, file).toBe(1);
+      expect(run.stderr, file).toMatch(message);
+    }
+  });
+});

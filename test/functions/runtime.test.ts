@@ -318,3 +318,50 @@ describe("functions runtime: re-runs and determinism", () => {
     await expect(late).rejects.toSatisfy(code("INVALID_ARGUMENT"));
   });
 });
+
+describe("functions runtime: bounds and misuse", () => {
+  const harness = harnessPerTest(BUCKET_FACTORIES[0]!);
+
+  it("bounds collect, take, writes per mutation and index ranges, with typed errors", async () => {
+    const h = await harness();
+    const node = await h.writer("a");
+    const schema = defineSchema({ t: defineTable({ a: v.number(), b: v.number() }).index("by_ab", ["a", "b"]) });
+    const { query, mutation } = functionsFor(schema);
+    const fill = mutation({
+      args: { count: v.number() },
+      handler: async (ctx, { count }) => {
+        for (let i = 0; i < count; i++) await ctx.db.insert("t", { a: 1, b: i });
+      },
+    });
+    const all = query({ handler: async (ctx) => (await ctx.db.query("t").collect()).length });
+    const one = query({ handler: async (ctx) => ctx.db.query("t").withIndex("by_ab", (q) => q.eq("a", 1)).unique() });
+    const misuse = query({
+      args: { kind: v.string() },
+      handler: async (ctx, { kind }) => {
+        const table = ctx.db.query("t");
+        if (kind === "skip") return table.withIndex("by_ab", (q) => q.eq("b", 1)).first();
+        if (kind === "after-range") return table.withIndex("by_ab", (q) => q.gt("a", 0).eq("b", 1)).first();
+        if (kind === "two-lower") return table.withIndex("by_ab", (q) => q.gt("a", 0).gte("a", 1)).first();
+        if (kind === "no-index") return table.withIndex("by_c").first();
+        if (kind === "order") return table.order("sideways" as never).first();
+        if (kind === "table") return ctx.db.query("missing" as never).first();
+        return table.withIndex("by_ab", (q) => q.eq("a", 1).gt("b", 5).lte("b", 7)).collect();
+      },
+    });
+    const app = App.fromModule({ schema, functions: { t: { fill, all, one, misuse } } });
+    const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(h.bucket, schema, new SeededRandom(1)), shard: node.engine });
+
+    await expect(runtime.runMutation("t:fill", { count: 8_193 })).rejects.toSatisfy(code("FUNCTION_LIMIT_EXCEEDED"));
+    expect((await runtime.runQuery("t:all")).value).toBe(0);
+    for (let i = 0; i < 2; i++) await runtime.runMutation("t:fill", { count: 8_192 });
+    await expect(runtime.runQuery("t:all")).resolves.toMatchObject({ value: 16_384 });
+    await runtime.runMutation("t:fill", { count: 1 });
+    await expect(runtime.runQuery("t:all")).rejects.toSatisfy(code("FUNCTION_LIMIT_EXCEEDED"));
+    await expect(runtime.runQuery("t:one")).rejects.toSatisfy(code("QUERY_NOT_UNIQUE"));
+    for (const kind of ["skip", "after-range", "two-lower", "no-index", "order", "table"]) {
+      await expect(runtime.runQuery("t:misuse", { kind }), kind).rejects.toSatisfy(code("INVALID_ARGUMENT"));
+    }
+    const ranged = (await runtime.runQuery("t:misuse", { kind: "range" })).value as { b: number }[];
+    expect(ranged.map((row) => row.b)).toEqual([6, 6, 7, 7]);
+  });
+});
