@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 
 /**
  * Randomness is injected so that a simulation seed replays exactly. Production uses the
@@ -11,10 +11,36 @@ export interface Random {
   float(): number;
 }
 
-export const systemRandom: Random = {
-  bytes: (length) => new Uint8Array(randomBytes(length)),
-  float: () => randomBytes(4).readUInt32BE(0) / 0x1_0000_0000,
-};
+/**
+ * The system CSPRNG, drawn in blocks: each `randomFillSync` call costs several
+ * microseconds whatever its size, and every insert needs 16 bytes for its id, so bytes
+ * come from a pool refilled SYSTEM_RANDOM_POOL_BYTES at a time. Bytes are handed out once
+ * and never reused.
+ */
+const SYSTEM_RANDOM_POOL_BYTES = 16 * 1024;
+
+class SystemRandom implements Random {
+  private readonly pool = new Uint8Array(SYSTEM_RANDOM_POOL_BYTES);
+  private at = SYSTEM_RANDOM_POOL_BYTES;
+
+  bytes(length: number): Uint8Array {
+    if (length > SYSTEM_RANDOM_POOL_BYTES) return randomFillSync(new Uint8Array(length));
+    if (this.at + length > SYSTEM_RANDOM_POOL_BYTES) {
+      randomFillSync(this.pool);
+      this.at = 0;
+    }
+    const out = this.pool.slice(this.at, this.at + length);
+    this.at += length;
+    return out;
+  }
+
+  float(): number {
+    const bytes = this.bytes(4);
+    return (((bytes[0]! << 24) >>> 0) + (bytes[1]! << 16) + (bytes[2]! << 8) + bytes[3]!) / 0x1_0000_0000;
+  }
+}
+
+export const systemRandom: Random = new SystemRandom();
 
 /** Deterministic generator (sfc32) for simulations and property tests. Not for secrets. */
 export class SeededRandom implements Random {

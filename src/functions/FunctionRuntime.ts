@@ -109,7 +109,9 @@ export class FunctionRuntime {
   private readonly shard: ShardAccess;
   private readonly clock: Clock;
   private readonly random: Random;
-  private readonly commitsInFlight = new Set<Promise<void>>();
+  private readonly commitsInFlight = new Set<number>();
+  private commitsIssued = 0;
+  private settledWaiters: { readonly ticket: number; readonly resolve: () => void }[] = [];
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly receiptCalls = new Map<string, Promise<MutationRun>>();
   private conflictCount = 0;
@@ -134,7 +136,7 @@ export class FunctionRuntime {
     const recorder = new ReadRecorder();
     const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, null);
     const nowMs = this.clock.nowMs();
-    const ctx = { db: new DatabaseReader(reads), auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random) };
+    const ctx = { db: new DatabaseReader(reads), auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null) };
     const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
     return { value, readRanges: recorder.keyRanges(), readTs };
   }
@@ -145,9 +147,12 @@ export class FunctionRuntime {
     const receiptKey = checkReceiptKey(options);
     if (receiptKey === null) return this.runAttempts(path, fn, checkedArgs, options, null);
     const joined = this.receiptCalls.get(receiptKey.key);
-    if (joined !== undefined) return { ...(await joined), replayed: true, attempts: 0 };
+    if (joined !== undefined) {
+      const first = await joined;
+      return mutationRun(first.value, first.ts, true, 0, null);
+    }
     const stored = this.shard.local.receipt(receiptKey.clientId, receiptKey.seq);
-    if (stored !== null) return { value: decodeValueText(stored.result), ts: stored.ts, replayed: true, attempts: 0, writeRanges: [] };
+    if (stored !== null) return mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null);
     const call = this.runAttempts(path, fn, checkedArgs, options, receiptKey);
     this.receiptCalls.set(receiptKey.key, call);
     try {
@@ -178,7 +183,8 @@ export class FunctionRuntime {
     receipt: ReceiptKey | null,
   ): Promise<MutationRun> {
     const nowMs = this.clock.nowMs();
-    const seed = Math.floor(this.random.float() * 0x1_0000_0000);
+    // Drawn on the first ctx.random() call of the first run, then the same in every re-run.
+    const seed = { value: null as number | null };
     let laneKey: string | null = null;
     for (let attempt = 1; attempt <= MUTATION_ATTEMPTS_MAX; attempt++) {
       const run = () => this.attempt(path, fn, args, options, receipt, { nowMs, seed, attempt });
@@ -197,41 +203,42 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { nowMs: number; seed: number; attempt: number },
+    run: { nowMs: number; seed: { value: number | null }; attempt: number },
   ): Promise<Attempt> {
     const readTs = this.shard.readTs;
     const recorder = new ReadRecorder();
     const pending = new PendingWrites();
     const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, pending);
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
-    const random = new SeededRandom(run.seed);
-    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: () => random.float() };
+    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed) };
     const value = await this.runHandler(path, fn, ctx, args, reads);
-    const { documents, indexWrites } = pending.toWrites();
-    const writeRanges = writeRangesOf(documents, indexWrites);
-    if (documents.length === 0 && receipt === null) {
-      return { kind: "done", run: { value, ts: readTs, replayed: false, attempts: run.attempt, writeRanges } };
-    }
+    const writes = pending.toWrites();
+    const { documents, indexWrites } = writes;
+    if (documents.length === 0 && receipt === null) return { kind: "done", run: mutationRun(value, readTs, false, run.attempt, writes) };
+    // Decided before the commit is awaited, so that nothing of the run but its writes stays alive meanwhile.
+    const laneKey = recorder.firstReadKey() ?? documents[0]?.id ?? path;
+    const documentRangeConflict = recorder.documentRangeConflict();
     const unit: WriteUnit = {
       readTs,
       documents,
       indexWrites,
       readSet: recorder.readSet(),
+      ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
       ...(receipt !== null ? { receipt: { clientId: receipt.clientId, seq: receipt.seq, result: encodeValueText(value) } } : {}),
     };
     try {
       const { ts } = await this.commitTracked(unit);
-      return { kind: "done", run: { value, ts, replayed: false, attempts: run.attempt, writeRanges } };
+      return { kind: "done", run: mutationRun(value, ts, false, run.attempt, writes) };
     } catch (error) {
       if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
       this.conflictCount++;
-      return { kind: "conflict", laneKey: recorder.firstReadKey() ?? documents[0]?.id ?? path };
+      return { kind: "conflict", laneKey };
     }
   }
 
   /** Waits for every commit now in flight (a re-run would conflict with them again), then a jittered sleep from the third attempt on. */
   private async afterBackoff<T>(attempt: number, run: () => Promise<T>): Promise<T> {
-    await Promise.all([...this.commitsInFlight]);
+    await this.commitsSettledThrough(this.commitsIssued);
     if (attempt >= 3) {
       const ceilingMs = Math.min(MUTATION_BACKOFF_MAX_MS, 2 ** (attempt - 3));
       await this.clock.sleep(this.random.float() * ceilingMs);
@@ -255,15 +262,42 @@ export class FunctionRuntime {
     }
   }
 
-  private commitTracked(unit: WriteUnit): Promise<CommitResult> {
-    const commit = this.shard.commit(unit);
-    const settled = commit.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.commitsInFlight.add(settled);
-    void settled.then(() => this.commitsInFlight.delete(settled));
-    return commit;
+  /**
+   * Commits with a ticket, so that a re-run can wait for every commit issued before it.
+   * Tickets increase and a Set iterates in insertion order, so the first ticket of
+   * `commitsInFlight` is the oldest one still unsettled.
+   */
+  private async commitTracked(unit: WriteUnit): Promise<CommitResult> {
+    const ticket = ++this.commitsIssued;
+    this.commitsInFlight.add(ticket);
+    try {
+      return await this.shard.commit(unit);
+    } finally {
+      this.commitsInFlight.delete(ticket);
+      this.wakeSettledWaiters();
+    }
+  }
+
+  /** Resolves once every commit with a ticket up to `ticket` has settled. */
+  private commitsSettledThrough(ticket: number): Promise<void> {
+    if (this.oldestUnsettled() > ticket) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push({ ticket, resolve }));
+  }
+
+  private oldestUnsettled(): number {
+    const oldest = this.commitsInFlight.values().next();
+    return oldest.done === true ? Number.POSITIVE_INFINITY : oldest.value;
+  }
+
+  private wakeSettledWaiters(): void {
+    if (this.settledWaiters.length === 0) return;
+    const oldest = this.oldestUnsettled();
+    const waiting: typeof this.settledWaiters = [];
+    for (const waiter of this.settledWaiters) {
+      if (oldest > waiter.ticket) waiter.resolve();
+      else waiting.push(waiter);
+    }
+    this.settledWaiters = waiting;
   }
 
   private validateArgs(fn: AnyFunction, args: unknown): unknown {
@@ -311,14 +345,42 @@ function checkReceiptKey(options: MutationCallOptions): ReceiptKey | null {
   return { clientId, seq, key: `${seq}:${clientId}` };
 }
 
+const ANONYMOUS: Auth = { getUserIdentity: async () => null };
+
 function authOf(identity: UserIdentity | null | undefined): Auth {
-  const value = identity ?? null;
-  return { getUserIdentity: async () => value };
+  if (identity === null || identity === undefined) return ANONYMOUS;
+  return { getUserIdentity: async () => identity };
 }
 
-function seededFloats(random: Random): () => number {
-  const seeded = new SeededRandom(Math.floor(random.float() * 0x1_0000_0000));
-  return () => seeded.float();
+/** A run's result; its write ranges are built only if someone reads them (the sync layer matches segments instead). */
+function mutationRun(value: Value, ts: number, replayed: boolean, attempts: number, writes: ReturnType<PendingWrites["toWrites"]> | null): MutationRun {
+  let ranges: KeyRange[] | null = null;
+  return {
+    value,
+    ts,
+    replayed,
+    attempts,
+    get writeRanges() {
+      ranges ??= writes === null ? [] : writeRangesOf(writes.documents, writes.indexWrites);
+      return ranges;
+    },
+  };
+}
+
+/**
+ * `ctx.random`: a generator seeded on first use (most runs never call it, and a seed
+ * costs a CSPRNG call). A seed holder shared across re-runs makes them repeat the sequence.
+ */
+function seededFloats(random: Random, seed: { value: number | null } | null): () => number {
+  let seeded: SeededRandom | null = null;
+  return () => {
+    if (seeded === null) {
+      const holder = seed ?? { value: null };
+      holder.value ??= Math.floor(random.float() * 0x1_0000_0000);
+      seeded = new SeededRandom(holder.value);
+    }
+    return seeded.float();
+  };
 }
 
 function isCairnError(error: unknown): boolean {

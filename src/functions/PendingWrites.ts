@@ -5,6 +5,7 @@ import type { DocumentId } from "../model/DocumentId.js";
 import type { DocumentWrite, IndexWrite } from "../shard/WriteUnit.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import { encodeDocument, indexKeyOf, type DocumentObject } from "./documents.js";
+import { idKeyBytes } from "./documentIdRange.js";
 
 /**
  * A mutation's writes before commit, per document: what it read from the snapshot
@@ -62,7 +63,7 @@ export class PendingWrites {
     const rows: PendingRow[] = [];
     for (const pending of this.documents.values()) {
       if (pending.table !== table || pending.after === null) continue;
-      const key = indexKeyOf(index, pending.after);
+      const key = index.kind === "documents" ? idKeyBytes(pending.after._id) : indexKeyOf(index, pending.after);
       if (compareBytes(key, start) >= 0 && (end === null || compareBytes(key, end) < 0)) rows.push({ key, document: pending.after });
     }
     rows.sort((left, right) => compareBytes(left.key, right.key));
@@ -77,6 +78,7 @@ export class PendingWrites {
       if (pending.before === null && pending.after === null) continue;
       documents.push({ tableNumber: pending.table.number, id, value: pending.text, prevTs: pending.before?.ts ?? null });
       for (const index of pending.table.indexes.values()) {
+        if (index.kind === "documents") continue;
         const oldKey = pending.before === null ? null : indexKeyOf(index, pending.before.document);
         const newKey = pending.after === null ? null : indexKeyOf(index, pending.after);
         if (oldKey !== null && newKey !== null && bytesEqual(oldKey, newKey)) continue;

@@ -5,6 +5,7 @@ import { indexRange } from "../model/IndexRange.js";
 import { successorKey } from "../model/KeyRange.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
+import { documentIdRange, idKeyBytes } from "./documentIdRange.js";
 import { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 import { decodeCursor, encodeCursor } from "./paginationCursor.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
@@ -123,7 +124,10 @@ export class QueryChain<Document = DocumentObject> {
   }
 
   private range(): { start: Uint8Array; end: Uint8Array | null } {
-    return indexRange(this.index.id, this.builder?.bounds() ?? { equal: [] });
+    const bounds = this.builder?.bounds() ?? { equal: [] };
+    if (this.index.kind === "entries") return indexRange(this.index.id, bounds);
+    const ids = documentIdRange(this.table.number, bounds);
+    return { start: idKeyBytes(ids.start), end: idKeyBytes(ids.end) };
   }
 }
 

@@ -1,8 +1,9 @@
 import { CairnError } from "../base/errors.js";
 import { FUNCTION_READ_ROWS_MAX } from "../base/limits.js";
 import type { DocumentId } from "../model/DocumentId.js";
-import { documentKey, indexKeyspace, isEmptyRange, keyRange, pointRange, tableKeyspace, type KeyRange } from "../model/KeyRange.js";
-import type { ReadSet } from "../shard/WriteUnit.js";
+import { documentKeyOfCanonical, indexKeyspace, isEmptyRange, keyRange, pointRange, tableKeyspace, type KeyRange } from "../model/KeyRange.js";
+import type { ReadSet, WrittenKey } from "../shard/WriteUnit.js";
+import { compareBytes } from "../model/compareBytes.js";
 
 /**
  * Everything one function run read, exactly (DESIGN.md §7): a point in a table's keyspace
@@ -17,6 +18,7 @@ import type { ReadSet } from "../shard/WriteUnit.js";
 export class ReadRecorder {
   private readonly documents = new Map<DocumentId, number>();
   private readonly indexRanges: { indexId: number; start: Uint8Array; end: Uint8Array | null }[] = [];
+  private readonly tableRanges: { tableNumber: number; start: Uint8Array; end: Uint8Array | null }[] = [];
   private rowsRead = 0;
   private firstKey: string | null = null;
 
@@ -29,6 +31,13 @@ export class ReadRecorder {
     if (isEmptyRange({ keyspace: "", start, end })) return;
     this.firstKey ??= `index:${indexId}:${Buffer.from(start).toString("hex")}`;
     this.indexRanges.push({ indexId, start, end });
+  }
+
+  /** A scan of a table's documents in id order (the by_id index): a range of its table keyspace. */
+  tableRange(tableNumber: number, start: Uint8Array, end: Uint8Array | null): void {
+    if (isEmptyRange({ keyspace: "", start, end })) return;
+    this.firstKey ??= `table:${tableNumber}:${Buffer.from(start).toString("hex")}`;
+    this.tableRanges.push({ tableNumber, start, end });
   }
 
   /** Counts rows read from the store; FUNCTION_LIMIT_EXCEEDED past FUNCTION_READ_ROWS_MAX. */
@@ -52,9 +61,27 @@ export class ReadRecorder {
 
   keyRanges(): KeyRange[] {
     const ranges: KeyRange[] = [];
-    for (const [id, tableNumber] of this.documents) ranges.push(pointRange(tableKeyspace(tableNumber), documentKey(id)));
+    for (const [id, tableNumber] of this.documents) ranges.push(pointRange(tableKeyspace(tableNumber), documentKeyOfCanonical(id)));
     for (const range of this.indexRanges) ranges.push(keyRange(indexKeyspace(range.indexId), range.start, range.end));
+    for (const range of this.tableRanges) ranges.push(keyRange(tableKeyspace(range.tableNumber), range.start, range.end));
     return ranges;
+  }
+
+  /**
+   * Table-keyspace ranges read, as a predicate over written keys for the engine's check:
+   * a ReadSet names documents and index ranges only. Null when there are none (almost
+   * always); otherwise the engine calls it for each write since readTs (O(writes)).
+   */
+  documentRangeConflict(): ((key: WrittenKey) => boolean) | null {
+    if (this.tableRanges.length === 0) return null;
+    const ranges = this.tableRanges;
+    return (key) =>
+      key.kind === "document" &&
+      ranges.some((range) => {
+        if (range.tableNumber !== key.tableNumber) return false;
+        const written = documentKeyOfCanonical(key.id);
+        return compareBytes(range.start, written) <= 0 && (range.end === null || compareBytes(written, range.end) < 0);
+      });
   }
 
   readSet(): ReadSet {

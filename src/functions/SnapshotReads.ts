@@ -1,12 +1,13 @@
 import { CairnError } from "../base/errors.js";
 import { compareBytes } from "../model/compareBytes.js";
-import { encodeDocumentId, parseDocumentId, type DocumentId } from "../model/DocumentId.js";
+import type { DocumentId } from "../model/DocumentId.js";
 import { successorKey } from "../model/KeyRange.js";
 import type { LocalStore } from "../local/index.js";
 import type { Catalog, IndexInfo, TableInfo } from "./catalog.js";
 import { decodeDocument, type DocumentObject } from "./documents.js";
 import type { PendingRow, PendingWrites } from "./PendingWrites.js";
 import type { ReadRecorder } from "./ReadRecorder.js";
+import { idKeyBytes, idOfKeyBytes } from "./documentIdRange.js";
 
 /**
  * One function run's reads: the local store at `readTs`, merged with the run's own
@@ -51,8 +52,7 @@ export class SnapshotReads {
   /** The document `id` as this run sees it, and its table; DOCUMENT_ID_INVALID for a bad id. */
   document(id: unknown): { table: TableInfo; id: DocumentId; document: DocumentObject | null; ts: number | null } {
     this.assertRunning();
-    const table = this.catalog.tableOfId(id);
-    const canonical = encodeDocumentId(parseDocumentId(id));
+    const { table, id: canonical } = this.catalog.tableOfId(id);
     const pending = this.pending?.get(canonical);
     if (pending !== undefined) return { table, id: canonical, document: pending.after === null ? null : structuredClone(pending.after), ts: null };
     const version = this.local.get(canonical, this.readTs);
@@ -73,7 +73,12 @@ export class SnapshotReads {
     if (limit === 0) return { rows: [], complete: false };
     const pendingRows = this.pending?.rowsIn(table, index, start, end, order) ?? [];
     const fetch = limit + (this.pending?.size ?? 0);
-    const stored = this.local.indexScan(index.id, { start, end }, this.readTs, order, fetch);
+    const byId = index.kind === "documents";
+    const stored = byId
+      ? this.local
+          .documentScan(table.number, { start: idOfKeyBytes(start), end: end === null ? null : idOfKeyBytes(end) }, this.readTs, order, fetch)
+          .map((row) => ({ key: idKeyBytes(row.id), id: row.id, value: row.value }))
+      : this.local.indexScan(index.id, { start, end }, this.readTs, order, fetch);
     this.recorder.countRows(stored.length);
     const storedRows: (PendingRow & { fromStore: true })[] = [];
     for (const row of stored) {
@@ -81,13 +86,19 @@ export class SnapshotReads {
       storedRows.push({ key: row.key, document: decodeDocument(row.id, row.value), fromStore: true });
     }
     const rows = merge(storedRows, pendingRows, order, limit);
-    for (const row of rows) {
-      if ((row as { fromStore?: true }).fromStore) this.recorder.document(table.number, row.document._id);
-    }
     const complete = rows.length < limit;
-    if (complete) this.recorder.indexRange(index.id, start, end);
-    else if (order === "asc") this.recorder.indexRange(index.id, start, successorKey(rows[rows.length - 1]!.key));
-    else this.recorder.indexRange(index.id, rows[rows.length - 1]!.key, end);
+    const last = rows[rows.length - 1]?.key;
+    const coveredStart = complete || order === "asc" ? start : last!;
+    const coveredEnd = complete || order === "desc" ? end : successorKey(last!);
+    if (byId) {
+      // The range of the table keyspace covers every returned document already.
+      this.recorder.tableRange(table.number, coveredStart, coveredEnd);
+    } else {
+      this.recorder.indexRange(index.id, coveredStart, coveredEnd);
+      for (const row of rows) {
+        if ((row as { fromStore?: true }).fromStore) this.recorder.document(table.number, row.document._id);
+      }
+    }
     return { rows: rows.map(({ key, document }) => ({ key, document })), complete };
   }
 }

@@ -37,7 +37,7 @@ export async function backfillIndexes(options: BackfillOptions): Promise<Backfil
   const done: BackfillProgress[] = [];
   for (const table of options.catalog.tables) {
     for (const index of table.indexes.values()) {
-      if (index.state !== "backfilling") continue;
+      if (index.state !== "backfilling" || index.kind === "documents") continue;
       const byCreation = table.indexes.get("by_creation")!;
       let { start } = indexRange(byCreation.id, { equal: [] });
       const { end } = indexRange(byCreation.id, { equal: [] });

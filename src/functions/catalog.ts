@@ -9,7 +9,7 @@ import {
   type CatalogTable,
   type SchemaCatalog,
 } from "../manifest/SchemaCatalog.js";
-import { parseDocumentId } from "../model/DocumentId.js";
+import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/DocumentId.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import { SYSTEM_INDEXES, type AnySchema, type TableDefinition } from "./schema.js";
 
@@ -30,8 +30,14 @@ export interface IndexInfo {
   readonly id: number;
   /** The indexed fields as declared (dotted paths allowed). */
   readonly fields: readonly string[];
-  /** The fields of a key in order: the declared ones, then `_creationTime`, `_id`. */
+  /** The fields of a key in order: the declared ones, then `_creationTime`, `_id` (for by_id: `_id` alone). */
   readonly keyFields: readonly string[];
+  /**
+   * "entries": stored index entries, one per document. "documents": the `by_id` index,
+   * served from the documents themselves in id order (see documentIdRange); nothing is
+   * stored for it, and its reads are ranges of the table keyspace.
+   */
+  readonly kind: "entries" | "documents";
   state: "ready" | "backfilling";
 }
 
@@ -62,11 +68,13 @@ export class Catalog {
       if (entry === undefined) throw new CairnError("INTERNAL", `catalog lacks table ${name}`);
       const indexes = new Map<string, IndexInfo>();
       for (const index of entry.indexes) {
+        const byId = index.name === "by_id";
         indexes.set(index.name, {
           name: index.name,
           id: index.id,
           fields: index.fields,
-          keyFields: [...index.fields, "_creationTime", "_id"],
+          keyFields: byId ? ["_id"] : [...index.fields, "_creationTime", "_id"],
+          kind: byId ? "documents" : "entries",
           state: index.state,
         });
       }
@@ -94,16 +102,20 @@ export class Catalog {
     return table;
   }
 
-  /** The table an id belongs to; DOCUMENT_ID_INVALID for a malformed id or one of no table of the schema. */
-  tableOfId(id: unknown): TableInfo {
-    const { tableNumber } = parseDocumentId(id);
+  /**
+   * The table an id belongs to, and the id in canonical (lowercase) spelling;
+   * DOCUMENT_ID_INVALID for a malformed id or one of no table of the schema.
+   */
+  tableOfId(id: unknown): { table: TableInfo; id: DocumentId } {
+    const parsed = parseDocumentId(id);
+    const { tableNumber } = parsed;
     const table = this.byNumber.get(tableNumber);
     if (table === undefined) {
       throw new CairnError("DOCUMENT_ID_INVALID", `document id ${String(id)} belongs to no table of the schema (table number ${tableNumber})`, {
         details: { id, tableNumber },
       });
     }
-    return table;
+    return { table, id: isCanonicalSpelling(id as string) ? (id as DocumentId) : encodeDocumentId(parsed) };
   }
 
   /** For the id validators: the number of a table name. */

@@ -1,7 +1,7 @@
 import { CairnError } from "../base/errors.js";
 import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
 import type { DocumentId } from "../model/DocumentId.js";
-import { documentIndexKey } from "../model/IndexKey.js";
+import { encodeIndexKey } from "../model/IndexKey.js";
 import type { Value, ValueObject } from "../model/Value.js";
 import { decodeValueText, encodeValueText, utf8ByteLength } from "../model/ValueJson.js";
 import type { IndexInfo } from "./catalog.js";
@@ -35,13 +35,15 @@ export function decodeDocument(id: DocumentId, text: string): DocumentObject {
   return { _id: id, ...(stored as ValueObject) } as DocumentObject;
 }
 
-/** The document's key in `index`: its indexed field values, then creation time and id. */
+/**
+ * The document's key in `index`: its indexed field values, then creation time and id
+ * (model/IndexKey's documentIndexKey, without parsing the id again: documents here carry
+ * canonical ids, generated or read back from the store).
+ */
 export function indexKeyOf(index: IndexInfo, document: DocumentObject): Uint8Array {
-  return documentIndexKey(
-    index.fields.map((path) => fieldAt(document, path)),
-    document._creationTime,
-    document._id,
-  );
+  const values: (Value | undefined)[] = index.fields.map((path) => fieldAt(document, path));
+  values.push(document._creationTime, document._id);
+  return encodeIndexKey(values);
 }
 
 /** The value at a dotted path; undefined when a step is missing or not an object. */

@@ -27,7 +27,7 @@ export function validateWith<T>(validator: z.ZodType<T>, input: unknown, subject
       details: { path: where, issues: result.error.issues.length },
     });
   }
-  const value = withoutUndefinedFields(result.data);
+  const value = hasUndefinedField(result.data) ? withoutUndefinedFields(result.data) : result.data;
   try {
     validateValue(value);
   } catch (error) {
@@ -38,6 +38,18 @@ export function validateWith<T>(validator: z.ZodType<T>, input: unknown, subject
     });
   }
   return value as T;
+}
+
+/** Whether some object field, at any depth, is `undefined` (most inputs have none, and need no copy). */
+function hasUndefinedField(value: unknown, depth = 0): boolean {
+  if (depth > 128 || typeof value !== "object" || value === null || value instanceof Uint8Array) return false;
+  if (Array.isArray(value)) return value.some((element: unknown) => hasUndefinedField(element, depth + 1));
+  for (const name in value) {
+    if (!Object.hasOwn(value, name)) continue;
+    const field = (value as Record<string, unknown>)[name];
+    if (field === undefined || hasUndefinedField(field, depth + 1)) return true;
+  }
+  return false;
 }
 
 /** A copy without `undefined` object fields, at any depth (arrays keep their elements). */

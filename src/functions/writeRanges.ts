@@ -1,5 +1,5 @@
 import type { DocumentId } from "../model/DocumentId.js";
-import { documentKey, indexKeyspace, pointRange, tableKeyspace, type KeyRange } from "../model/KeyRange.js";
+import { documentKeyOfCanonical, indexKeyspace, pointRange, tableKeyspace, type KeyRange } from "../model/KeyRange.js";
 
 /**
  * The keys a set of writes changed, as KeyRanges of the same keyspaces reads record: a
@@ -11,7 +11,7 @@ export function writeRangesOf(
   indexWrites: readonly { readonly indexId: number; readonly key: Uint8Array }[],
 ): KeyRange[] {
   return [
-    ...documents.map((write) => pointRange(tableKeyspace(write.tableNumber), documentKey(write.id))),
+    ...documents.map((write) => pointRange(tableKeyspace(write.tableNumber), documentKeyOfCanonical(write.id))),
     ...indexWrites.map((write) => pointRange(indexKeyspace(write.indexId), write.key)),
   ];
 }

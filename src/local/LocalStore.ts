@@ -34,6 +34,7 @@ import { type LocalMeta, type MetaUpdate, readMeta } from "./LocalMeta.js";
 import { Overlay } from "./Overlay.js";
 import { type PruneStats, pruneHistory, type SweepCursor } from "./pruneHistory.js";
 import { restoreDump, type RestoreMeta, type RestoreOptions, type RestoreStats } from "./restore.js";
+import { scanDocuments, type ScannedDocument } from "./scanDocuments.js";
 import { scanIndex } from "./scanIndex.js";
 import { openDatabase, openReader, pageBytesOf, type SqliteDatabase } from "./schema.js";
 import { Statements } from "./statements.js";
@@ -366,6 +367,31 @@ export class LocalStore {
     });
     this.danglingSkipped += result.dangling;
     return result.rows;
+  }
+
+  /**
+   * Up to `limit` live documents of table `tableNumber` whose ids (as text) lie in
+   * [start, end) (end null: unbounded), in id order, each at its newest revision at or
+   * below `ts`. Ids are their table keyspace's keys, so this is an index by id that
+   * stores nothing of its own.
+   */
+  documentScan(
+    tableNumber: number,
+    range: { readonly start: string; readonly end: string | null },
+    ts: number,
+    order: "asc" | "desc",
+    limit: number,
+  ): ScannedDocument[] {
+    this.assertOpen();
+    if (!Number.isSafeInteger(tableNumber) || tableNumber < 0) throw invalidArgument(`table number must be a non-negative integer, not ${String(tableNumber)}`);
+    if (typeof range !== "object" || range === null || typeof range.start !== "string" || (range.end !== null && typeof range.end !== "string")) {
+      throw invalidArgument("a document range is { start: string, end: string | null }");
+    }
+    checkReadTs(ts, this.currentMeta);
+    checkOrder(order);
+    checkLimit(limit);
+    if (limit === 0 || (range.end !== null && range.start >= range.end)) return [];
+    return scanDocuments(this.overlay, this.statements, { tableNumber, start: range.start, end: range.end, ts, order, limit });
   }
 
   /**

@@ -89,6 +89,11 @@ export interface FrozenGeneration {
 
 class Generation implements FrozenGeneration {
   readonly documents = new Map<string, DocumentRevision[]>();
+  /**
+   * Per table, its ids in order: built on the first document scan of that table and kept
+   * up to date from then on, so that a store nobody scans by id pays nothing per apply.
+   */
+  private readonly sortedIds = new Map<number, SortedMap<string, true>>();
   readonly indexes = new Map<number, SortedMap<string, IndexUpdate[]>>();
   readonly receipts = new Map<string, ClientReceipt>();
   readonly batches: OverlayBatch[] = [];
@@ -111,8 +116,10 @@ class Generation implements FrozenGeneration {
       if (row.ts < this.minTs) this.minTs = row.ts;
       this.bytes += row.id.length + (row.value?.length ?? 0);
       const versions = this.documents.get(row.id);
-      if (versions === undefined) this.documents.set(row.id, [row]);
-      else insertVersion(versions, row);
+      if (versions === undefined) {
+        this.documents.set(row.id, [row]);
+        this.sortedIds.get(row.tableNumber)?.set(row.id, true);
+      } else insertVersion(versions, row);
     }
     for (const row of batch.indexUpdates) {
       let tree = this.indexes.get(row.indexId);
@@ -147,6 +154,28 @@ class Generation implements FrozenGeneration {
       for (const pair of iterator) {
         if (pair[0] < start) return;
         yield pair;
+      }
+    }
+  }
+
+  /** Ids of table `tableNumber` with start <= id < end (end null: unbounded), in order. */
+  *documentIds(tableNumber: number, start: string, end: string | null, order: "asc" | "desc"): Generator<string> {
+    let tree = this.sortedIds.get(tableNumber);
+    if (tree === undefined) {
+      tree = new SortedMap<string, true>(undefined, compareKeyStrings, 64);
+      for (const [id, versions] of this.documents) if (versions[0]!.tableNumber === tableNumber) tree.set(id, true);
+      this.sortedIds.set(tableNumber, tree);
+    }
+    if (order === "asc") {
+      for (const id of tree.keys(start)) {
+        if (end !== null && id >= end) return;
+        yield id;
+      }
+    } else {
+      const iterator = end === null ? tree.entriesReversed() : tree.entriesReversed(end, undefined, true);
+      for (const [id] of iterator) {
+        if (id < start) return;
+        yield id;
       }
     }
   }
@@ -246,6 +275,35 @@ export class Overlay {
         f = folding.next();
       } else {
         yield { key: a.value[0], active: a.value[1], folding: f.value[1] };
+        a = active.next();
+        f = folding.next();
+      }
+    }
+  }
+
+  /**
+   * Ids of table `tableNumber` with start <= id < end held in either generation, in
+   * order, each once. Nothing may be applied meanwhile.
+   */
+  *documentIds(tableNumber: number, start: string, end: string | null, order: "asc" | "desc"): Generator<string> {
+    const active = this.active.documentIds(tableNumber, start, end, order);
+    if (this.folding === null) {
+      yield* active;
+      return;
+    }
+    const folding = this.folding.documentIds(tableNumber, start, end, order);
+    const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);
+    let a = active.next();
+    let f = folding.next();
+    while (a.done !== true || f.done !== true) {
+      if (f.done === true || (a.done !== true && before(a.value, f.value))) {
+        yield a.value as string;
+        a = active.next();
+      } else if (a.done === true || before(f.value, a.value)) {
+        yield f.value;
+        f = folding.next();
+      } else {
+        yield a.value;
         a = active.next();
         f = folding.next();
       }

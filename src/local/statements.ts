@@ -77,6 +77,39 @@ function scanSql(order: "ASC" | "DESC", bounded: boolean): string {
     LIMIT :limit`;
 }
 
+export interface DocumentScanRow {
+  readonly id: string;
+  readonly ts: number;
+  readonly value: string;
+}
+
+export interface DocumentScanParameters {
+  readonly tableNumber: number;
+  readonly start: string;
+  readonly end?: string;
+  readonly ts: number;
+  readonly limit: number;
+}
+
+interface DocumentScanStatements {
+  readonly bounded: Statement<[DocumentScanParameters], DocumentScanRow>;
+  readonly unbounded: Statement<[DocumentScanParameters], DocumentScanRow>;
+}
+
+/**
+ * A table's live documents in id order at `ts`: one row per id, its newest revision at or
+ * below ts, deletions left out. Ids are ASCII, so TEXT order (BINARY collation) is the
+ * byte order of their keys; it walks documents_by_id (id, ts).
+ */
+function documentScanSql(order: "ASC" | "DESC", bounded: boolean): string {
+  return `SELECT d.id AS id, d.ts AS ts, d.value AS value FROM documents AS d
+    WHERE d.id >= :start ${bounded ? "AND d.id < :end" : ""} AND d.ts <= :ts
+      AND d.ts = (SELECT ts FROM documents WHERE id = d.id AND ts <= :ts ORDER BY ts DESC LIMIT 1)
+      AND d.value IS NOT NULL AND d.table_number = :tableNumber
+    ORDER BY d.id ${order}
+    LIMIT :limit`;
+}
+
 /** Counts what an unlimited scan would return: dangling entries are not counted. */
 function countSql(bounded: boolean): string {
   return `SELECT COUNT(*) FROM index_entries AS e
@@ -121,6 +154,8 @@ export class Statements {
   readonly getDocuments: Statement<[{ ids: string; ts: number }], { position: number; value: string | null; ts: number }>;
   readonly scanAscending: ScanStatements;
   readonly scanDescending: ScanStatements;
+  readonly documentsAscending: DocumentScanStatements;
+  readonly documentsDescending: DocumentScanStatements;
   readonly countBounded: Statement<[Omit<ScanParameters, "limit">], number>;
   readonly countUnbounded: Statement<[Omit<ScanParameters, "limit">], number>;
   readonly changes: Statement<[number, number, number], DocumentRow>;
@@ -140,6 +175,8 @@ export class Statements {
     );
     this.scanAscending = { bounded: db.prepare(scanSql("ASC", true)), unbounded: db.prepare(scanSql("ASC", false)) };
     this.scanDescending = { bounded: db.prepare(scanSql("DESC", true)), unbounded: db.prepare(scanSql("DESC", false)) };
+    this.documentsAscending = { bounded: db.prepare(documentScanSql("ASC", true)), unbounded: db.prepare(documentScanSql("ASC", false)) };
+    this.documentsDescending = { bounded: db.prepare(documentScanSql("DESC", true)), unbounded: db.prepare(documentScanSql("DESC", false)) };
     this.countBounded = db.prepare<[Omit<ScanParameters, "limit">], number>(countSql(true)).pluck();
     this.countUnbounded = db.prepare<[Omit<ScanParameters, "limit">], number>(countSql(false)).pluck();
     this.changes = db.prepare(

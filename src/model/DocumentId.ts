@@ -68,6 +68,22 @@ export function parseDocumentId(text: unknown): ParsedDocumentId {
   return { tableNumber, random: bytes.slice(varintLength, varintLength + RANDOM_BYTES) };
 }
 
+/**
+ * The first and last strings an id of `tableNumber` can be spelled as (canonical form):
+ * every id of the table lies in [first, last] in string (and UTF-8 byte) order, and no
+ * id of another table does, because the table's varint leads every id's bits. What a
+ * scan of one table's documents in id order is bounded by.
+ */
+export function documentIdSpan(tableNumber: number): { readonly first: string; readonly last: string } {
+  assertTableNumber(tableNumber);
+  const varint = encodeVarint(tableNumber);
+  const low = new Uint8Array(varint.length + RANDOM_BYTES + 2);
+  low.set(varint);
+  const high = low.slice();
+  high.fill(0xff, varint.length);
+  return { first: base32Encode(low), last: base32Encode(high) };
+}
+
 /** Parses `text` and checks that it belongs to `tableNumber`; returns the canonical form. */
 export function documentIdOfTable(text: unknown, tableNumber: number): DocumentId {
   return encodeDocumentId(parseDocumentIdOfTable(text, tableNumber));

@@ -33,6 +33,7 @@ export { indexRange } from "./IndexRange.js";
 export type { KeyRange } from "./KeyRange.js";
 export {
   documentKey,
+  documentKeyOfCanonical,
   fullRange,
   indexKeyspace,
   isEmptyRange,

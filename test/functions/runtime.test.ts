@@ -158,6 +158,48 @@ describe.each(BUCKET_FACTORIES)("functions runtime on $name", (factory) => {
     expect((await afterTakeover.runQuery("items:all")).value).toEqual([1, 2]);
   });
 
+  it("serves by_id from the documents in id order: ranges, pagination, read ranges and serializable scans", async () => {
+    const { runtime } = await setup();
+    const ids = ((await runtime.runMutation("items:insertMany", { from: 0, count: 30 })).value as string[]).slice();
+    const sorted = [...ids].sort();
+    expect((await runtime.runQuery("items:byId", { count: 100 })).value).toEqual(sorted);
+    expect((await runtime.runQuery("items:byId", { count: 5, order: "desc" })).value).toEqual([...sorted].reverse().slice(0, 5));
+    expect((await runtime.runQuery("items:byId", { count: 100, after: sorted[9]!, upTo: sorted[14]! })).value).toEqual(sorted.slice(10, 15));
+    expect((await runtime.runQuery("items:byIdExactly", { id: ids[7]! })).value).toBe(7);
+    expect((await runtime.runQuery("items:byIdExactly", { id: "not an id" })).value).toBeNull();
+
+    // Pagination by id while rows come and go: every surviving row exactly once.
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 20; page++) {
+      const result = (await runtime.runQuery("items:byIdPage", { cursor, numItems: 7 })).value as { page: { _id: string }[]; isDone: boolean; continueCursor: string };
+      seen.push(...result.page.map((item) => item._id));
+      if (result.isDone) break;
+      cursor = result.continueCursor;
+      if (page === 1) {
+        await runtime.runMutation("items:remove", { id: sorted[29]! });
+        await runtime.runMutation("items:insert", { n: 100 });
+      }
+    }
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const id of sorted.slice(0, 29)) expect(seen).toContain(id);
+
+    // take(5) by id reads exactly the table-keyspace range up to its fifth id.
+    const firstFive = await runtime.runQuery("items:byId", { count: 5 });
+    const remaining = (await runtime.runQuery("items:byId", { count: 100 })).value as string[];
+    const inside = await runtime.runMutation("items:retag", { id: remaining[2]!, tag: "x" });
+    const outside = await runtime.runMutation("items:retag", { id: remaining[10]!, tag: "x" });
+    expect(overlapsAny(firstFive.readRanges, inside.writeRanges)).toBe(true);
+    expect(overlapsAny(firstFive.readRanges, outside.writeRanges)).toBe(false);
+  });
+
+  it("keeps a by_id scan serializable: concurrent inserts that each check the count leave exactly the bound", async () => {
+    const { runtime } = await setup();
+    const runs = await Promise.all(Array.from({ length: 8 }, (_, n) => runtime.runMutation("items:insertIfFewer", { max: 3, n })));
+    expect(runs.filter((run) => run.value !== false).map((run) => run.value).sort()).toEqual([1, 2, 3]);
+    expect((await runtime.runQuery("items:all")).value).toHaveLength(3);
+  });
+
   it("a mutation reads its own writes, through get and through indexes", async () => {
     const { runtime } = await setup();
     const { value } = await runtime.runMutation("misc:ownWrites");

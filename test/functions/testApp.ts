@@ -113,6 +113,39 @@ const items = {
     handler: async (ctx, { id }) => ctx.db.get(id),
   }),
   all: query({ handler: async (ctx) => (await ctx.db.query("items").collect()).map((item) => item.n) }),
+  byId: query({
+    args: { order: v.optional(v.union(v.literal("asc"), v.literal("desc"))), after: v.optional(v.string()), upTo: v.optional(v.string()), count: v.number() },
+    handler: async (ctx, { order, after, upTo, count }) =>
+      (
+        await ctx.db
+          .query("items")
+          .withIndex("by_id", (q) => {
+            const lower = after === undefined ? q : q.gt("_id", after);
+            return upTo === undefined ? lower : lower.lte("_id", upTo);
+          })
+          .order(order ?? "asc")
+          .take(count)
+      ).map((item) => item._id),
+  }),
+  byIdExactly: query({
+    args: { id: v.string() },
+    handler: async (ctx, { id }) => (await ctx.db.query("items").withIndex("by_id", (q) => q.eq("_id", id)).unique())?.n ?? null,
+  }),
+  byIdPage: query({
+    args: { cursor: v.union(v.string(), v.null()), numItems: v.number() },
+    handler: async (ctx, { cursor, numItems }) => ctx.db.query("items").withIndex("by_id").paginate({ cursor, numItems }),
+  }),
+  /** Inserts only while fewer than `max` items exist, counting them through by_id (a scan of the table keyspace). */
+  insertIfFewer: mutation({
+    args: { max: v.number(), n: v.number() },
+    handler: async (ctx, { max, n }) => {
+      const existing = await ctx.db.query("items").withIndex("by_id").take(max);
+      if (existing.length >= max) return false;
+      await ctx.db.insert("items", { n, tag: "" });
+      const seen = await ctx.db.query("items").withIndex("by_id").collect();
+      return seen.length;
+    },
+  }),
 };
 
 const everything = {
