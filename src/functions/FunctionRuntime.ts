@@ -205,6 +205,33 @@ export class FunctionRuntime {
     receipt: ReceiptKey | null,
     run: { nowMs: number; seed: { value: number | null }; attempt: number },
   ): Promise<Attempt> {
+    const prepared = await this.prepare(path, fn, args, options, receipt, run);
+    if (prepared.unit === null) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes) };
+    try {
+      const { ts } = await this.commitTracked(prepared.unit);
+      return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes) };
+    } catch (error) {
+      if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
+      this.conflictCount++;
+      return { kind: "conflict", laneKey: prepared.laneKey };
+    }
+  }
+
+  /**
+   * Runs the handler against a fresh snapshot and builds the write unit (null: nothing to
+   * commit). A function of its own so that the run's state (reads, pending writes,
+   * recorder, ctx) is garbage once it returns: a mutation waiting for its flush keeps only
+   * its unit, which the engine's queue holds anyway. With a thousand commits in flight,
+   * what they keep alive decides how much the garbage collector copies.
+   */
+  private async prepare(
+    path: string,
+    fn: AnyFunction,
+    args: unknown,
+    options: MutationCallOptions,
+    receipt: ReceiptKey | null,
+    run: { nowMs: number; seed: { value: number | null }; attempt: number },
+  ): Promise<{ value: Value; readTs: number; writes: ReturnType<PendingWrites["toWrites"]>; unit: WriteUnit | null; laneKey: string }> {
     const readTs = this.shard.readTs;
     const recorder = new ReadRecorder();
     const pending = new PendingWrites();
@@ -214,9 +241,8 @@ export class FunctionRuntime {
     const value = await this.runHandler(path, fn, ctx, args, reads);
     const writes = pending.toWrites();
     const { documents, indexWrites } = writes;
-    if (documents.length === 0 && receipt === null) return { kind: "done", run: mutationRun(value, readTs, false, run.attempt, writes) };
-    // Decided before the commit is awaited, so that nothing of the run but its writes stays alive meanwhile.
     const laneKey = recorder.firstReadKey() ?? documents[0]?.id ?? path;
+    if (documents.length === 0 && receipt === null) return { value, readTs, writes, unit: null, laneKey };
     const documentRangeConflict = recorder.documentRangeConflict();
     const unit: WriteUnit = {
       readTs,
@@ -226,14 +252,7 @@ export class FunctionRuntime {
       ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
       ...(receipt !== null ? { receipt: { clientId: receipt.clientId, seq: receipt.seq, result: encodeValueText(value) } } : {}),
     };
-    try {
-      const { ts } = await this.commitTracked(unit);
-      return { kind: "done", run: mutationRun(value, ts, false, run.attempt, writes) };
-    } catch (error) {
-      if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
-      this.conflictCount++;
-      return { kind: "conflict", laneKey };
-    }
+    return { value, readTs, writes, unit, laneKey };
   }
 
   /** Waits for every commit now in flight (a re-run would conflict with them again), then a jittered sleep from the third attempt on. */
