@@ -101,7 +101,10 @@ export interface ActionRun {
 
 const CLIENT_ID_CHARS_MAX = 256;
 
-type Attempt = { readonly kind: "done"; readonly run: MutationRun } | { readonly kind: "conflict"; readonly laneKey: string };
+/** A run that committed, or one to run again: after the commits issued up to `ticket` settle, in the lane of `laneKey`. */
+type Attempt =
+  | { readonly kind: "done"; readonly run: MutationRun }
+  | { readonly kind: "again"; readonly laneKey: string; readonly ticket: number };
 
 export class FunctionRuntime {
   readonly app: App;
@@ -115,6 +118,7 @@ export class FunctionRuntime {
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly receiptCalls = new Map<string, Promise<MutationRun>>();
   private conflictCount = 0;
+  private laneDeferrals = 0;
 
   constructor(options: FunctionRuntimeOptions) {
     this.app = options.app;
@@ -127,6 +131,11 @@ export class FunctionRuntime {
   /** Commits refused with WRITE_CONFLICT so far (each was re-run or reported). */
   get conflicts(): number {
     return this.conflictCount;
+  }
+
+  /** First runs not committed but queued behind re-runs on what they read first (each was run again). */
+  get deferrals(): number {
+    return this.laneDeferrals;
   }
 
   async runQuery(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<QueryRun> {
@@ -185,12 +194,14 @@ export class FunctionRuntime {
     const nowMs = this.clock.nowMs();
     // Drawn on the first ctx.random() call of the first run, then the same in every re-run.
     const seed = { value: null as number | null };
-    let laneKey: string | null = null;
+    let again = null as { laneKey: string; ticket: number } | null;
     for (let attempt = 1; attempt <= MUTATION_ATTEMPTS_MAX; attempt++) {
-      const run = () => this.attempt(path, fn, args, options, receipt, { nowMs, seed, attempt });
-      const outcome: Attempt = laneKey === null ? await run() : await this.inLane(laneKey, () => this.afterBackoff(attempt, run));
+      const run = (inLane: boolean) => this.attempt(path, fn, args, options, receipt, { nowMs, seed, attempt, inLane });
+      const previous: { laneKey: string; ticket: number } | null = again;
+      const outcome: Attempt =
+        previous === null ? await run(false) : await this.inLane(previous.laneKey, () => this.afterBackoff(attempt, previous.ticket, () => run(true)));
       if (outcome.kind === "done") return outcome.run;
-      laneKey ??= outcome.laneKey;
+      again = { laneKey: previous?.laneKey ?? outcome.laneKey, ticket: outcome.ticket };
     }
     throw new CairnError("WRITE_CONFLICT", `mutation ${path} lost ${MUTATION_ATTEMPTS_MAX} optimistic-concurrency races in a row; retry later`, {
       details: { path, attempts: MUTATION_ATTEMPTS_MAX },
@@ -203,17 +214,23 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { nowMs: number; seed: { value: number | null }; attempt: number },
+    run: { nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
   ): Promise<Attempt> {
     const prepared = await this.prepare(path, fn, args, options, receipt, run);
     if (prepared.unit === null) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes) };
+    if (!run.inLane && this.lanes.has(prepared.laneKey)) {
+      // Re-runs are queued on what this run read first: it would most likely conflict with
+      // them, and committing anyway would make them lose instead. It queues behind them.
+      this.laneDeferrals++;
+      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued };
+    }
     try {
       const { ts } = await this.commitTracked(prepared.unit);
       return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes) };
     } catch (error) {
       if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
       this.conflictCount++;
-      return { kind: "conflict", laneKey: prepared.laneKey };
+      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued };
     }
   }
 
@@ -230,7 +247,7 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { nowMs: number; seed: { value: number | null }; attempt: number },
+    run: { nowMs: number; seed: { value: number | null } },
   ): Promise<{ value: Value; readTs: number; writes: ReturnType<PendingWrites["toWrites"]>; unit: WriteUnit | null; laneKey: string }> {
     const readTs = this.shard.readTs;
     const recorder = new ReadRecorder();
@@ -255,9 +272,13 @@ export class FunctionRuntime {
     return { value, readTs, writes, unit, laneKey };
   }
 
-  /** Waits for every commit now in flight (a re-run would conflict with them again), then a jittered sleep from the third attempt on. */
-  private async afterBackoff<T>(attempt: number, run: () => Promise<T>): Promise<T> {
-    await this.commitsSettledThrough(this.commitsIssued);
+  /**
+   * Waits for every commit issued up to `ticket` (those in flight when the last run lost:
+   * a re-run before they settle would read without them and lose again), then a jittered
+   * sleep from the third attempt on.
+   */
+  private async afterBackoff<T>(attempt: number, ticket: number, run: () => Promise<T>): Promise<T> {
+    await this.commitsSettledThrough(ticket);
     if (attempt >= 3) {
       const ceilingMs = Math.min(MUTATION_BACKOFF_MAX_MS, 2 ** (attempt - 3));
       await this.clock.sleep(this.random.float() * ceilingMs);

@@ -467,6 +467,13 @@ export class ShardEngine {
         await this.waitForLocalRoom();
         continue;
       }
+      // Group commit takes everything ready in this turn of the event loop: callers whose
+      // commit follows a chain of promises (a function run after the previous flush
+      // acknowledged it) would otherwise miss this segment by a few microtasks and wait a
+      // whole flush for the next. Costs one event-loop turn, not a wait.
+      await yieldToEventLoop();
+      if (this.currentState.kind !== "writing" || this.queue.length === 0) continue;
+      if (this.currentState.epoch !== epoch) continue;
       this.inFlight = this.takeBatch();
       await this.flushOrStop(epoch, this.inFlight, "data");
     }
