@@ -61,7 +61,7 @@ interface ScanStatements {
 const LATEST_ENTRY = `e.ts = (SELECT ts FROM index_entries
   WHERE index_id = e.index_id AND key = e.key AND ts <= :ts ORDER BY ts DESC LIMIT 1)`;
 
-const LATEST_DOCUMENT_OF_ENTRY = `(SELECT ts FROM documents
+const LATEST_DOCUMENT_OF_ENTRY = `(SELECT rowid FROM documents
   WHERE id = e.doc_id AND ts <= :ts ORDER BY ts DESC LIMIT 1)`;
 
 function rangeCondition(bounded: boolean): string {
@@ -71,7 +71,7 @@ function rangeCondition(bounded: boolean): string {
 function scanSql(order: "ASC" | "DESC", bounded: boolean): string {
   return `SELECT e.key AS key, e.doc_id AS doc_id, d.ts AS doc_ts, d.value AS value
     FROM index_entries AS e
-    LEFT JOIN documents AS d ON d.id = e.doc_id AND d.ts = ${LATEST_DOCUMENT_OF_ENTRY}
+    LEFT JOIN documents AS d ON d.rowid = ${LATEST_DOCUMENT_OF_ENTRY}
     WHERE ${rangeCondition(bounded)} AND ${LATEST_ENTRY} AND e.doc_id IS NOT NULL
     ORDER BY e.key ${order}
     LIMIT :limit`;
