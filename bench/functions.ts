@@ -106,6 +106,7 @@ async function main(): Promise<void> {
       `3. ${options.hotClients} clients on ${options.hotDocuments} hot counters (get + patch)`,
       ["commits/s", String(contention.commitsPerSecond), ""],
       ["re-runs per commit", contention.rerunsPerCommit.toFixed(2), ""],
+      ["  of them: queued behind a re-run / lost an OCC race", `${contention.deferralsPerCommit.toFixed(2)} / ${contention.conflictsPerCommit.toFixed(2)}`, ""],
       ["gave up (WRITE_CONFLICT after all attempts)", String(contention.gaveUp), ""],
       ["  call p50 / p99", latencies(contention.latency), ""],
       ["counters' total = commits acknowledged", contention.totalMatches ? "yes" : "NO", ""],
