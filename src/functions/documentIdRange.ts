@@ -1,4 +1,5 @@
 import { CairnError } from "../base/errors.js";
+import { compareUtf8 } from "../model/compareBytes.js";
 import { documentIdSpan } from "../model/DocumentId.js";
 import type { IndexBound, IndexBounds } from "../model/IndexRange.js";
 
@@ -30,7 +31,7 @@ export function documentIdRange(tableNumber: number, bounds: IndexBounds): Docum
   }
   if (bounds.lower !== undefined) start = max(start, lowerOf(bounds.lower));
   if (bounds.upper !== undefined) end = min(end, upperOf(bounds.upper));
-  return compareText(start, end) < 0 ? { start, end } : { start, end: start };
+  return compareUtf8(start, end) < 0 ? { start, end } : { start, end: start };
 }
 
 export function idKeyBytes(id: string): Uint8Array {
@@ -56,15 +57,10 @@ function idBound(value: unknown): string {
   return value;
 }
 
-/** Byte order of the UTF-8 encodings, as SQLite and the table keyspace compare (UTF-16 order differs for some non-ASCII text). */
-function compareText(left: string, right: string): number {
-  return Buffer.compare(Buffer.from(left, "utf8"), Buffer.from(right, "utf8"));
-}
-
 function max(left: string, right: string): string {
-  return compareText(left, right) > 0 ? left : right;
+  return compareUtf8(left, right) > 0 ? left : right;
 }
 
 function min(left: string, right: string): string {
-  return compareText(left, right) < 0 ? left : right;
+  return compareUtf8(left, right) < 0 ? left : right;
 }

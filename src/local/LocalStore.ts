@@ -11,7 +11,7 @@ import {
   LOCAL_PRUNE_BATCH_ROWS,
   LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
 } from "../base/limits.js";
-import { compareBytes } from "../model/compareBytes.js";
+import { compareBytes, compareUtf8 } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import { successorKey } from "../model/KeyRange.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
@@ -390,7 +390,7 @@ export class LocalStore {
     checkReadTs(ts, this.currentMeta);
     checkOrder(order);
     checkLimit(limit);
-    if (limit === 0 || (range.end !== null && range.start >= range.end)) return [];
+    if (limit === 0 || (range.end !== null && compareUtf8(range.start, range.end) >= 0)) return [];
     return scanDocuments(this.overlay, this.statements, { tableNumber, start: range.start, end: range.end, ts, order, limit });
   }
 

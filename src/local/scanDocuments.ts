@@ -1,3 +1,4 @@
+import { compareUtf8 } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import type { Overlay } from "./Overlay.js";
 import type { DocumentScanParameters, DocumentScanRow, Statements } from "./statements.js";
@@ -54,7 +55,7 @@ class FileDocumentPages {
 
   private fetch(): void {
     const { tableNumber, ts, order } = this.request;
-    if (this.end !== null && this.start >= this.end) {
+    if (this.end !== null && compareUtf8(this.start, this.end) >= 0) {
       this.exhausted = true;
       this.page = [];
       this.at = 0;
