@@ -85,6 +85,8 @@ export const ERROR_CODES = {
   FUNCTION_NOT_FOUND: "InvalidInput",
   /** The function's own code threw: its input or its logic is wrong; a retry runs it again the same way. */
   FUNCTION_FAILED: "InvalidInput",
+  /** The handler ran past its time limit; the call failed and wrote nothing. */
+  FUNCTION_TIMEOUT: "InvalidInput",
   DOCUMENT_NOT_FOUND: "InvalidInput",
   QUERY_NOT_UNIQUE: "InvalidInput",
   /** A read or write beyond a function's documented bounds: paginate, or split the work. */

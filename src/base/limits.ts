@@ -233,3 +233,14 @@ export const FUNCTION_READ_ROWS_MAX = 65_536;
 export const MUTATION_DOCUMENTS_MAX = 8_192;
 /** Documents per write unit while backfilling a new index (re-done on a conflict). */
 export const INDEX_BACKFILL_BATCH_DOCUMENTS = 512;
+/**
+ * Longest run of one query or mutation handler (a re-run starts its own). Their only I/O
+ * is the local store, so a run that takes seconds is a bug (a promise that never settles,
+ * a runaway loop over awaits) and must not hold its hot-row lane, and everything queued
+ * behind it, forever. Overridable per runtime (`functionRunMsMax`).
+ */
+export const FUNCTION_RUN_MS_MAX = 10_000;
+/** Longest run of an action handler, which may call out over the network (`actionRunMsMax`). */
+export const ACTION_RUN_MS_MAX = 10 * 60_000;
+/** How often running handlers are checked against their time limit (a timeout fires up to this late). */
+export const FUNCTION_WATCHDOG_INTERVAL_MS = 250;

@@ -1,6 +1,12 @@
 import { systemClock, type Clock } from "../base/clock.js";
 import { CairnError, ERROR_CODES, hasErrorCode } from "../base/errors.js";
-import { MUTATION_ATTEMPTS_MAX, MUTATION_BACKOFF_MAX_MS } from "../base/limits.js";
+import {
+  ACTION_RUN_MS_MAX,
+  FUNCTION_RUN_MS_MAX,
+  FUNCTION_WATCHDOG_INTERVAL_MS,
+  MUTATION_ATTEMPTS_MAX,
+  MUTATION_BACKOFF_MAX_MS,
+} from "../base/limits.js";
 import { SeededRandom, systemRandom, type Random } from "../base/random.js";
 import type { LocalStore } from "../local/index.js";
 import type { KeyRange } from "../model/KeyRange.js";
@@ -60,6 +66,10 @@ export interface FunctionRuntimeOptions {
   readonly shard: ShardAccess;
   readonly clock?: Clock;
   readonly random?: Random;
+  /** Longest run of a query or mutation handler (default FUNCTION_RUN_MS_MAX); then FUNCTION_TIMEOUT. */
+  readonly functionRunMsMax?: number;
+  /** Longest run of an action handler (default ACTION_RUN_MS_MAX). */
+  readonly actionRunMsMax?: number;
 }
 
 export interface CallOptions {
@@ -119,6 +129,11 @@ export class FunctionRuntime {
   private readonly receiptCalls = new Map<string, Promise<MutationRun>>();
   private conflictCount = 0;
   private laneDeferrals = 0;
+  private readonly functionRunMsMax: number;
+  private readonly actionRunMsMax: number;
+  /** Handlers running now, with their deadlines on the monotonic clock; one watchdog loop checks them. */
+  private readonly running = new Set<{ readonly deadlineMs: number; readonly expire: () => void }>();
+  private watchdog: Promise<void> | null = null;
 
   constructor(options: FunctionRuntimeOptions) {
     this.app = options.app;
@@ -126,6 +141,8 @@ export class FunctionRuntime {
     this.shard = options.shard;
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? systemRandom;
+    this.functionRunMsMax = checkDuration(options.functionRunMsMax ?? FUNCTION_RUN_MS_MAX, "functionRunMsMax");
+    this.actionRunMsMax = checkDuration(options.actionRunMsMax ?? ACTION_RUN_MS_MAX, "actionRunMsMax");
   }
 
   /** Commits refused with WRITE_CONFLICT so far (each was re-run or reported). */
@@ -340,6 +357,53 @@ export class FunctionRuntime {
     this.settledWaiters = waiting;
   }
 
+  /**
+   * Settles like `run`, or fails with FUNCTION_TIMEOUT once it has run `limitMs`. A handler
+   * cannot be stopped, but nobody waits for it any more: its run is finished (later
+   * database calls fail), its lane is released, and whatever it would have written is
+   * never committed.
+   */
+  private withinTimeLimit<T>(run: Promise<T>, limitMs: number, path: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const call = {
+        deadlineMs: this.clock.monotonicMs() + limitMs,
+        expire: () =>
+          reject(new CairnError("FUNCTION_TIMEOUT", `${path} ran longer than ${limitMs} ms and was abandoned; nothing it did is committed`, {
+            details: { path, limitMs },
+          })),
+      };
+      this.running.add(call);
+      this.watchdog ??= this.watchRunning();
+      run.then(
+        (value) => {
+          this.running.delete(call);
+          resolve(value);
+        },
+        (error: unknown) => {
+          this.running.delete(call);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Runs while handlers run: every FUNCTION_WATCHDOG_INTERVAL_MS, expires those past their deadline. */
+  private async watchRunning(): Promise<void> {
+    try {
+      while (this.running.size > 0) {
+        await this.clock.sleep(FUNCTION_WATCHDOG_INTERVAL_MS);
+        const nowMs = this.clock.monotonicMs();
+        for (const call of this.running) {
+          if (nowMs < call.deadlineMs) continue;
+          this.running.delete(call);
+          call.expire();
+        }
+      }
+    } finally {
+      this.watchdog = null;
+    }
+  }
+
   private validateArgs(fn: AnyFunction, args: unknown): unknown {
     return validateWith(fn.args, args, { noun: "argument", root: "args" }, this.catalog.tableNumberOf);
   }
@@ -348,7 +412,8 @@ export class FunctionRuntime {
   private async runHandler(path: string, fn: AnyFunction, ctx: object, args: unknown, reads: SnapshotReads | null): Promise<Value> {
     let result: unknown;
     try {
-      result = await (fn.handler as (ctx: object, args: unknown) => unknown)(ctx, args);
+      const run = Promise.resolve((fn.handler as (ctx: object, args: unknown) => unknown)(ctx, args));
+      result = await this.withinTimeLimit(run, fn.kind === "action" ? this.actionRunMsMax : this.functionRunMsMax, path);
     } catch (error) {
       if (isCairnError(error)) throw error;
       const message = error instanceof Error ? error.message : String(error);
@@ -383,6 +448,11 @@ function checkReceiptKey(options: MutationCallOptions): ReceiptKey | null {
     throw new CairnError("INVALID_ARGUMENT", `seq must be a non-negative integer when clientId is given, not ${String(seq)}`);
   }
   return { clientId, seq, key: `${seq}:${clientId}` };
+}
+
+function checkDuration(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0) throw new CairnError("INVALID_ARGUMENT", `${name} must be a positive number of milliseconds, not ${String(value)}`);
+  return value;
 }
 
 const ANONYMOUS: Auth = { getUserIdentity: async () => null };

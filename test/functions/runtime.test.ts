@@ -407,3 +407,41 @@ describe("functions runtime: bounds and misuse", () => {
     expect(ranged.map((row) => row.b)).toEqual([6, 6, 7, 7]);
   });
 });
+
+describe("functions runtime: time limits", () => {
+  const harness = harnessPerTest(BUCKET_FACTORIES[0]!);
+
+  it("abandons a handler that never finishes with FUNCTION_TIMEOUT; nothing it wrote commits, and others proceed", async () => {
+    const h = await harness();
+    const node = await h.writer("a");
+    const schema = defineSchema({ t: defineTable({ x: v.number() }) });
+    const { mutation, query } = functionsFor(schema);
+    let late: Promise<unknown> = Promise.resolve();
+    const hang = mutation({
+      handler: async (ctx) => {
+        await ctx.db.insert("t", { x: 1 });
+        await new Promise<void>((resolve) => setTimeout(resolve, 2_000));
+        late = ctx.db.insert("t", { x: 2 }).catch((error: unknown) => error);
+        return null;
+      },
+    });
+    const add = mutation({ handler: async (ctx) => ctx.db.insert("t", { x: 3 }) });
+    const count = query({ handler: async (ctx) => (await ctx.db.query("t").collect()).length });
+    const app = App.fromModule({ schema, functions: { t: { hang, add, count } } });
+    const runtime = new FunctionRuntime({
+      app,
+      catalog: await resolveCatalog(h.bucket, schema, new SeededRandom(1)),
+      shard: node.engine,
+      functionRunMsMax: 100,
+    });
+    const before = node.engine.position.nextSeqno;
+    await expect(runtime.runMutation("t:hang")).rejects.toSatisfy(code("FUNCTION_TIMEOUT"));
+    expect(node.engine.position.nextSeqno).toBe(before);
+    await runtime.runMutation("t:add");
+    expect((await runtime.runQuery("t:count")).value).toBe(1);
+    await new Promise<void>((resolve) => setTimeout(resolve, 2_100));
+    expect(await late).toSatisfy(code("INVALID_ARGUMENT"));
+    expect((await runtime.runQuery("t:count")).value).toBe(1);
+    expect(() => new FunctionRuntime({ app, catalog: runtime.catalog, shard: node.engine, functionRunMsMax: 0 })).toThrow(/functionRunMsMax/);
+  });
+});
