@@ -75,7 +75,7 @@ export class QueryChain<Document = DocumentObject> {
   }
 
   async first(): Promise<Document | null> {
-    return this.read(1).rows[0]?.document as Document | undefined ?? null;
+    return (this.read(1).rows[0]?.document as Document | undefined) ?? null;
   }
 
   /** The one row in range, or null; QUERY_NOT_UNIQUE if there are more. */

@@ -200,6 +200,22 @@ describe.each(BUCKET_FACTORIES)("functions runtime on $name", (factory) => {
     expect((await runtime.runQuery("items:all")).value).toHaveLength(3);
   });
 
+  it("applies a mutation once across an unknown commit outcome: the re-send after recovery is answered from its receipt", async () => {
+    const { node, runtime } = await setup();
+    // The segment create lands but its response is lost, and reading the slot back fails too.
+    node.store.inject({ operations: ["create"], once: true, effect: "lose-response" });
+    node.store.inject({ operations: ["get"], once: true, effect: "transient" });
+    const unknown = await rejection(runtime.runMutation("counters:increment", { name: "once" }, { clientId: "phone", seq: 1 }));
+    expect(unknown.code).toBe("ENGINE_POISONED");
+    // Not retried as a conflict, not reported as a definite failure; no write is accepted until re-acquired.
+    expect((await rejection(runtime.runMutation("counters:increment", { name: "once" }, { clientId: "phone", seq: 1 }))).code).toBe("ENGINE_POISONED");
+    await node.engine.acquire();
+    const resent = await runtime.runMutation("counters:increment", { name: "once" }, { clientId: "phone", seq: 1 });
+    expect(resent).toMatchObject({ value: 1, replayed: true });
+    expect((await runtime.runQuery("counters:get", { name: "once" })).value).toBe(1);
+    expect((await runtime.runMutation("counters:increment", { name: "once" }, { clientId: "phone", seq: 2 })).value).toBe(2);
+  });
+
   it("a mutation reads its own writes, through get and through indexes", async () => {
     const { runtime } = await setup();
     const { value } = await runtime.runMutation("misc:ownWrites");
