@@ -187,6 +187,34 @@ class Generation implements FrozenGeneration {
   }
 }
 
+/**
+ * Two generations' ordered keys merged into one order, each key once: pairs of what the
+ * active and the frozen generation hold under it (undefined where one holds nothing).
+ */
+function* mergeGenerations<Item>(
+  active: Iterator<Item>,
+  folding: Iterator<Item>,
+  keyOf: (item: Item) => string,
+  order: "asc" | "desc",
+): Generator<[Item | undefined, Item | undefined]> {
+  const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);
+  let a = active.next();
+  let f = folding.next();
+  while (a.done !== true || f.done !== true) {
+    if (f.done === true || (a.done !== true && before(keyOf(a.value), keyOf(f.value)))) {
+      yield [a.value as Item, undefined];
+      a = active.next();
+    } else if (a.done === true || before(keyOf(f.value), keyOf(a.value))) {
+      yield [undefined, f.value];
+      f = folding.next();
+    } else {
+      yield [a.value, f.value];
+      a = active.next();
+      f = folding.next();
+    }
+  }
+}
+
 export class Overlay {
   private active = new Generation();
   private folding: Generation | null = null;
@@ -259,25 +287,13 @@ export class Overlay {
   *entries(indexId: number, start: string, end: string | null, order: "asc" | "desc"): Generator<OverlayEntry> {
     const active = this.active.entries(indexId, start, end, order);
     if (this.folding === null) {
+      // The common case, on every scan: no pairs to build.
       for (const [key, versions] of active) yield { key, active: versions, folding: undefined };
       return;
     }
     const folding = this.folding.entries(indexId, start, end, order);
-    const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);
-    let a = active.next();
-    let f = folding.next();
-    while (a.done !== true || f.done !== true) {
-      if (f.done === true || (a.done !== true && before(a.value[0], f.value[0]))) {
-        yield { key: a.value![0], active: a.value![1], folding: undefined };
-        a = active.next();
-      } else if (a.done === true || before(f.value[0], a.value[0])) {
-        yield { key: f.value[0], active: undefined, folding: f.value[1] };
-        f = folding.next();
-      } else {
-        yield { key: a.value[0], active: a.value[1], folding: f.value[1] };
-        a = active.next();
-        f = folding.next();
-      }
+    for (const [inActive, inFolding] of mergeGenerations(active, folding, ([key]) => key, order)) {
+      yield { key: (inActive ?? inFolding)![0], active: inActive?.[1], folding: inFolding?.[1] };
     }
   }
 
@@ -292,22 +308,7 @@ export class Overlay {
       return;
     }
     const folding = this.folding.documentIds(tableNumber, start, end, order);
-    const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);
-    let a = active.next();
-    let f = folding.next();
-    while (a.done !== true || f.done !== true) {
-      if (f.done === true || (a.done !== true && before(a.value, f.value))) {
-        yield a.value as string;
-        a = active.next();
-      } else if (a.done === true || before(f.value, a.value)) {
-        yield f.value;
-        f = folding.next();
-      } else {
-        yield a.value;
-        a = active.next();
-        f = folding.next();
-      }
-    }
+    for (const [inActive, inFolding] of mergeGenerations(active, folding, (id) => id, order)) yield (inActive ?? inFolding)!;
   }
 
   /** Every revision held, for `changes` (not a hot path). */

@@ -1,7 +1,8 @@
 import { compareUtf8 } from "../model/compareBytes.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import type { Overlay } from "./Overlay.js";
-import type { DocumentScanParameters, DocumentScanRow, Statements } from "./statements.js";
+import { FilePager } from "./FilePager.js";
+import type { DocumentScanRow, Statements } from "./statements.js";
 
 /**
  * A table's documents in id order at a read ts, over the overlay and the file together
@@ -25,60 +26,20 @@ export interface ScannedDocument {
   readonly docTs: number;
 }
 
-/** The file's side: pages of live documents, fetched as the merge needs them. */
-class FileDocumentPages {
-  private page: DocumentScanRow[] = [];
-  private at = 0;
-  private exhausted = false;
-  private start: string;
-  private end: string | null;
-
-  constructor(
-    private readonly statements: Statements,
-    private readonly request: DocumentScanRequest,
-    private readonly pageSize: number,
-  ) {
-    this.start = request.start;
-    this.end = request.end;
-  }
-
-  peek(): DocumentScanRow | undefined {
-    if (this.at < this.page.length) return this.page[this.at];
-    if (this.exhausted) return undefined;
-    this.fetch();
-    return this.page[this.at];
-  }
-
-  advance(): void {
-    this.at++;
-  }
-
-  private fetch(): void {
-    const { tableNumber, ts, order } = this.request;
-    if (this.end !== null && compareUtf8(this.start, this.end) >= 0) {
-      this.exhausted = true;
-      this.page = [];
-      this.at = 0;
-      return;
-    }
-    const statements = order === "asc" ? this.statements.documentsAscending : this.statements.documentsDescending;
-    const parameters: DocumentScanParameters =
-      this.end === null ? { tableNumber, start: this.start, ts, limit: this.pageSize } : { tableNumber, start: this.start, end: this.end, ts, limit: this.pageSize };
-    this.page = this.end === null ? statements.unbounded.all(parameters) : statements.bounded.all(parameters);
-    this.at = 0;
-    if (this.page.length < this.pageSize) this.exhausted = true;
-    else {
-      const lastId = this.page[this.page.length - 1]!.id;
-      if (order === "asc") this.start = `${lastId}\u0000`;
-      else this.end = lastId;
-    }
-  }
+/** The file's live documents of the requested table and id range, a page at a time. */
+function filePages(statements: Statements, request: DocumentScanRequest): FilePager<string, DocumentScanRow> {
+  const { tableNumber, ts, order } = request;
+  const scans = order === "asc" ? statements.documentsAscending : statements.documentsDescending;
+  const fetch = (start: string, end: string | null, limit: number): DocumentScanRow[] =>
+    end === null ? scans.unbounded.all({ tableNumber, start, ts, limit }) : scans.bounded.all({ tableNumber, start, end, ts, limit });
+  const keys = { fetch, keyOf: (row: DocumentScanRow) => row.id, after: (id: string) => `${id}\u0000`, isEmpty: (start: string, end: string) => compareUtf8(start, end) >= 0 };
+  return new FilePager(keys, request.start, request.end, order, Math.max(request.limit, 16));
 }
 
 export function scanDocuments(overlay: Overlay, statements: Statements, request: DocumentScanRequest): ScannedDocument[] {
   const { tableNumber, ts, order, limit } = request;
   const rows: ScannedDocument[] = [];
-  const file = new FileDocumentPages(statements, request, Math.max(limit, 16));
+  const file = filePages(statements, request);
   const overlayIds = overlay.documentIds(tableNumber, request.start, request.end, order);
   let overlayNext = overlayIds.next();
   const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);

@@ -4,7 +4,8 @@ import { successorKey } from "../model/KeyRange.js";
 import type { DocumentRevision } from "../model/Revision.js";
 import { keyString } from "../model/keyString.js";
 import { newestEntry, type Overlay } from "./Overlay.js";
-import type { ScanRow, ScanParameters, Statements } from "./statements.js";
+import { FilePager } from "./FilePager.js";
+import type { ScanRow, Statements } from "./statements.js";
 
 /**
  * An index scan over the overlay and the file together (see Overlay's invariants): per
@@ -34,55 +35,14 @@ export interface ScanResult {
   readonly dangling: number;
 }
 
-/** The file's side: pages of live entries (joined to the file's documents), fetched as the merge needs them. */
-class FilePages {
-  private page: ScanRow[] = [];
-  private at = 0;
-  private exhausted = false;
-  private start: Uint8Array;
-  private end: Uint8Array | null;
-
-  constructor(
-    private readonly statements: Statements,
-    private readonly request: ScanRequest,
-    private readonly pageSize: number,
-  ) {
-    this.start = request.start;
-    this.end = request.end;
-  }
-
-  peek(): ScanRow | undefined {
-    if (this.at < this.page.length) return this.page[this.at];
-    if (this.exhausted) return undefined;
-    this.fetch();
-    return this.page[this.at];
-  }
-
-  advance(): void {
-    this.at++;
-  }
-
-  private fetch(): void {
-    const { indexId, ts, order } = this.request;
-    if (this.end !== null && compareBytes(this.start, this.end) >= 0) {
-      this.exhausted = true;
-      this.page = [];
-      this.at = 0;
-      return;
-    }
-    const statements = order === "asc" ? this.statements.scanAscending : this.statements.scanDescending;
-    const parameters: ScanParameters = this.end === null
-      ? { indexId, start: this.start, ts, limit: this.pageSize }
-      : { indexId, start: this.start, end: this.end, ts, limit: this.pageSize };
-    this.page = this.end === null ? statements.unbounded.all(parameters) : statements.bounded.all(parameters);
-    this.at = 0;
-    if (this.page.length < this.pageSize) this.exhausted = true;
-    else {
-      const lastKey = this.page[this.page.length - 1]!.key;
-      if (order === "asc") this.start = successorKey(lastKey);
-      else this.end = lastKey;
-    }
-  }
+/** The file's live entries of the requested range (joined to the file's documents), a page at a time. */
+function filePages(statements: Statements, request: ScanRequest): FilePager<Uint8Array, ScanRow> {
+  const { indexId, ts, order } = request;
+  const scans = order === "asc" ? statements.scanAscending : statements.scanDescending;
+  const fetch = (start: Uint8Array, end: Uint8Array | null, limit: number): ScanRow[] =>
+    end === null ? scans.unbounded.all({ indexId, start, ts, limit }) : scans.bounded.all({ indexId, start, end, ts, limit });
+  const keys = { fetch, keyOf: (row: ScanRow) => row.key, after: successorKey, isEmpty: (start: Uint8Array, end: Uint8Array) => compareBytes(start, end) >= 0 };
+  return new FilePager(keys, request.start, request.end, order, Math.max(request.limit, 16));
 }
 
 export function scanIndex(
@@ -95,7 +55,7 @@ export function scanIndex(
   const { indexId, ts, order, limit } = request;
   const rows: ScannedRow[] = [];
   let dangling = 0;
-  const file = new FilePages(statements, request, Math.max(limit, 16));
+  const file = filePages(statements, request);
   const overlayEntries = overlay.entries(indexId, keyString(request.start), request.end === null ? null : keyString(request.end), order);
   let overlayNext = overlayEntries.next();
   const before = (left: string, right: string) => (order === "asc" ? left < right : left > right);

@@ -52,10 +52,10 @@ export interface ScanParameters {
   readonly limit: number;
 }
 
-/** Scan statements by order and by whether the range has an upper bound. */
-interface ScanStatements {
-  readonly bounded: Statement<[ScanParameters], ScanRow>;
-  readonly unbounded: Statement<[ScanParameters], ScanRow>;
+/** Scan statements of one order, by whether the range has an upper bound. */
+interface ScanStatements<Parameters = ScanParameters, Row = ScanRow> {
+  readonly bounded: Statement<[Parameters], Row>;
+  readonly unbounded: Statement<[Parameters], Row>;
 }
 
 const LATEST_ENTRY = `e.ts = (SELECT ts FROM index_entries
@@ -89,11 +89,6 @@ export interface DocumentScanParameters {
   readonly end?: string;
   readonly ts: number;
   readonly limit: number;
-}
-
-interface DocumentScanStatements {
-  readonly bounded: Statement<[DocumentScanParameters], DocumentScanRow>;
-  readonly unbounded: Statement<[DocumentScanParameters], DocumentScanRow>;
 }
 
 /**
@@ -154,8 +149,8 @@ export class Statements {
   readonly getDocuments: Statement<[{ ids: string; ts: number }], { position: number; value: string | null; ts: number }>;
   readonly scanAscending: ScanStatements;
   readonly scanDescending: ScanStatements;
-  readonly documentsAscending: DocumentScanStatements;
-  readonly documentsDescending: DocumentScanStatements;
+  readonly documentsAscending: ScanStatements<DocumentScanParameters, DocumentScanRow>;
+  readonly documentsDescending: ScanStatements<DocumentScanParameters, DocumentScanRow>;
   readonly countBounded: Statement<[Omit<ScanParameters, "limit">], number>;
   readonly countUnbounded: Statement<[Omit<ScanParameters, "limit">], number>;
   readonly changes: Statement<[number, number, number], DocumentRow>;
