@@ -37,8 +37,12 @@ import { writeRangesOf } from "./writeRanges.js";
  *   re-runs whose first read was the same (a document, or an index range's start): the
  *   hot row contenders race for is nearly always what they read first, so N contenders
  *   take N flushes instead of N² attempts, while re-runs on different rows proceed side by
- *   side. From the third attempt on it also sleeps a jittered backoff.
- *   `ctx.now()` and `ctx.random()` repeat in every re-run.
+ *   side. A first run that finds re-runs queued on its own first read queues behind them
+ *   instead of committing (it would most likely make them lose again). From the third
+ *   attempt on a re-run also sleeps a jittered backoff. `ctx.now()` and `ctx.random()`
+ *   repeat in every re-run.
+ * - A query or mutation handler that runs past `functionRunMsMax` (an action past
+ *   `actionRunMsMax`) is abandoned with FUNCTION_TIMEOUT; nothing it did commits.
  * - A mutation with `(clientId, seq)` commits a receipt holding its result in the same
  *   segment as its writes; a call whose receipt exists is answered from it (same value,
  *   original ts, `replayed: true`) and not run — after a restart or a takeover too, since
@@ -50,7 +54,7 @@ import { writeRangesOf } from "./writeRanges.js";
  *
  * Errors are CairnErrors with stable codes: FUNCTION_NOT_FOUND, INVALID_ARGUMENT (naming
  * the bad field's path), FUNCTION_FAILED (the handler threw something that is not a
- * CairnError), WRITE_CONFLICT (attempts exhausted), or what a database call or the engine
+ * CairnError), FUNCTION_TIMEOUT, WRITE_CONFLICT (attempts exhausted), or what a database call or the engine
  * raised. A mutation that fails writes nothing.
  */
 export interface ShardAccess {
