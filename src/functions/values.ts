@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { INT64_MAX, INT64_MIN, isValue, type Value } from "../model/Value.js";
-import { isDocumentId, parseDocumentId, type DocumentId } from "../model/DocumentId.js";
+import { isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/DocumentId.js";
 import { currentIdScope } from "./idScope.js";
 
 /**
@@ -39,12 +39,18 @@ function id<TableName extends string>(tableName: TableName) {
   });
 }
 
+/** One parse per check: ids are validated on every call that takes one. */
 function isIdOfTable(input: unknown, tableName: string): boolean {
-  if (!isDocumentId(input)) return false;
+  let tableNumber: number;
+  try {
+    tableNumber = parseDocumentId(input).tableNumber;
+  } catch {
+    return false;
+  }
+  // Canonical spelling only: a parseable id that is lowercase is canonical (model/DocumentId).
+  if (!isCanonicalSpelling(input as string)) return false;
   const tables = currentIdScope();
-  if (tables === null) return true;
-  const tableNumber = tables(tableName);
-  return tableNumber !== undefined && parseDocumentId(input).tableNumber === tableNumber;
+  return tables === null || tables(tableName) === tableNumber;
 }
 
 export const v = {
