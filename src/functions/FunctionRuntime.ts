@@ -47,7 +47,8 @@ import { writeRangesOf } from "./writeRanges.js";
  *   segment as its writes; a call whose receipt exists is answered from it (same value,
  *   original ts, `replayed: true`) and not run — after a restart or a takeover too, since
  *   receipts are in the log. Concurrent calls with one key in this process join the
- *   first. Only successes leave receipts: a failed mutation wrote nothing, and re-sending
+ *   first; a duplicate committed by any other path makes the run conflict (its read set
+ *   holds the receipt's absence), and the re-run finds the receipt. Only successes leave receipts: a failed mutation wrote nothing, and re-sending
  *   it runs it again.
  * - An action runs once, with no transaction; it calls queries and mutations (internal
  *   ones too) through the runtime.
@@ -181,8 +182,6 @@ export class FunctionRuntime {
       const first = await joined;
       return mutationRun(first.value, first.ts, true, 0, null);
     }
-    const stored = this.shard.local.receipt(receiptKey.clientId, receiptKey.seq);
-    if (stored !== null) return mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null);
     const call = this.runAttempts(path, fn, checkedArgs, options, receiptKey);
     this.receiptCalls.set(receiptKey.key, call);
     try {
@@ -237,6 +236,11 @@ export class FunctionRuntime {
     receipt: ReceiptKey | null,
     run: { nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
   ): Promise<Attempt> {
+    if (receipt !== null) {
+      // A re-run looks again: the commit it lost to may have been this very mutation, sent twice.
+      const stored = this.shard.local.receipt(receipt.clientId, receipt.seq);
+      if (stored !== null) return { kind: "done", run: mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null) };
+    }
     const prepared = await this.prepare(path, fn, args, options, receipt, run);
     if (prepared.unit === null) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes) };
     if (!run.inLane && this.lanes.has(prepared.laneKey)) {
@@ -286,7 +290,7 @@ export class FunctionRuntime {
       readTs,
       documents,
       indexWrites,
-      readSet: recorder.readSet(),
+      readSet: receipt === null ? recorder.readSet() : { ...recorder.readSet(), receipts: [{ clientId: receipt.clientId, seq: receipt.seq }] },
       ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
       ...(receipt !== null ? { receipt: { clientId: receipt.clientId, seq: receipt.seq, result: encodeValueText(value) } } : {}),
     };

@@ -33,7 +33,8 @@ export interface ReceiptWrite {
 /** A key a unit wrote, as seen by optimistic-concurrency checks. */
 export type WrittenKey =
   | { readonly kind: "document"; readonly tableNumber: number; readonly id: DocumentId }
-  | { readonly kind: "index"; readonly indexId: number; readonly key: Uint8Array };
+  | { readonly kind: "index"; readonly indexId: number; readonly key: Uint8Array }
+  | { readonly kind: "receipt"; readonly clientId: string; readonly seq: number };
 
 /**
  * What a transaction read, for the optimistic-concurrency check (DESIGN.md §7): documents
@@ -43,6 +44,13 @@ export type WrittenKey =
 export interface ReadSet {
   readonly documents?: readonly DocumentId[];
   readonly indexRanges?: readonly { readonly indexId: number; readonly start: Uint8Array; readonly end: Uint8Array | null }[];
+  /**
+   * Receipts whose absence the transaction relied on: a mutation with `(clientId, seq)`
+   * runs only because no receipt of that key existed at readTs, so another commit of the
+   * same key after it (a duplicate sent elsewhere) makes it conflict, re-run, and find
+   * the receipt, instead of applying twice.
+   */
+  readonly receipts?: readonly { readonly clientId: string; readonly seq: number }[];
 }
 
 export interface WriteUnit {
@@ -81,10 +89,12 @@ export function unitBytes(unit: WriteUnit): number {
 }
 
 export function writtenKeys(unit: WriteUnit): WrittenKey[] {
-  return [
+  const keys: WrittenKey[] = [
     ...unit.documents.map((write): WrittenKey => ({ kind: "document", tableNumber: write.tableNumber, id: write.id })),
     ...unit.indexWrites.map((write): WrittenKey => ({ kind: "index", indexId: write.indexId, key: write.key })),
   ];
+  if (unit.receipt !== undefined) keys.push({ kind: "receipt", clientId: unit.receipt.clientId, seq: unit.receipt.seq });
+  return keys;
 }
 
 /**
@@ -146,7 +156,10 @@ function checkIndexWrite(write: IndexWrite, index: number): void {
 
 function checkReadSet(readSet: ReadSet): void {
   if (typeof readSet !== "object" || readSet === null) throw invalidUnit("readSet must be an object");
-  const { documents = [], indexRanges = [] } = readSet;
+  const { documents = [], indexRanges = [], receipts = [] } = readSet;
+  if (!Array.isArray(receipts) || receipts.some((receipt) => typeof receipt !== "object" || receipt === null || typeof receipt.clientId !== "string" || !Number.isSafeInteger(receipt.seq))) {
+    throw invalidUnit("readSet.receipts must be an array of { clientId: string, seq: integer }");
+  }
   if (!Array.isArray(documents) || documents.some((id) => typeof id !== "string")) {
     throw invalidUnit("readSet.documents must be an array of document id strings");
   }

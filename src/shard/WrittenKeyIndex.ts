@@ -10,6 +10,7 @@ import type { ReadSet, WrittenKey } from "./WriteUnit.js";
  */
 export class WrittenKeyIndex {
   private readonly documents = new Map<string, number>();
+  private readonly receipts = new Map<string, number>();
   /**
    * Per index: the numbers in a hash map, and the keys alone in a sorted map for range
    * checks. A key's number changes often (every unit that writes it); it enters and
@@ -19,7 +20,7 @@ export class WrittenKeyIndex {
   private readonly indexes = new Map<number, { readonly numbers: Map<string, number>; readonly sorted: SortedMap<string, true> }>();
 
   get size(): number {
-    let size = this.documents.size;
+    let size = this.documents.size + this.receipts.size;
     for (const keys of this.indexes.values()) size += keys.numbers.size;
     return size;
   }
@@ -28,9 +29,9 @@ export class WrittenKeyIndex {
   update(keys: readonly WrittenKey[], update: (current: number | undefined) => number | undefined): void {
     for (const key of keys) {
       if (key.kind === "document") {
-        const next = update(this.documents.get(key.id));
-        if (next === undefined) this.documents.delete(key.id);
-        else this.documents.set(key.id, next);
+        updateEntry(this.documents, key.id, update);
+      } else if (key.kind === "receipt") {
+        updateEntry(this.receipts, receiptName(key.clientId, key.seq), update);
       } else {
         let index = this.indexes.get(key.indexId);
         if (index === undefined) {
@@ -59,6 +60,10 @@ export class WrittenKeyIndex {
       const value = this.documents.get(id);
       if (value !== undefined && matches(value)) return true;
     }
+    for (const receipt of readSet.receipts ?? []) {
+      const value = this.receipts.get(receiptName(receipt.clientId, receipt.seq));
+      if (value !== undefined && matches(value)) return true;
+    }
     for (const range of readSet.indexRanges ?? []) {
       const index = this.indexes.get(range.indexId);
       if (index === undefined || index.numbers.size === 0) continue;
@@ -73,6 +78,17 @@ export class WrittenKeyIndex {
 
   clear(): void {
     this.documents.clear();
+    this.receipts.clear();
     this.indexes.clear();
   }
+}
+
+function updateEntry(map: Map<string, number>, name: string, update: (current: number | undefined) => number | undefined): void {
+  const next = update(map.get(name));
+  if (next === undefined) map.delete(name);
+  else map.set(name, next);
+}
+
+function receiptName(clientId: string, seq: number): string {
+  return `${seq}:${clientId}`;
 }

@@ -200,6 +200,19 @@ describe.each(BUCKET_FACTORIES)("functions runtime on $name", (factory) => {
     expect((await runtime.runQuery("items:all")).value).toHaveLength(3);
   });
 
+  it("applies a (clientId, seq) once when two runtimes run it at once: the receipt is part of the read set", async () => {
+    const { h, node, runtime } = await setup();
+    const other = await runtimeOn(h, node, testApp);
+    // A blind insert reads nothing: only the receipt's absence can make the second one conflict.
+    const runs = await Promise.all([
+      runtime.runMutation("items:insert", { n: 1 }, { clientId: "tablet", seq: 9 }),
+      other.runMutation("items:insert", { n: 1 }, { clientId: "tablet", seq: 9 }),
+    ]);
+    expect(runs.filter((run) => run.replayed)).toHaveLength(1);
+    expect(runs[0]!.value).toBe(runs[1]!.value);
+    expect((await runtime.runQuery("items:all")).value).toEqual([1]);
+  });
+
   it("applies a mutation once across an unknown commit outcome: the re-send after recovery is answered from its receipt", async () => {
     const { node, runtime } = await setup();
     // The segment create lands but its response is lost, and reading the slot back fails too.

@@ -1,6 +1,6 @@
 /**
  * Scenario: the indexed optimistic-concurrency check. For random streams of committed
- * units (documents and index keys, with eviction by count and by time) and random read
+ * units (documents, index keys and receipts, with eviction by count and by time) and random read
  * sets at random read timestamps, RecentWrites.touches (the index) must answer exactly
  * what the brute-force predicate over every write since readTs answers, including
  * "conflict" for any readTs below the eviction horizon.
@@ -17,6 +17,7 @@ const SEEDS = 60;
 
 function covers(readSet: ReadSet, key: WrittenKey): boolean {
   if (key.kind === "document") return (readSet.documents ?? []).includes(key.id);
+  if (key.kind === "receipt") return (readSet.receipts ?? []).some((receipt) => receipt.clientId === key.clientId && receipt.seq === key.seq);
   return (readSet.indexRanges ?? []).some(
     (range) => range.indexId === key.indexId && compareBytes(key.key, range.start) >= 0 && (range.end === null || compareBytes(key.key, range.end) < 0),
   );
@@ -37,10 +38,13 @@ describe("RecentWrites", () => {
           ts += 1 + randomInt(random, 5);
           const keys: WrittenKey[] = [];
           for (let n = 0; n < 1 + randomInt(random, 3); n++) {
+            const pick = random.float();
             keys.push(
-              random.float() < 0.5
+              pick < 0.4
                 ? { kind: "document", tableNumber: 1, id: ids[randomInt(random, ids.length)]! }
-                : { kind: "index", indexId: 1 + randomInt(random, 2), key: key() },
+                : pick < 0.8
+                  ? { kind: "index", indexId: 1 + randomInt(random, 2), key: key() }
+                  : { kind: "receipt", clientId: `c${randomInt(random, 2)}`, seq: randomInt(random, 3) },
             );
           }
           recent.add(ts, keys);
@@ -52,6 +56,7 @@ describe("RecentWrites", () => {
             const [a, b] = [key(), key()].sort(compareBytes);
             return { indexId: 1 + randomInt(random, 2), start: a!, end: random.float() < 0.2 ? null : b! };
           }),
+          receipts: Array.from({ length: randomInt(random, 2) }, () => ({ clientId: `c${randomInt(random, 2)}`, seq: randomInt(random, 3) })),
         };
         const readTs = Math.max(0, ts - randomInt(random, 60));
         const expected = recent.conflicts(readTs, (written) => covers(readSet, written));
