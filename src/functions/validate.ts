@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { CairnError } from "../base/errors.js";
-import { formatPath, validateValue, type Value } from "../model/Value.js";
+import { formatPath, validateValue } from "../model/Value.js";
 import { withIdScope, type TableNumberOf } from "./idScope.js";
 
 /**
@@ -66,5 +66,3 @@ export function withoutUndefinedFields(value: unknown, depth = 0): unknown {
   }
   return out;
 }
-
-export type { Value };
