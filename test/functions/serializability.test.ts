@@ -56,7 +56,7 @@ const bank = {
   }),
 };
 
-describe.each(BUCKET_FACTORIES.slice(0, 2))("serializable mutations on $name", (factory) => {
+describe.each(BUCKET_FACTORIES)("serializable mutations on $name", (factory) => {
   const harness = harnessPerTest(factory);
 
   it("keep a bank's books under concurrent transfers equal to a serial replay", async () => {
