@@ -65,8 +65,7 @@ export class DatabaseWriter extends DatabaseReader {
     const current = this.existing(id, "replace");
     if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("replace takes an object of fields");
     checkNoSystemFields(value as Record<string, unknown>, current.document, "replace");
-    const { _id: _ignoredId, _creationTime: _ignoredTime, ...fields } = value as Record<string, unknown>;
-    this.replaceWith(current, fields);
+    this.replaceWith(current, withoutSystemFields(value));
   }
 
   async delete(id: DocumentId): Promise<void> {
@@ -111,7 +110,7 @@ interface Existing {
   readonly ts: number | null;
 }
 
-function withoutSystemFields(document: DocumentObject): Record<string, unknown> {
+function withoutSystemFields(document: Record<string, unknown>): Record<string, unknown> {
   const { _id: _ignoredId, _creationTime: _ignoredTime, ...fields } = document;
   return fields;
 }

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { CairnError } from "../base/errors.js";
-import { formatPath, validateValue } from "../model/Value.js";
+import { formatPath, setField, validateValue } from "../model/Value.js";
 import { withIdScope, type TableNumberOf } from "./idScope.js";
 
 /**
@@ -27,7 +27,7 @@ export function validateWith<T>(validator: z.ZodType<T>, input: unknown, subject
       details: { path: where, issues: result.error.issues.length },
     });
   }
-  const value = hasUndefinedField(result.data) ? withoutUndefinedFields(result.data) : result.data;
+  const value = withoutUndefinedFields(result.data);
   try {
     validateValue(value);
   } catch (error) {
@@ -52,17 +52,22 @@ function hasUndefinedField(value: unknown, depth = 0): boolean {
   return false;
 }
 
-/** A copy without `undefined` object fields, at any depth (arrays keep their elements). */
-export function withoutUndefinedFields(value: unknown, depth = 0): unknown {
+/**
+ * `value` without `undefined` object fields, at any depth (arrays keep their elements):
+ * `value` itself when it has none, as almost every input does, else a copy.
+ */
+export function withoutUndefinedFields(value: unknown): unknown {
+  return hasUndefinedField(value) ? copyWithoutUndefined(value, 0) : value;
+}
+
+function copyWithoutUndefined(value: unknown, depth: number): unknown {
   if (depth > 128 || typeof value !== "object" || value === null || value instanceof Uint8Array) return value;
-  if (Array.isArray(value)) return value.map((element: unknown) => withoutUndefinedFields(element, depth + 1));
+  if (Array.isArray(value)) return value.map((element: unknown) => copyWithoutUndefined(element, depth + 1));
   const prototype: unknown = Object.getPrototypeOf(value);
   if (prototype !== Object.prototype && prototype !== null) return value;
   const out: Record<string, unknown> = {};
   for (const [name, field] of Object.entries(value)) {
-    if (field === undefined) continue;
-    if (name === "__proto__") Object.defineProperty(out, name, { value: withoutUndefinedFields(field, depth + 1), enumerable: true, writable: true, configurable: true });
-    else out[name] = withoutUndefinedFields(field, depth + 1);
+    if (field !== undefined) setField(out, name, copyWithoutUndefined(field, depth + 1));
   }
   return out;
 }
