@@ -93,6 +93,25 @@ export const ERROR_CODES = {
   FUNCTION_LIMIT_EXCEEDED: "InvalidInput",
   /** An index added to a table that holds data is being backfilled; it answers once that is done. */
   INDEX_NOT_READY: "Unavailable",
+  // sync protocol and server
+  /** A frame or request that is not valid JSON or not a message of the protocol. */
+  PROTOCOL_INVALID: "InvalidInput",
+  /** A frame or request body over MESSAGE_BYTES_MAX. */
+  MESSAGE_TOO_LARGE: "InvalidInput",
+  /** A token the verifier refused (bad signature, expired, wrong issuer or audience). */
+  UNAUTHENTICATED: "InvalidInput",
+  /** An admin operation without the deployment's admin key. */
+  FORBIDDEN: "InvalidInput",
+  /** A session over one of its documented limits (queries, requests in flight, topics). */
+  SESSION_LIMIT_EXCEEDED: "InvalidInput",
+  /** The session could not keep up (its response budget overflowed or it stayed over limits). */
+  SESSION_OVERLOADED: "Unavailable",
+  /** A mutation of a batch not run because an earlier entry failed transiently: send it again. */
+  MUTATION_NOT_RUN: "Unavailable",
+  /** The connection dropped before an answer that cannot be re-sent safely (an action). */
+  CONNECTION_LOST: "Unavailable",
+  /** The server is stopping; reconnect (to it after restart, or to another node). */
+  SERVER_STOPPING: "Unavailable",
   // generic
   INVALID_ARGUMENT: "InvalidInput",
   TIMEOUT: "Unavailable",

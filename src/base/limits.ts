@@ -244,3 +244,73 @@ export const FUNCTION_RUN_MS_MAX = 10_000;
 export const ACTION_RUN_MS_MAX = 10 * 60_000;
 /** How often running handlers are checked against their time limit (a timeout fires up to this late). */
 export const FUNCTION_WATCHDOG_INTERVAL_MS = 250;
+
+// ---------------------------------------------------------------------------------------
+// Sync sessions and the server (DESIGN.md §8). The session limits are per connection:
+// whatever one client does, it can hold at most these on the server.
+
+/**
+ * Largest WebSocket frame or HTTP request body accepted. Arguments hold at most a few
+ * documents (each ≤ DOCUMENT_BYTES_MAX = 1 MiB), so 16 MiB leaves room for a batch of
+ * mutations while a hostile frame cannot make the server buffer more than this.
+ */
+export const MESSAGE_BYTES_MAX = 16 * 1024 * 1024;
+/**
+ * A session hands frames to its socket only while the socket holds less than this
+ * unsent; beyond, frames wait in the session's queues. 1 MiB is ~100 ms of a 10 MB/s
+ * client link: a client reading at all keeps its queue empty.
+ */
+export const SESSION_SEND_BUFFER_BYTES = 1024 * 1024;
+/**
+ * Droppable frames (Transitions, Broadcasts) a session queues beyond its socket. Past
+ * either bound the queued Transitions are dropped and the session is resynced with one
+ * Transition carrying every query's current result once the socket drains: a slow
+ * reader costs the server a bounded queue and one re-run of its queries, not memory
+ * that grows with the commit rate.
+ */
+export const SESSION_DROPPABLE_FRAMES_MAX = 200;
+export const SESSION_DROPPABLE_BYTES_MAX = 8 * 1024 * 1024;
+/**
+ * Responses (MutationResponse, ActionResponse, ConnectAck …) are never dropped: a client
+ * must learn each mutation's outcome. A client that stops reading while it sends
+ * requests would grow them without bound, so past this budget the session is closed
+ * (once, with a log line); its mutations stay answerable from their receipts.
+ */
+export const SESSION_RESPONSE_FRAMES_MAX = 1_000;
+export const SESSION_RESPONSE_BYTES_MAX = 16 * 1024 * 1024;
+/** A session over its limits (socket full, resync pending) this long is disconnected. */
+export const SESSION_OVER_LIMITS_MS_MAX = 30_000;
+/** Queries one session may subscribe to at once. */
+export const SESSION_QUERIES_MAX = 1_000;
+/** Requests (mutations and actions) one session may have waiting or running at once. */
+export const SESSION_REQUESTS_IN_FLIGHT_MAX = 1_000;
+/** Entries in one MutationBatch. */
+export const MUTATION_BATCH_ENTRIES_MAX = 1_000;
+/** Topics one session may listen to for Broadcasts. */
+export const SESSION_TOPICS_MAX = 100;
+/** Longest topic name (characters) of Publish and ModifyTopics. */
+export const TOPIC_CHARS_MAX = 256;
+/** Longest function path, session id, client id or token a frame may carry (characters). */
+export const PROTOCOL_NAME_CHARS_MAX = 256;
+export const AUTH_TOKEN_CHARS_MAX = 16 * 1024;
+/**
+ * Ping interval; a connection that missed two pongs in a row is closed. 30 s keeps NAT
+ * and proxy mappings alive and finds a dead peer within ~1 minute.
+ */
+export const PING_INTERVAL_MS = 30_000;
+export const PINGS_MISSED_MAX = 2;
+/**
+ * Recent commits' written keys the sync handler keeps, to check a query whose run
+ * overlapped them (its new read ranges were installed after those commits were matched).
+ * A query that ran longer than this window re-runs once more: the bound costs a re-run,
+ * never a missed update.
+ */
+export const SYNC_RECENT_COMMITS_MAX = 4_096;
+export const SYNC_RECENT_KEYS_MAX = 1_000_000;
+/**
+ * Query results kept for sharing between sessions with the same subscription (same
+ * path, args and identity) at the same timestamp: one run per commit, not per session.
+ */
+export const SYNC_SHARED_RESULTS_MAX = 10_000;
+/** How long a stopping server waits for running requests before it closes the sockets. */
+export const SERVER_DRAIN_MS_MAX = 10_000;

@@ -1,0 +1,237 @@
+import { z } from "zod";
+import { CairnError, ERROR_CODES, type ErrorCode } from "../base/errors.js";
+import {
+  AUTH_TOKEN_CHARS_MAX,
+  MUTATION_BATCH_ENTRIES_MAX,
+  PROTOCOL_NAME_CHARS_MAX,
+  SESSION_QUERIES_MAX,
+  SESSION_TOPICS_MAX,
+  TOPIC_CHARS_MAX,
+} from "../base/limits.js";
+
+/**
+ * The sync protocol (DESIGN.md §8): JSON text frames over one WebSocket, each a tagged
+ * union member named by `type`. Both directions are validated on arrival with the
+ * schemas below, so the server and the client share one definition; encoding and
+ * decoding happen only here.
+ *
+ * Values (arguments, results, events) travel in Cairn's lossless JSON encoding
+ * (model/ValueJson); this module keeps them as plain JSON and the layers above decode
+ * them, so a bad value is reported by the value codec with its path.
+ *
+ * Versions: `{querySet, ts}`. `querySet` counts the client's ModifyQuerySet messages
+ * (each names the version it builds on); `ts` is the timestamp every result of the
+ * session reflects. A Transition moves the whole session from `startVersion` to
+ * `endVersion`; a client applies it only if `startVersion` equals its version.
+ */
+
+const name = z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX);
+const topic = z.string().min(1).max(TOPIC_CHARS_MAX);
+const counter = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+/** A value in Cairn's JSON encoding; checked by model/ValueJson when decoded. */
+const json = z.unknown();
+
+export const versionSchema = z.strictObject({ querySet: counter, ts: counter });
+export type Version = z.infer<typeof versionSchema>;
+
+export const errorPayloadSchema = z.strictObject({
+  code: z.string().min(1),
+  kind: z.string().min(1),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type ErrorPayload = z.infer<typeof errorPayloadSchema>;
+
+// ---- client → server -------------------------------------------------------------------
+
+const mutationFields = {
+  requestId: counter,
+  path: name,
+  args: json,
+  /** With `seq`: the mutation's receipt key, so a re-send is answered from the receipt. */
+  clientId: name.optional(),
+  seq: counter.optional(),
+};
+const mutationEntrySchema = z.strictObject(mutationFields);
+export type MutationEntry = z.infer<typeof mutationEntrySchema>;
+
+export const clientMessageSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("Connect"),
+    sessionId: name,
+    clientId: name.optional(),
+    /** Sequence numbers of this client's mutations sent but not answered (verdicts in ConnectAck). */
+    held: z.array(counter).max(MUTATION_BATCH_ENTRIES_MAX).optional(),
+    /** Every mutation of this client with seq ≤ ackedThrough has been answered. */
+    ackedThrough: counter.optional(),
+    /** The newest ts the client has seen; a node behind it waits or says so. */
+    maxObservedTs: counter.optional(),
+  }),
+  z.strictObject({
+    type: z.literal("ModifyQuerySet"),
+    baseVersion: counter,
+    newVersion: counter,
+    add: z
+      .array(z.strictObject({ queryId: counter, path: name, args: json, resultHash: z.string().max(128).optional() }))
+      .max(SESSION_QUERIES_MAX),
+    remove: z.array(counter).max(SESSION_QUERIES_MAX),
+  }),
+  z.strictObject({ type: z.literal("Mutation"), ...mutationFields }),
+  z.strictObject({
+    type: z.literal("MutationBatch"),
+    entries: z.array(mutationEntrySchema).min(1).max(MUTATION_BATCH_ENTRIES_MAX),
+  }),
+  z.strictObject({ type: z.literal("Action"), requestId: counter, path: name, args: json }),
+  z.strictObject({ type: z.literal("SetAuth"), token: z.string().min(1).max(AUTH_TOKEN_CHARS_MAX).nullable() }),
+  z.strictObject({ type: z.literal("Publish"), topic, event: json }),
+  z.strictObject({
+    type: z.literal("ModifyTopics"),
+    add: z.array(topic).max(SESSION_TOPICS_MAX),
+    remove: z.array(topic).max(SESSION_TOPICS_MAX),
+  }),
+]);
+export type ClientMessage = z.infer<typeof clientMessageSchema>;
+
+// ---- server → client -------------------------------------------------------------------
+
+export const queryModificationSchema = z.discriminatedUnion("type", [
+  z.strictObject({ type: z.literal("QueryUpdated"), queryId: counter, value: json, hash: z.string() }),
+  z.strictObject({ type: z.literal("QueryFailed"), queryId: counter, error: errorPayloadSchema, hash: z.string() }),
+  z.strictObject({ type: z.literal("QueryRemoved"), queryId: counter }),
+  z.strictObject({ type: z.literal("QueryUnchanged"), queryId: counter, hash: z.string() }),
+]);
+export type QueryModification = z.infer<typeof queryModificationSchema>;
+
+export const serverMessageSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("ConnectAck"),
+    deploymentId: z.string(),
+    sessionId: z.string(),
+    /** Held mutations whose receipt exists: they committed, with these results. */
+    known: z.array(counter),
+    results: z.array(z.strictObject({ seq: counter, value: json, ts: counter })),
+    /** The node's current timestamp. */
+    ts: counter,
+  }),
+  z.strictObject({
+    type: z.literal("Transition"),
+    startVersion: versionSchema,
+    endVersion: versionSchema,
+    modifications: z.array(queryModificationSchema),
+  }),
+  z.discriminatedUnion("success", [
+    z.strictObject({
+      type: z.literal("MutationResponse"),
+      requestId: counter,
+      success: z.literal(true),
+      value: json,
+      ts: counter,
+      replayed: z.boolean().optional(),
+    }),
+    z.strictObject({
+      type: z.literal("MutationResponse"),
+      requestId: counter,
+      success: z.literal(false),
+      error: errorPayloadSchema,
+      ts: counter.optional(),
+    }),
+  ]),
+  z.discriminatedUnion("success", [
+    z.strictObject({ type: z.literal("ActionResponse"), requestId: counter, success: z.literal(true), value: json }),
+    z.strictObject({ type: z.literal("ActionResponse"), requestId: counter, success: z.literal(false), error: errorPayloadSchema }),
+  ]),
+  z.strictObject({
+    type: z.literal("AuthResponse"),
+    success: z.boolean(),
+    /** The verified identity's subject (null: anonymous). */
+    subject: z.string().nullable(),
+    error: errorPayloadSchema.optional(),
+  }),
+  z.strictObject({ type: z.literal("Broadcast"), topic, event: json }),
+  /** A frame the server could not accept; the session goes on. */
+  z.strictObject({ type: z.literal("ProtocolError"), error: errorPayloadSchema, requestId: counter.optional() }),
+  /** The session ends; the socket closes after this frame. */
+  z.strictObject({ type: z.literal("FatalError"), error: errorPayloadSchema }),
+]);
+export type ServerMessage = z.infer<typeof serverMessageSchema>;
+export type TransitionMessage = Extract<ServerMessage, { type: "Transition" }>;
+export type MutationResponseMessage = Extract<ServerMessage, { type: "MutationResponse" }>;
+export type ActionResponseMessage = Extract<ServerMessage, { type: "ActionResponse" }>;
+
+/** WebSocket close codes the server uses (4000–4999 are the application's). */
+export const CLOSE_CODES = {
+  /** The server is stopping: reconnect with backoff. */
+  goingAway: 1001,
+  /** The first frame was not Connect, or a FatalError was sent. */
+  protocolError: 4400,
+  /** The session overflowed its response budget or stayed over its limits. */
+  overloaded: 4429,
+  /** Two pings went unanswered. */
+  unresponsive: 4408,
+} as const;
+
+// ---- encoding --------------------------------------------------------------------------
+
+/** Parses a client frame; PROTOCOL_INVALID naming what is wrong. */
+export function parseClientMessage(text: string): ClientMessage {
+  return parseWith(clientMessageSchema, text, "client");
+}
+
+/** Parses a server frame; PROTOCOL_INVALID naming what is wrong. */
+export function parseServerMessage(text: string): ServerMessage {
+  return parseWith(serverMessageSchema, text, "server");
+}
+
+export function encodeMessage(message: ClientMessage | ServerMessage): string {
+  return JSON.stringify(message);
+}
+
+function parseWith<T>(schema: z.ZodType<T>, text: string, side: string): T {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new CairnError("PROTOCOL_INVALID", `a ${side} frame must be JSON text`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const type = typeof raw === "object" && raw !== null ? (raw as { type?: unknown }).type : undefined;
+    throw new CairnError("PROTOCOL_INVALID", `invalid ${typeof type === "string" ? type : side} frame: ${z.prettifyError(parsed.error)}`, {
+      details: typeof type === "string" ? { frame: type } : {},
+    });
+  }
+  return parsed.data;
+}
+
+/** The wire form of an error: code, kind and message (and details a client may use). */
+export function errorPayload(error: unknown): ErrorPayload {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (typeof code === "string" && code in ERROR_CODES) {
+    const cairn = error as CairnError;
+    const details = publicDetails(cairn.details);
+    return {
+      code,
+      kind: ERROR_CODES[code as ErrorCode],
+      message: cairn.message,
+      ...(details !== undefined ? { details } : {}),
+    };
+  }
+  return { code: "INTERNAL", kind: "Internal", message: "internal error" };
+}
+
+/** Rebuilds a CairnError from its wire form (an unknown code becomes INTERNAL, keeping the message). */
+export function errorFromPayload(payload: ErrorPayload): CairnError {
+  const code = (payload.code in ERROR_CODES ? payload.code : "INTERNAL") as ErrorCode;
+  return new CairnError(code, payload.message, payload.details ? { details: payload.details } : {});
+}
+
+/** Details that are plain JSON travel (paths, limits); anything else stays on the server. */
+function publicDetails(details: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> | undefined {
+  if (details === undefined) return undefined;
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(details)) {
+    if (value === null || ["string", "number", "boolean"].includes(typeof value)) kept[key] = value;
+    else if (Array.isArray(value) && value.every((item) => typeof item === "string" || typeof item === "number")) kept[key] = value;
+  }
+  return Object.keys(kept).length > 0 ? kept : undefined;
+}
