@@ -99,6 +99,13 @@ export interface QueryRun {
   readonly readTs: number;
 }
 
+export interface RecordedQueryRun {
+  readonly outcome: { readonly kind: "ok"; readonly value: Value } | { readonly kind: "failed"; readonly error: unknown };
+  /** What the run read, up to where it failed. */
+  readonly readRanges: KeyRange[];
+  readonly readTs: number;
+}
+
 export interface MutationRun {
   readonly value: Value;
   /** The commit ts (the read ts for a mutation that wrote nothing and carried no receipt). */
@@ -161,15 +168,30 @@ export class FunctionRuntime {
   }
 
   async runQuery(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<QueryRun> {
-    const fn = this.app.lookup(path, "query", { internal: options.internal === true });
-    const checkedArgs = this.validateArgs(fn, args);
+    const run = await this.runQueryRecorded(path, args, options);
+    if (run.outcome.kind === "failed") throw run.outcome.error;
+    return { value: run.outcome.value, readRanges: run.readRanges, readTs: run.readTs };
+  }
+
+  /**
+   * Runs a query and reports its outcome with what it read, also when it failed: a
+   * subscription whose query threw must re-run when what it read before throwing changes
+   * (the failure may depend on it). Never rejects for the query's own errors.
+   */
+  async runQueryRecorded(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<RecordedQueryRun> {
     const readTs = options.readTs ?? this.shard.readTs;
     const recorder = new ReadRecorder();
-    const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, null);
-    const nowMs = this.clock.nowMs();
-    const ctx = { db: new DatabaseReader(reads), auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null) };
-    const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
-    return { value, readRanges: recorder.keyRanges(), readTs };
+    try {
+      const fn = this.app.lookup(path, "query", { internal: options.internal === true });
+      const checkedArgs = this.validateArgs(fn, args);
+      const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, null);
+      const nowMs = this.clock.nowMs();
+      const ctx = { db: new DatabaseReader(reads), auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null) };
+      const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
+      return { outcome: { kind: "ok", value }, readRanges: recorder.keyRanges(), readTs };
+    } catch (error) {
+      return { outcome: { kind: "failed", error }, readRanges: recorder.keyRanges(), readTs };
+    }
   }
 
   async runMutation(path: string, args: unknown = {}, options: MutationCallOptions = {}): Promise<MutationRun> {

@@ -46,6 +46,7 @@ export {
   type MutationRun,
   type QueryCallOptions,
   type QueryRun,
+  type RecordedQueryRun,
   type ShardAccess,
 } from "./FunctionRuntime.js";
 export { writeRangesOf } from "./writeRanges.js";

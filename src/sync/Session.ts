@@ -1,0 +1,661 @@
+import { CairnError, errorKindOf } from "../base/errors.js";
+import { SESSION_QUERIES_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX, SESSION_TOPICS_MAX } from "../base/limits.js";
+import type { UserIdentity } from "../functions/index.js";
+import type { IntervalHandle } from "../model/IntervalIndex.js";
+import type { KeyRange } from "../model/KeyRange.js";
+import type { Value } from "../model/Value.js";
+import { decodeValue, encodeValue } from "../model/ValueJson.js";
+import { Outbox, type FrameSink, type OutboxLimits } from "./Outbox.js";
+import { CLOSE_CODES, encodeMessage, errorPayload, parseClientMessage, type ClientMessage, type MutationEntry, type ServerMessage, type Version } from "./protocol.js";
+import type { QueryResult, SharedQueryRuns } from "./SharedQueryRuns.js";
+import type { RecentCommits } from "./RecentCommits.js";
+import type { SyncBackend } from "./SyncBackend.js";
+import type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
+import { resultHash } from "./resultHash.js";
+
+/** The socket under a session. `close` sends a close frame after what was sent; `terminate` drops it. */
+export interface SessionTransport extends FrameSink {
+  close(code: number, reason: string): void;
+  terminate(): void;
+}
+
+/** What a session needs from the handler that owns it. */
+export interface SessionHost {
+  readonly backend: SyncBackend;
+  readonly verifier: TokenVerifier | null;
+  readonly shared: SharedQueryRuns;
+  readonly recent: RecentCommits;
+  readonly outboxLimits: OutboxLimits;
+  /** The newest ts announced to the handler: every session's results are valid there. */
+  readonly currentTs: number;
+  register(session: Session, queryId: number, ranges: readonly KeyRange[]): IntervalHandle[];
+  unregister(handles: readonly IntervalHandle[]): void;
+  mutationStarted(session: Session): void;
+  mutationFinished(session: Session): void;
+  listen(session: Session, topic: string, on: boolean): void;
+  publish(topic: string, eventText: string): void;
+  closed(session: Session, reason: string): void;
+  log(line: string): void;
+}
+
+interface SubscribedQuery {
+  readonly queryId: number;
+  readonly path: string;
+  /** The decoded arguments, or the error decoding them gave (reported as QueryFailed). */
+  readonly args: { readonly ok: true; readonly value: Value } | { readonly ok: false; readonly error: CairnError };
+  readonly argsText: string;
+  /** Hash of the result last put in a Transition (null: none yet). */
+  hash: string | null;
+  handles: IntervalHandle[];
+}
+
+type ModifyQuerySet = Extract<ClientMessage, { type: "ModifyQuerySet" }>;
+
+type WorkItem =
+  | { readonly kind: "commit"; ts: number; readonly queryIds: Set<number>; readonly waitFor: Promise<void>[] }
+  | { readonly kind: "modify"; readonly message: ModifyQuerySet; readonly validAt: number }
+  | { readonly kind: "identity"; readonly identity: Identity; readonly validAt: number }
+  | { readonly kind: "refresh" };
+
+interface Identity {
+  readonly user: UserIdentity | null;
+  /** Subscriptions are shared between sessions with equal keys (a token hash; "" is anonymous). */
+  readonly key: string;
+  readonly expiresAtMs: number | null;
+}
+
+const ANONYMOUS: Identity = { user: null, key: "", expiresAtMs: null };
+
+/**
+ * One client connection's state: its query set, its identity, its requests and its
+ * outgoing frames (DESIGN.md §8).
+ *
+ * Lifecycle: awaitingConnect --Connect--> open --close/terminate/fatal--> closed. Any
+ * frame but Connect first is fatal; after `closed` nothing is sent and no work runs.
+ *
+ * Ordering: everything that changes what the client sees — query-set changes, commit
+ * fan-out, identity changes, resyncs — is a work item processed one at a time in
+ * arrival order, so Transitions leave in version order and never carry an older result
+ * after a newer one. Inbound frames are taken in order too (a Mutation after a SetAuth
+ * runs as the new identity).
+ *
+ * Invariants:
+ * - every query of the session is valid at `sentVersion.ts`: a commit touching one of
+ *   them queues a work item before any later item, and results are only ever computed
+ *   at or after `sentVersion.ts`;
+ * - a query's read ranges are in the subscription index from the end of its run; commits
+ *   between its run's ts and that moment are checked against RecentCommits;
+ * - mutations run one at a time, in the order sent; a MutationResponse is handed to the
+ *   outbox before any Transition whose ts covers the commit (commit items wait for the
+ *   mutation that was committing when they were queued), and only once the runtime
+ *   reports the commit durable;
+ * - once a mutation is answered with ts, a Transition to a ts at or above it follows,
+ *   empty if none of the session's queries changed.
+ */
+export class Session {
+  readonly outbox: Outbox;
+  private state: "awaitingConnect" | "open" | "closed" = "awaitingConnect";
+  private identity: Identity = ANONYMOUS;
+  /** The identity subscriptions run as (changes in work order, after `identity`). */
+  private queryIdentity: Identity = ANONYMOUS;
+  private readonly queries = new Map<number, SubscribedQuery>();
+  private querySet = 0;
+  /** The version of the last Transition produced (handed to the outbox). */
+  private sentVersion: Version = { querySet: 0, ts: 0 };
+  private readonly work: WorkItem[] = [];
+  private working = false;
+  /** The highest ts among queued items: a mutation answered above it needs an item of its own. */
+  private scheduledTs = 0;
+  private answeredTs = 0;
+  private resyncPending = false;
+  private removedSinceHanded: number[] = [];
+  private intake: Promise<void> = Promise.resolve();
+  private mutations: Promise<void> = Promise.resolve();
+  /** Resolves when the mutation committing now is answered; null when none is. */
+  running: Promise<void> | null = null;
+  private requestsInFlight = 0;
+  private readonly topics = new Set<string>();
+  /** Since when (monotonic ms) the session has been over its limits; null when it is not. */
+  overLimitsSinceMs: number | null = null;
+  sessionId = "";
+
+  constructor(
+    private readonly host: SessionHost,
+    private readonly transport: SessionTransport,
+  ) {
+    this.outbox = new Outbox(
+      transport,
+      {
+        onDropped: (handed, removed) => this.dropped(handed, removed),
+        onResponseOverflow: () => this.overloaded("its response budget overflowed (it sends requests but does not read answers)"),
+      },
+      host.outboxLimits,
+    );
+  }
+
+  get isClosed(): boolean {
+    return this.state === "closed";
+  }
+
+  get subscriptionCount(): number {
+    return this.queries.size;
+  }
+
+  get requestCount(): number {
+    return this.requestsInFlight;
+  }
+
+  /** Whether the client is not keeping up: frames wait beyond its socket, or a resync is owed. */
+  get backlogged(): boolean {
+    return this.outbox.backlogged || this.resyncPending;
+  }
+
+  /** A frame from the client. Never throws: a bad frame is answered with a typed error. */
+  receive(text: string): void {
+    if (this.state === "closed") return;
+    let message: ClientMessage;
+    try {
+      message = parseClientMessage(text);
+    } catch (error) {
+      if (this.state === "awaitingConnect") this.fatal(error);
+      else this.respond({ type: "ProtocolError", error: errorPayload(error), ...requestIdOf(text) });
+      return;
+    }
+    this.intake = this.intake.then(() => this.take(message)).catch((error: unknown) => this.fatal(error));
+  }
+
+  /** The socket closed (or the handler closes the session): stop everything, release the index. */
+  close(reason: string): void {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    this.outbox.close();
+    for (const query of this.queries.values()) this.host.unregister(query.handles);
+    this.queries.clear();
+    for (const topic of this.topics) this.host.listen(this, topic, false);
+    this.topics.clear();
+    this.work.length = 0;
+    this.host.closed(this, reason);
+  }
+
+  /** Ends the session with a FatalError frame and a close (used for protocol violations and shutdown). */
+  fatal(error: unknown, code: number = CLOSE_CODES.protocolError): void {
+    if (this.state === "closed") return;
+    const payload = errorPayload(error);
+    this.transport.send(encodeMessage({ type: "FatalError", error: payload }), () => undefined);
+    this.transport.close(code, payload.message.slice(0, 120));
+    this.close(`fatal: [${payload.code}] ${payload.message}`);
+  }
+
+  /** A commit at `ts` may have changed `queryIds` (or, with none, just advances ts for the origin). */
+  enqueueCommit(ts: number, queryIds: Iterable<number>, waitFor: Promise<void>[]): void {
+    if (this.state !== "open") return;
+    const last = this.work[this.work.length - 1];
+    if (last !== undefined && last.kind === "commit") {
+      // Queued items have not started: one run at the newer ts answers both commits.
+      last.ts = Math.max(last.ts, ts);
+      for (const id of queryIds) last.queryIds.add(id);
+      last.waitFor.push(...waitFor);
+    } else {
+      this.work.push({ kind: "commit", ts, queryIds: new Set(queryIds), waitFor });
+    }
+    this.scheduledTs = Math.max(this.scheduledTs, ts);
+    this.pumpWork();
+  }
+
+  /** The token's expiry passed: the session becomes anonymous and is told so. */
+  expireIdentity(nowMs: number): void {
+    const expiresAt = this.identity.expiresAtMs;
+    if (this.state !== "open" || expiresAt === null || nowMs < expiresAt) return;
+    this.setIdentity(ANONYMOUS);
+    this.respond({
+      type: "AuthResponse",
+      success: false,
+      subject: null,
+      error: errorPayload(new CairnError("UNAUTHENTICATED", "the session's token expired; send a new one with SetAuth")),
+    });
+  }
+
+  /** Delivers a Broadcast (droppable: presence and the like tolerate loss under backpressure). */
+  broadcast(text: string): void {
+    if (this.state === "open") this.outbox.droppable(text);
+  }
+
+  // ---- inbound ------------------------------------------------------------------------
+
+  private async take(message: ClientMessage): Promise<void> {
+    if (this.state === "closed") return;
+    if (this.state === "awaitingConnect" && message.type !== "Connect") {
+      throw new CairnError("PROTOCOL_INVALID", `the first frame must be Connect, not ${message.type}`);
+    }
+    switch (message.type) {
+      case "Connect":
+        return this.connect(message);
+      case "ModifyQuerySet":
+        return this.enqueue({ kind: "modify", message, validAt: this.host.currentTs });
+      case "Mutation":
+        return this.startMutations([message], false);
+      case "MutationBatch":
+        return this.startMutations(message.entries, true);
+      case "Action":
+        return this.startAction(message.requestId, message.path, message.args);
+      case "SetAuth":
+        return this.setAuth(message.token);
+      case "Publish":
+        return this.publish(message.topic, message.event);
+      case "ModifyTopics":
+        return this.modifyTopics(message.add, message.remove);
+      default:
+        return assertNever(message);
+    }
+  }
+
+  private connect(message: Extract<ClientMessage, { type: "Connect" }>): void {
+    if (this.state === "open") throw new CairnError("PROTOCOL_INVALID", "Connect was already sent on this connection");
+    this.state = "open";
+    this.sessionId = message.sessionId;
+    const known: number[] = [];
+    const results: { seq: number; value: unknown; ts: number }[] = [];
+    if (message.clientId !== undefined) {
+      for (const seq of message.held ?? []) {
+        const receipt = this.host.backend.receipt(message.clientId, seq);
+        if (receipt === null) continue;
+        known.push(seq);
+        results.push({ seq, value: encodeValue(receipt.value), ts: receipt.ts });
+      }
+    }
+    const ts = this.host.currentTs;
+    this.sentVersion = { querySet: 0, ts: 0 };
+    this.respond({ type: "ConnectAck", deploymentId: this.host.backend.deploymentId, sessionId: message.sessionId, known, results, ts });
+  }
+
+  private async setAuth(token: string | null): Promise<void> {
+    if (token === null) {
+      this.setIdentity(ANONYMOUS);
+      this.respond({ type: "AuthResponse", success: true, subject: null });
+      return;
+    }
+    let verified: VerifiedToken;
+    try {
+      if (this.host.verifier === null) throw new CairnError("UNAUTHENTICATED", "this server has no token verifier configured (see `cairn serve --help`: --jwt-secret, --jwks)");
+      verified = await this.host.verifier.verify(token);
+    } catch (error) {
+      // A refused token leaves the session anonymous: it never keeps a privilege the client tried to replace.
+      this.setIdentity(ANONYMOUS);
+      this.respond({ type: "AuthResponse", success: false, subject: null, error: errorPayload(error) });
+      return;
+    }
+    this.setIdentity({ user: verified.identity, key: resultHash(token), expiresAtMs: verified.expiresAtMs });
+    this.respond({ type: "AuthResponse", success: true, subject: verified.identity.subject });
+  }
+
+  private setIdentity(identity: Identity): void {
+    const changed = identity.key !== this.identity.key;
+    this.identity = identity;
+    if (changed) this.enqueue({ kind: "identity", identity, validAt: this.host.currentTs });
+  }
+
+  private publish(topic: string, event: unknown): void {
+    try {
+      decodeValue(event);
+    } catch (error) {
+      this.respond({ type: "ProtocolError", error: errorPayload(error) });
+      return;
+    }
+    this.host.publish(topic, encodeMessage({ type: "Broadcast", topic, event }));
+  }
+
+  private modifyTopics(add: readonly string[], remove: readonly string[]): void {
+    for (const topic of remove) {
+      if (this.topics.delete(topic)) this.host.listen(this, topic, false);
+    }
+    for (const topic of add) {
+      if (this.topics.has(topic)) continue;
+      if (this.topics.size >= SESSION_TOPICS_MAX) {
+        const error = new CairnError("SESSION_LIMIT_EXCEEDED", `a session listens to at most ${SESSION_TOPICS_MAX} topics`);
+        this.respond({ type: "ProtocolError", error: errorPayload(error) });
+        return;
+      }
+      this.topics.add(topic);
+      this.host.listen(this, topic, true);
+    }
+  }
+
+  // ---- requests -----------------------------------------------------------------------
+
+  private startMutations(entries: readonly MutationEntry[], batch: boolean): void {
+    if (this.requestsInFlight + entries.length > SESSION_REQUESTS_IN_FLIGHT_MAX) {
+      const error = new CairnError("SESSION_LIMIT_EXCEEDED", `a session has at most ${SESSION_REQUESTS_IN_FLIGHT_MAX} requests waiting or running`);
+      for (const entry of entries) this.respond({ type: "MutationResponse", requestId: entry.requestId, success: false, error: errorPayload(error) });
+      return;
+    }
+    this.requestsInFlight += entries.length;
+    const identity = this.identity;
+    this.mutations = this.mutations.then(() => this.runMutations(entries, batch, identity));
+  }
+
+  private async runMutations(entries: readonly MutationEntry[], batch: boolean, identity: Identity): Promise<void> {
+    let stoppedBy: string | null = null;
+    for (const entry of entries) {
+      if (stoppedBy !== null) {
+        const error = new CairnError("MUTATION_NOT_RUN", `not run: mutation ${stoppedBy} before it in the batch failed transiently; send it again`);
+        this.respond({ type: "MutationResponse", requestId: entry.requestId, success: false, error: errorPayload(error) });
+        this.requestsInFlight--;
+        continue;
+      }
+      const failure = await this.runMutation(entry, identity);
+      if (batch && failure !== null && isTransient(failure)) stoppedBy = String(entry.requestId);
+    }
+  }
+
+  /** Runs one mutation and answers it; returns its error, or null on success. */
+  private async runMutation(entry: MutationEntry, identity: Identity): Promise<unknown> {
+    let answered!: () => void;
+    this.running = new Promise<void>((resolve) => (answered = resolve));
+    this.host.mutationStarted(this);
+    try {
+      const args = decodeValue(entry.args);
+      const options = { identity: identity.user, ...(entry.clientId !== undefined ? { clientId: entry.clientId } : {}), ...(entry.seq !== undefined ? { seq: entry.seq } : {}) };
+      const run = await this.host.backend.runMutation(entry.path, args, options);
+      this.respond({
+        type: "MutationResponse",
+        requestId: entry.requestId,
+        success: true,
+        value: encodeValue(run.value),
+        ts: run.ts,
+        ...(run.replayed ? { replayed: true } : {}),
+      });
+      this.answered(run.ts);
+      return null;
+    } catch (error) {
+      this.respond({ type: "MutationResponse", requestId: entry.requestId, success: false, error: errorPayload(error) });
+      return error;
+    } finally {
+      this.running = null;
+      this.requestsInFlight--;
+      this.host.mutationFinished(this);
+      answered();
+    }
+  }
+
+  /** A mutation was answered with `ts`: make sure a Transition at or above it follows. */
+  private answered(ts: number): void {
+    this.answeredTs = Math.max(this.answeredTs, ts);
+    if (ts > this.scheduledTs) this.enqueueCommit(Math.max(this.host.currentTs, ts), [], []);
+  }
+
+  private startAction(requestId: number, path: string, args: unknown): void {
+    if (this.requestsInFlight >= SESSION_REQUESTS_IN_FLIGHT_MAX) {
+      const error = new CairnError("SESSION_LIMIT_EXCEEDED", `a session has at most ${SESSION_REQUESTS_IN_FLIGHT_MAX} requests waiting or running`);
+      this.respond({ type: "ActionResponse", requestId, success: false, error: errorPayload(error) });
+      return;
+    }
+    this.requestsInFlight++;
+    const identity = this.identity;
+    void (async () => {
+      try {
+        const run = await this.host.backend.runAction(path, decodeValue(args), { identity: identity.user });
+        this.respond({ type: "ActionResponse", requestId, success: true, value: encodeValue(run.value) });
+      } catch (error) {
+        this.respond({ type: "ActionResponse", requestId, success: false, error: errorPayload(error) });
+      } finally {
+        this.requestsInFlight--;
+      }
+    })();
+  }
+
+  // ---- work items ---------------------------------------------------------------------
+
+  private enqueue(item: WorkItem): void {
+    if (item.kind === "modify" || item.kind === "identity") this.scheduledTs = Math.max(this.scheduledTs, item.validAt);
+    this.work.push(item);
+    this.pumpWork();
+  }
+
+  private pumpWork(): void {
+    if (this.working || this.state !== "open" || this.work.length === 0) return;
+    this.working = true;
+    void this.drainWork();
+  }
+
+  private async drainWork(): Promise<void> {
+    try {
+      while (this.state === "open" && this.work.length > 0) {
+        const item = this.work.shift()!;
+        await this.process(item);
+      }
+    } catch (error) {
+      if (errorKindOf(error) === "InvalidInput") {
+        this.fatal(error);
+      } else {
+        this.host.log(`session ${this.sessionId}: work failed: ${error instanceof Error ? error.stack : String(error)}`);
+        this.fatal(new CairnError("INTERNAL", "the server failed to update this session's queries"));
+      }
+    } finally {
+      this.working = false;
+    }
+    this.pumpWork();
+  }
+
+  private process(item: WorkItem): Promise<void> {
+    switch (item.kind) {
+      case "commit":
+        return this.processCommit(item.ts, item.queryIds, item.waitFor);
+      case "modify":
+        return this.processModify(item.message, item.validAt);
+      case "identity":
+        return this.processIdentity(item.identity, item.validAt);
+      case "refresh":
+        return this.processRefresh();
+      default:
+        return assertNever(item);
+    }
+  }
+
+  private async processCommit(itemTs: number, queryIds: ReadonlySet<number>, waitFor: readonly Promise<void>[]): Promise<void> {
+    // The mutation committing when this commit was announced may be in it: its response goes first.
+    await Promise.all(waitFor);
+    if (this.resyncPending || this.state !== "open") return;
+    const ts = Math.max(itemTs, this.sentVersion.ts);
+    const queries = [...queryIds].map((id) => this.queries.get(id)).filter((query) => query !== undefined);
+    const results = await Promise.all(queries.map((query) => this.runAt(query, ts)));
+    if (this.state !== "open") return;
+    if (results.some(historyGone)) return this.needRefresh();
+    const modifications: string[] = [];
+    queries.forEach((query, at) => {
+      const result = results[at]!;
+      if (result.hash !== query.hash) modifications.push(updatedText(query.queryId, result));
+      this.install(query, result);
+    });
+    const originOwed = this.answeredTs > this.sentVersion.ts && ts >= this.answeredTs;
+    if (modifications.length > 0 || originOwed) this.sendTransition(ts, modifications, []);
+  }
+
+  private async processModify(message: ModifyQuerySet, validAt: number): Promise<void> {
+    if (message.baseVersion !== this.querySet || message.newVersion !== message.baseVersion + 1) {
+      throw new CairnError("PROTOCOL_INVALID", `ModifyQuerySet builds on query set ${message.baseVersion} → ${message.newVersion}; the session is at ${this.querySet} (expected ${this.querySet} → ${this.querySet + 1})`);
+    }
+    this.querySet = message.newVersion;
+    const modifications: string[] = [];
+    const removed: number[] = [];
+    for (const queryId of message.remove) {
+      const query = this.queries.get(queryId);
+      if (query === undefined) continue;
+      this.host.unregister(query.handles);
+      this.queries.delete(queryId);
+      removed.push(queryId);
+      modifications.push(`{"type":"QueryRemoved","queryId":${queryId}}`);
+    }
+    const added: { query: SubscribedQuery; echoedHash: string | undefined }[] = [];
+    for (const entry of message.add) {
+      if (this.queries.has(entry.queryId)) throw new CairnError("PROTOCOL_INVALID", `query ${entry.queryId} is already in the query set`);
+      const query = this.subscribedQuery(entry.queryId, entry.path, entry.args);
+      this.queries.set(entry.queryId, query);
+      added.push({ query, echoedHash: entry.resultHash });
+    }
+    if (this.resyncPending) {
+      this.removedSinceHanded.push(...removed);
+      return;
+    }
+    const ts = Math.max(validAt, this.sentVersion.ts);
+    const results = await Promise.all(added.map(({ query }) => this.runAt(query, ts)));
+    if (this.state !== "open") return;
+    if (results.some(historyGone)) {
+      this.removedSinceHanded.push(...removed);
+      return this.needRefresh();
+    }
+    added.forEach(({ query, echoedHash }, at) => {
+      const result = results[at]!;
+      modifications.push(result.hash === echoedHash ? `{"type":"QueryUnchanged","queryId":${query.queryId},"hash":"${result.hash}"}` : updatedText(query.queryId, result));
+      this.install(query, result);
+    });
+    this.sendTransition(ts, modifications, removed);
+  }
+
+  private async processIdentity(identity: Identity, validAt: number): Promise<void> {
+    this.queryIdentity = identity;
+    if (this.resyncPending) return;
+    const ts = Math.max(validAt, this.sentVersion.ts);
+    if (this.queries.size === 0) return;
+    await this.rerunAll(ts, false);
+  }
+
+  /** After dropped Transitions: once the socket drains, every query's current result in one Transition. */
+  private async processRefresh(): Promise<void> {
+    await this.outbox.drained();
+    if (this.state !== "open") return;
+    const removed = this.removedSinceHanded;
+    this.removedSinceHanded = [];
+    this.sentVersion = this.outbox.handedVersion;
+    this.resyncPending = false;
+    await this.rerunAll(Math.max(this.host.currentTs, this.sentVersion.ts), true, removed);
+  }
+
+  private async rerunAll(ts: number, full: boolean, removed: number[] = []): Promise<void> {
+    const queries = [...this.queries.values()];
+    const results = await Promise.all(queries.map((query) => this.runAt(query, ts)));
+    if (this.state !== "open") return;
+    if (results.some(historyGone)) {
+      this.removedSinceHanded.push(...removed);
+      return this.needRefresh();
+    }
+    const modifications = removed.map((queryId) => `{"type":"QueryRemoved","queryId":${queryId}}`);
+    queries.forEach((query, at) => {
+      const result = results[at]!;
+      if (full || result.hash !== query.hash) modifications.push(updatedText(query.queryId, result));
+      this.install(query, result);
+    });
+    if (modifications.length > 0 || full) this.sendTransition(ts, modifications, removed);
+  }
+
+  /** History at the item's ts is gone (pruned while the session lagged): start over at the newest ts. */
+  private needRefresh(): void {
+    if (this.resyncPending) return;
+    this.resyncPending = true;
+    this.work.unshift({ kind: "refresh" });
+  }
+
+  private subscribedQuery(queryId: number, path: string, args: unknown): SubscribedQuery {
+    const argsText = JSON.stringify(args ?? null);
+    let decoded: SubscribedQuery["args"];
+    if (this.queries.size >= SESSION_QUERIES_MAX) {
+      decoded = { ok: false, error: new CairnError("SESSION_LIMIT_EXCEEDED", `a session subscribes to at most ${SESSION_QUERIES_MAX} queries`) };
+    } else {
+      try {
+        decoded = { ok: true, value: decodeValue(args) };
+      } catch (error) {
+        decoded = { ok: false, error: error as CairnError };
+      }
+    }
+    return { queryId, path, args: decoded, argsText, hash: null, handles: [] };
+  }
+
+  private runAt(query: SubscribedQuery, ts: number): Promise<QueryResult> {
+    if (!query.args.ok) return Promise.resolve(failedResult(query.args.error, ts));
+    const args = query.args.value;
+    const identity = this.queryIdentity;
+    const key = `${query.path}\u0000${query.argsText}\u0000${identity.key}`;
+    return this.host.shared.run(key, ts, async () => {
+      const run = await this.host.backend.runQuery(query.path, args, { identity: identity.user, readTs: ts });
+      if (run.outcome.kind === "failed") return { ...failedResult(run.outcome.error, ts), readRanges: run.readRanges };
+      const payloadText = JSON.stringify(encodeValue(run.outcome.value));
+      return { kind: "ok", payloadText, hash: resultHash(payloadText), errorCode: null, readRanges: run.readRanges, readTs: ts };
+    });
+  }
+
+  /** Puts the run's read ranges in the index; commits since its ts that touched them queue a re-run. */
+  private install(query: SubscribedQuery, result: QueryResult): void {
+    query.hash = result.hash;
+    this.host.unregister(query.handles);
+    query.handles = this.host.register(this, query.queryId, result.readRanges);
+    const now = this.host.currentTs;
+    if (now > result.readTs && this.host.recent.changedSince(result.readTs, result.readRanges)) this.enqueueCommit(now, [query.queryId], []);
+  }
+
+  private sendTransition(ts: number, modifications: readonly string[], removed: readonly number[]): void {
+    if (this.resyncPending) {
+      this.removedSinceHanded.push(...removed);
+      return;
+    }
+    const startVersion = this.sentVersion;
+    const endVersion = { querySet: this.querySet, ts };
+    if (modifications.length === 0 && startVersion.querySet === endVersion.querySet && startVersion.ts === endVersion.ts) return;
+    this.sentVersion = endVersion;
+    const text = `{"type":"Transition","startVersion":${JSON.stringify(startVersion)},"endVersion":${JSON.stringify(endVersion)},"modifications":[${modifications.join(",")}]}`;
+    this.outbox.droppable(text, { endVersion, removedQueryIds: removed });
+  }
+
+  // ---- outbound -----------------------------------------------------------------------
+
+  private respond(message: ServerMessage): void {
+    if (this.state === "closed") return;
+    this.outbox.response(encodeMessage(message));
+  }
+
+  private dropped(handed: Version, removed: number[]): void {
+    this.removedSinceHanded.push(...removed);
+    if (this.resyncPending) return;
+    this.host.log(`session ${this.sessionId}: client is not reading; dropped its queued Transitions, it will be resynced from version ${handed.querySet}/${handed.ts}`);
+    this.resyncPending = true;
+    this.sentVersion = handed;
+    this.work.push({ kind: "refresh" });
+    this.pumpWork();
+  }
+
+  /** Closes the session once, with a log line saying why (the client reconnects and re-sends). */
+  overloaded(why: string): void {
+    if (this.state === "closed") return;
+    this.host.log(`session ${this.sessionId}: closed: ${why}`);
+    this.transport.terminate();
+    this.close(`overloaded: ${why}`);
+  }
+}
+
+function updatedText(queryId: number, result: QueryResult): string {
+  return result.kind === "ok"
+    ? `{"type":"QueryUpdated","queryId":${queryId},"value":${result.payloadText},"hash":"${result.hash}"}`
+    : `{"type":"QueryFailed","queryId":${queryId},"error":${result.payloadText},"hash":"${result.hash}"}`;
+}
+
+function failedResult(error: unknown, ts: number): QueryResult {
+  const payload = errorPayload(error);
+  const payloadText = JSON.stringify(payload);
+  return { kind: "failed", payloadText, hash: resultHash(`error:${payloadText}`), errorCode: payload.code, readRanges: [], readTs: ts };
+}
+
+function historyGone(result: QueryResult): boolean {
+  return result.errorCode === "LOCAL_HISTORY_UNAVAILABLE";
+}
+
+function isTransient(error: unknown): boolean {
+  const kind = errorKindOf(error);
+  return kind === "Unavailable" || kind === "Conflict" || kind === "Fenced";
+}
+
+function requestIdOf(text: string): { requestId?: number } {
+  const match = /"requestId"\s*:\s*(\d{1,15})/.exec(text.slice(0, 4096));
+  return match === null ? {} : { requestId: Number(match[1]) };
+}
+
+function assertNever(value: never): never {
+  throw new CairnError("INTERNAL", `unhandled ${JSON.stringify(value)}`);
+}

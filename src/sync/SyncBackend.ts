@@ -1,0 +1,22 @@
+import type { ActionRun, MutationRun, RecordedQueryRun, UserIdentity } from "../functions/index.js";
+import type { Value } from "../model/Value.js";
+
+/**
+ * What the sync handler needs from the node it serves: running functions and reading
+ * receipts. A writer implements it over its FunctionRuntime; a replica will run queries
+ * locally and forward mutations to the writer.
+ */
+export interface SyncBackend {
+  readonly deploymentId: string;
+  /** The newest ts whose commits are applied locally (and announced to the handler). */
+  readonly readTs: number;
+  runQuery(path: string, args: Value, options: { readonly identity: UserIdentity | null; readonly readTs: number }): Promise<RecordedQueryRun>;
+  runMutation(
+    path: string,
+    args: Value,
+    options: { readonly identity: UserIdentity | null; readonly clientId?: string; readonly seq?: number },
+  ): Promise<MutationRun>;
+  runAction(path: string, args: Value, options: { readonly identity: UserIdentity | null }): Promise<ActionRun>;
+  /** The committed result of mutation (clientId, seq), or null if none is known here. */
+  receipt(clientId: string, seq: number): { readonly ts: number; readonly value: Value } | null;
+}

@@ -1,0 +1,233 @@
+import { CairnError } from "../base/errors.js";
+import { systemClock, type Clock } from "../base/clock.js";
+import { SERVER_DRAIN_MS_MAX, SESSION_OVER_LIMITS_MS_MAX } from "../base/limits.js";
+import { IntervalIndex, type IntervalHandle } from "../model/IntervalIndex.js";
+import type { KeyRange } from "../model/KeyRange.js";
+import type { Segment } from "../segments/Segment.js";
+import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
+import { CLOSE_CODES } from "./protocol.js";
+import { RecentCommits } from "./RecentCommits.js";
+import { Session, type SessionHost, type SessionTransport } from "./Session.js";
+import { SharedQueryRuns } from "./SharedQueryRuns.js";
+import type { SyncBackend } from "./SyncBackend.js";
+import type { TokenVerifier } from "./TokenVerifier.js";
+import { segmentWrites } from "./segmentWrites.js";
+
+export interface SyncHandlerOptions {
+  readonly backend: SyncBackend;
+  /** Verifies SetAuth tokens; null refuses every token (anonymous sessions only). */
+  readonly verifier?: TokenVerifier | null;
+  readonly clock?: Clock;
+  readonly log?: (line: string) => void;
+  readonly outboxLimits?: OutboxLimits;
+  /** How long a session may stay over its limits before it is disconnected. */
+  readonly overLimitsMsMax?: number;
+  /** How often sessions are checked for overstayed limits and expired tokens. */
+  readonly sweepIntervalMs?: number;
+}
+
+/** What one connection gets from the handler: frames in, and a call when its socket closed. */
+export interface SessionConnection {
+  receive(text: string): void;
+  closed(): void;
+}
+
+export interface SyncStats {
+  readonly sessions: number;
+  readonly subscriptions: number;
+  readonly queuedFrames: number;
+  readonly droppedFrames: number;
+  readonly transitionsCommitted: number;
+  readonly sharedRunHits: number;
+  readonly sharedRunMisses: number;
+}
+
+interface SubscriptionRef {
+  readonly session: Session;
+  readonly queryId: number;
+}
+
+/**
+ * The node's sync handler (DESIGN.md §8): every session of the node, the subscription
+ * index over their read ranges, and the feed of applied commits. The same entry point —
+ * `segmentApplied` — serves a writer (its own commits) and a replica (segments it tails).
+ *
+ * A commit is matched against the interval index of every session's read ranges: only
+ * sessions whose subscriptions it touched get work, plus sessions with a mutation
+ * committing at that moment (the origin must see ts advance). The cost of a commit is
+ * O(written keys · log(ranges) + affected subscriptions), independent of how many
+ * subscriptions it does not touch.
+ *
+ * Invariants: `currentTs` only grows and every announced commit at or below it has been
+ * matched; sessions are in `sessions` from connect until closed, and their ranges leave
+ * the index when they close.
+ */
+export class SyncHandler {
+  readonly backend: SyncBackend;
+  private readonly host: SessionHost;
+  private readonly index = new IntervalIndex<SubscriptionRef>();
+  private readonly sessions = new Set<Session>();
+  private readonly committing = new Set<Session>();
+  private readonly listeners = new Map<string, Set<Session>>();
+  private readonly shared = new SharedQueryRuns();
+  private readonly recent = new RecentCommits();
+  private readonly clock: Clock;
+  private readonly log: (line: string) => void;
+  private readonly overLimitsMsMax: number;
+  private ts: number;
+  private droppedBefore = 0;
+  private transitionsCommitted = 0;
+  private accepting = true;
+  private sweeper: ReturnType<typeof setInterval> | null;
+
+  constructor(options: SyncHandlerOptions) {
+    this.backend = options.backend;
+    this.clock = options.clock ?? systemClock;
+    this.log = options.log ?? (() => undefined);
+    this.overLimitsMsMax = options.overLimitsMsMax ?? SESSION_OVER_LIMITS_MS_MAX;
+    this.ts = options.backend.readTs;
+    this.host = this.sessionHost(options.verifier ?? null, options.outboxLimits ?? DEFAULT_OUTBOX_LIMITS);
+    this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 1_000);
+    this.sweeper.unref?.();
+  }
+
+  get currentTs(): number {
+    return this.ts;
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** A new connection. Its first frame must be Connect. */
+  connect(transport: SessionTransport): SessionConnection {
+    if (!this.accepting) {
+      transport.close(CLOSE_CODES.goingAway, "server stopping");
+      return { receive: () => undefined, closed: () => undefined };
+    }
+    const session = new Session(this.host, transport);
+    this.sessions.add(session);
+    return { receive: (text) => session.receive(text), closed: () => session.close("socket closed") };
+  }
+
+  /** A segment is applied locally (the engine's or a tailer's event): fan its writes out. */
+  segmentApplied(segment: Segment): void {
+    this.commitApplied(segment.header.maxTs, segmentWrites(segment));
+  }
+
+  /** Writes applied at `ts` (all keys as points or ranges of the query keyspaces). */
+  commitApplied(ts: number, writes: readonly KeyRange[]): void {
+    if (ts <= this.ts && writes.length === 0) return;
+    this.ts = Math.max(this.ts, ts);
+    this.recent.add(ts, writes);
+    const affected = new Map<Session, Set<number>>();
+    for (const write of writes) {
+      for (const { session, queryId } of this.index.overlapping(write)) {
+        let ids = affected.get(session);
+        if (ids === undefined) affected.set(session, (ids = new Set()));
+        ids.add(queryId);
+      }
+    }
+    for (const session of this.committing) if (!affected.has(session)) affected.set(session, new Set());
+    for (const [session, queryIds] of affected) {
+      this.transitionsCommitted++;
+      session.enqueueCommit(ts, queryIds, session.running === null ? [] : [session.running]);
+    }
+  }
+
+  stats(): SyncStats {
+    let subscriptions = 0;
+    let queuedFrames = 0;
+    let dropped = this.droppedBefore;
+    for (const session of this.sessions) {
+      subscriptions += session.subscriptionCount;
+      queuedFrames += session.outbox.queuedFrames;
+      dropped += session.outbox.droppedTotal;
+    }
+    const shared = this.shared.stats;
+    return {
+      sessions: this.sessions.size,
+      subscriptions,
+      queuedFrames,
+      droppedFrames: dropped,
+      transitionsCommitted: this.transitionsCommitted,
+      sharedRunHits: shared.hits,
+      sharedRunMisses: shared.misses,
+    };
+  }
+
+  /**
+   * Stops accepting sessions, lets running requests finish (bounded by SERVER_DRAIN_MS_MAX:
+   * their mutations stay answerable from receipts after that), then ends every session
+   * with FatalError SERVER_STOPPING and close code 1001.
+   */
+  async close(drainMsMax = SERVER_DRAIN_MS_MAX): Promise<void> {
+    this.accepting = false;
+    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper = null;
+    const deadline = this.clock.monotonicMs() + drainMsMax;
+    while ([...this.sessions].some((session) => session.requestCount > 0) && this.clock.monotonicMs() < deadline) {
+      await this.clock.sleep(20);
+    }
+    const stopping = new CairnError("SERVER_STOPPING", "the server is stopping; reconnect");
+    for (const session of [...this.sessions]) session.fatal(stopping, CLOSE_CODES.goingAway);
+  }
+
+  private sessionHost(verifier: TokenVerifier | null, outboxLimits: OutboxLimits): SessionHost {
+    const handler = this;
+    return {
+      backend: this.backend,
+      verifier,
+      shared: this.shared,
+      recent: this.recent,
+      outboxLimits,
+      get currentTs() {
+        return handler.ts;
+      },
+      register: (session, queryId, ranges) => ranges.map((range) => this.index.insert(range, { session, queryId })),
+      unregister: (handles: readonly IntervalHandle[]) => {
+        for (const handle of handles) this.index.remove(handle);
+      },
+      mutationStarted: (session) => this.committing.add(session),
+      mutationFinished: (session) => this.committing.delete(session),
+      listen: (session, topic, on) => this.listen(session, topic, on),
+      publish: (topic, eventText) => {
+        for (const session of this.listeners.get(topic) ?? []) session.broadcast(eventText);
+      },
+      closed: (session) => {
+        this.droppedBefore += session.outbox.droppedTotal;
+        this.sessions.delete(session);
+        this.committing.delete(session);
+      },
+      log: this.log,
+    };
+  }
+
+  private listen(session: Session, topic: string, on: boolean): void {
+    let set = this.listeners.get(topic);
+    if (on) {
+      if (set === undefined) this.listeners.set(topic, (set = new Set()));
+      set.add(session);
+    } else if (set !== undefined) {
+      set.delete(session);
+      if (set.size === 0) this.listeners.delete(topic);
+    }
+  }
+
+  /** Disconnects sessions over their limits for too long; downgrades sessions whose token expired. */
+  private sweep(): void {
+    const nowMonotonic = this.clock.monotonicMs();
+    const nowMs = this.clock.nowMs();
+    for (const session of [...this.sessions]) {
+      session.expireIdentity(nowMs);
+      if (!session.backlogged) {
+        session.overLimitsSinceMs = null;
+        continue;
+      }
+      session.overLimitsSinceMs ??= nowMonotonic;
+      if (nowMonotonic - session.overLimitsSinceMs >= this.overLimitsMsMax) {
+        session.overloaded(`over its limits (socket full or resync pending) for ${Math.round((nowMonotonic - session.overLimitsSinceMs) / 1000)} s`);
+      }
+    }
+  }
+}

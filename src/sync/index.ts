@@ -1,0 +1,9 @@
+/** The sync layer's public surface: the protocol and the handler a node serves sessions with. */
+export * from "./protocol.js";
+export { SyncHandler, type SessionConnection, type SyncHandlerOptions, type SyncStats } from "./SyncHandler.js";
+export type { SessionTransport } from "./Session.js";
+export type { SyncBackend } from "./SyncBackend.js";
+export type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
+export { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
+export { segmentWrites } from "./segmentWrites.js";
+export { runtimeBackend, type ServedShard } from "./runtimeBackend.js";
