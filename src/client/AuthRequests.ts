@@ -1,0 +1,73 @@
+import type { ClientMessage } from "../sync/protocol.js";
+
+/**
+ * The auth token and the `setAuth` calls waiting for their AuthResponse. AuthResponse
+ * names no request, so answers pair with SetAuth frames in the order they were sent.
+ *
+ * Invariants:
+ * - `token` is the latest one set; it is sent again after every ConnectAck, so each
+ *   connection runs with it;
+ * - every waiting call is either in `unsent` (no connection) or in exactly one group of
+ *   `onTheWire` (one group per SetAuth frame sent, oldest first);
+ * - calls made while disconnected are answered by the one SetAuth of the current token
+ *   sent after the next ConnectAck: a token set meanwhile supersedes theirs.
+ */
+
+export interface AuthWaiter {
+  /** With the verified subject (null: anonymous). */
+  readonly resolve: (subject: string | null) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+type SetAuthFrame = Extract<ClientMessage, { type: "SetAuth" }>;
+
+export class AuthRequests {
+  private current: string | null = null;
+  private unsent: AuthWaiter[] = [];
+  private onTheWire: AuthWaiter[][] = [];
+
+  get token(): string | null {
+    return this.current;
+  }
+
+  /** Sets the token; returns the frame to send when connected. */
+  set(token: string | null, waiter: AuthWaiter, connected: boolean): SetAuthFrame | null {
+    this.current = token;
+    if (!connected) {
+      this.unsent.push(waiter);
+      return null;
+    }
+    this.onTheWire.push([waiter]);
+    return { type: "SetAuth", token };
+  }
+
+  /** The calls the next AuthResponse answers (undefined when none was expected). */
+  answered(): AuthWaiter[] | undefined {
+    return this.onTheWire.shift();
+  }
+
+  /** Frames in flight are lost with the connection; their calls wait for the next one. */
+  connectionLost(): void {
+    this.unsent = [...this.onTheWire.flat(), ...this.unsent];
+    this.onTheWire = [];
+  }
+
+  /**
+   * After a ConnectAck: the SetAuth to send (null when anonymous, which a fresh
+   * connection already is) and the calls answered without one (they asked for anonymous).
+   */
+  resend(): { frame: SetAuthFrame | null; anonymous: AuthWaiter[] } {
+    const waiting = this.unsent;
+    this.unsent = [];
+    if (this.current === null) return { frame: null, anonymous: waiting };
+    this.onTheWire.push(waiting);
+    return { frame: { type: "SetAuth", token: this.current }, anonymous: [] };
+  }
+
+  takeAll(): AuthWaiter[] {
+    const all = [...this.onTheWire.flat(), ...this.unsent];
+    this.onTheWire = [];
+    this.unsent = [];
+    return all;
+  }
+}

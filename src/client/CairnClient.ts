@@ -1,0 +1,369 @@
+import { CairnError, invalidArgument } from "../base/errors.js";
+import type { Value } from "../model/Value.js";
+import { encodeValue } from "../model/ValueJson.js";
+import { encodeMessage, parseServerMessage, type ClientMessage } from "../sync/protocol.js";
+import type { ActionReference, ArgsOf, ArgsParameter, MutationReference, QueryReference, ResultOf } from "./api.js";
+import { ClientState } from "./ClientState.js";
+import {
+  INITIAL_CONNECTION_STATE,
+  nextConnectionState,
+  reconnectDelayMs,
+  type ConnectionEvent,
+  type ConnectionState,
+} from "./ConnectionLifecycle.js";
+import type { Effects } from "./Effects.js";
+import { encodeArgs } from "./encodeArgs.js";
+import { CLIENT_ID_BYTES } from "./limits.js";
+import type { OptimisticUpdate } from "./OptimisticUpdates.js";
+import { cryptoRandom, randomHex, type Random } from "./Random.js";
+import { globalTimers, type Timers } from "./Timers.js";
+import { CLIENT_CLOSE_CODES, type WebSocketConstructor, type WebSocketLike } from "./WebSocketLike.js";
+
+/**
+ * The Cairn client: one WebSocket to a Cairn server, driving a ClientState (which holds
+ * every protocol decision) and reconnecting by itself with jittered exponential backoff
+ * (ConnectionLifecycle). Subscriptions, unanswered mutations, the auth token and
+ * broadcast topics survive reconnects; actions in flight do not (CONNECTION_LOST).
+ *
+ * Listeners and promise settlements run after the frames of the same step are sent;
+ * a listener that throws is reported through `onError` and does not stop the others.
+ */
+
+export interface CairnClientOptions {
+  /** The WebSocket class. Default: `globalThis.WebSocket` (browsers); in Node use `createNodeClient` of client/node. */
+  readonly WebSocket?: WebSocketConstructor;
+  /** Ids and reconnect jitter. Default: `globalThis.crypto.getRandomValues`. */
+  readonly random?: Random;
+  /** The reconnect timer. Default: the global setTimeout. */
+  readonly timers?: Timers;
+  /** Errors nobody awaits (a refused re-sent token, a ProtocolError without a request, a throwing listener). Default: console.warn. */
+  readonly onError?: (error: unknown) => void;
+  /** First reconnect delay before jitter (RECONNECT_BACKOFF_BASE_MS, 300 ms); smaller reconnects faster after a blip but loads a restarting server more. */
+  readonly reconnectBackoffBaseMs?: number;
+  /** Reconnect delay ceiling before jitter (RECONNECT_BACKOFF_MAX_MS, 30 s). */
+  readonly reconnectBackoffMaxMs?: number;
+}
+
+/** A mutation to call later, optionally with an optimistic update. */
+export interface MutationFunction<Ref extends MutationReference> {
+  (...args: ArgsParameter<Ref>): Promise<ResultOf<Ref>>;
+  /** The same mutation, applying `update` to the local query results until it commits (or fails). */
+  withOptimisticUpdate(update: OptimisticUpdate<ArgsOf<Ref>>): MutationFunction<Ref>;
+}
+
+export type ConnectionListener = (state: ConnectionState) => void;
+
+export class CairnClient {
+  private readonly url: string;
+  private readonly WebSocketClass: WebSocketConstructor;
+  private readonly random: Random;
+  private readonly timers: Timers;
+  private readonly onError: (error: unknown) => void;
+  private readonly backoff: { readonly baseMs?: number; readonly maxMs?: number };
+  private readonly state: ClientState;
+  private connection: ConnectionState = INITIAL_CONNECTION_STATE;
+  private socket: WebSocketLike | null = null;
+  private retryTimer: unknown = null;
+  private readonly connectionListeners = new Set<ConnectionListener>();
+  /** Rejecters of one-shot queries still waiting, for `close`. */
+  private readonly waitingQueries = new Set<(error: CairnError) => void>();
+
+  constructor(url: string, options: CairnClientOptions = {}) {
+    this.url = checkUrl(url);
+    this.WebSocketClass = options.WebSocket ?? defaultWebSocket();
+    this.random = options.random ?? cryptoRandom;
+    this.timers = options.timers ?? globalTimers;
+    this.onError = options.onError ?? warn;
+    this.backoff = { baseMs: options.reconnectBackoffBaseMs, maxMs: options.reconnectBackoffMaxMs };
+    this.state = new ClientState({ clientId: randomHex(this.random, CLIENT_ID_BYTES), reportError: (error) => this.report(error) });
+    this.openSocket();
+  }
+
+  /** This client's id: the receipt key of its mutations, stable across reconnects. */
+  get clientId(): string {
+    return this.state.clientId;
+  }
+
+  get connectionState(): ConnectionState {
+    return this.connection;
+  }
+
+  /** Calls `listener` on every change of `connectionState` (e.g. to show "reconnecting"). */
+  onConnectionChange(listener: ConnectionListener): () => void {
+    this.connectionListeners.add(listener);
+    return () => this.connectionListeners.delete(listener);
+  }
+
+  // ---- functions -----------------------------------------------------------------------
+
+  /** The query's current result, once (subscribes until the first result arrives). */
+  query<Ref extends QueryReference>(ref: Ref, ...args: ArgsParameter<Ref>): Promise<ResultOf<Ref>> {
+    return new Promise<ResultOf<Ref>>((resolve, reject) => {
+      const finish = (): void => {
+        this.waitingQueries.delete(rejectOnClose);
+        unsubscribe();
+      };
+      const rejectOnClose = (error: CairnError): void => {
+        finish();
+        reject(error);
+      };
+      const unsubscribe = this.subscribe(
+        ref,
+        args[0] as ArgsOf<Ref>,
+        (value) => {
+          finish();
+          resolve(value);
+        },
+        rejectOnClose,
+      );
+      this.waitingQueries.add(rejectOnClose);
+    });
+  }
+
+  /**
+   * Calls `onUpdate` with the query's result whenever it changes (with optimistic
+   * updates applied), `onError` when the query fails (default: the client's onError).
+   * Equal subscriptions share one server query. Returns the unsubscribe function.
+   */
+  subscribe<Ref extends QueryReference>(
+    ref: Ref,
+    args: ArgsOf<Ref>,
+    onUpdate: (result: ResultOf<Ref>) => void,
+    onError?: (error: CairnError) => void,
+  ): () => void {
+    const encoded = encodeArgs(args);
+    const listener = { onUpdate: (value: Value) => onUpdate(value as ResultOf<Ref>), onError: onError ?? ((error: CairnError) => this.report(error)) };
+    const subscription = this.step(() => this.state.subscribe(ref.path, encoded, listener));
+    // A result already held reaches the new listener after subscribe returns, never inside it.
+    queueMicrotask(() => this.step(() => this.state.notifyListeners()));
+    return () => this.step(() => this.state.unsubscribe(subscription));
+  }
+
+  /** With args: runs the mutation. Without: a function that runs it, to which an optimistic update can be added. */
+  mutation<Ref extends MutationReference>(ref: Ref): MutationFunction<Ref>;
+  mutation<Ref extends MutationReference>(ref: Ref, args: ArgsOf<Ref>): Promise<ResultOf<Ref>>;
+  mutation<Ref extends MutationReference>(ref: Ref, ...args: [] | [ArgsOf<Ref>]): MutationFunction<Ref> | Promise<ResultOf<Ref>> {
+    if (args.length === 0) return this.mutationFunction(ref, undefined);
+    return this.runMutation(ref, args[0], undefined);
+  }
+
+  /** Runs an action. It is never re-sent: if the connection drops first, it rejects with CONNECTION_LOST. */
+  action<Ref extends ActionReference>(ref: Ref, ...args: ArgsParameter<Ref>): Promise<ResultOf<Ref>> {
+    return this.encodeThen(args[0], (encoded) => this.step(() => this.state.act(ref.path, encoded)) as Promise<ResultOf<Ref>>);
+  }
+
+  // ---- auth, broadcasts, lifecycle -----------------------------------------------------
+
+  /** Authenticates this and every later connection (null: anonymous); resolves with the verified subject. */
+  setAuth(token: string | null): Promise<string | null> {
+    return this.step(() => this.state.setAuth(token));
+  }
+
+  /** Sends `event` to the listeners of `topic` (fire and forget; dropped while disconnected). */
+  publish(topic: string, event: Value): void {
+    const encoded = encodeValue(event);
+    this.step(() => this.state.publish(topic, encoded));
+  }
+
+  /** Calls `listener` with each event broadcast to `topic`. Returns the function that stops it. */
+  onBroadcast(topic: string, listener: (event: Value) => void): () => void {
+    const registration = this.step(() => this.state.addBroadcastListener(topic, listener));
+    return () => this.step(() => this.state.removeBroadcastListener(registration));
+  }
+
+  /** Closes the connection for good: every waiting call rejects with CONNECTION_LOST. */
+  close(): void {
+    if (this.connection.state === "closed") return;
+    this.changeConnection({ type: "closeRequested" });
+    if (this.retryTimer !== null) this.timers.clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.dropSocket(CLIENT_CLOSE_CODES.normal);
+    this.step(() => this.state.close());
+    const error = new CairnError("CONNECTION_LOST", "the client was closed");
+    for (const reject of [...this.waitingQueries]) reject(error);
+  }
+
+  // ---- mutations -----------------------------------------------------------------------
+
+  private mutationFunction<Ref extends MutationReference>(ref: Ref, update: OptimisticUpdate<ArgsOf<Ref>> | undefined): MutationFunction<Ref> {
+    const call = (...args: ArgsParameter<Ref>) => this.runMutation(ref, args[0], update);
+    return Object.assign(call, {
+      withOptimisticUpdate: (next: OptimisticUpdate<ArgsOf<Ref>>) => {
+        if (update !== undefined) throw invalidArgument(`mutation ${ref.path} already has an optimistic update`);
+        return this.mutationFunction(ref, next);
+      },
+    });
+  }
+
+  private runMutation<Ref extends MutationReference>(
+    ref: Ref,
+    args: ArgsOf<Ref> | undefined,
+    update: OptimisticUpdate<ArgsOf<Ref>> | undefined,
+  ): Promise<ResultOf<Ref>> {
+    const optimistic = update === undefined ? undefined : { update, args: args ?? {} };
+    return this.encodeThen(args, (encoded) => this.step(() => this.state.mutate(ref.path, encoded, optimistic)) as Promise<ResultOf<Ref>>);
+  }
+
+  /** Bad arguments reject the call's promise rather than throw from it. */
+  private encodeThen<T>(args: unknown, call: (encoded: ReturnType<typeof encodeArgs>) => Promise<T>): Promise<T> {
+    let encoded: ReturnType<typeof encodeArgs>;
+    try {
+      encoded = encodeArgs(args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return call(encoded);
+  }
+
+  // ---- socket --------------------------------------------------------------------------
+
+  private openSocket(): void {
+    let socket: WebSocketLike;
+    try {
+      socket = new this.WebSocketClass(this.url);
+    } catch (error) {
+      this.report(error);
+      this.socketClosed();
+      return;
+    }
+    this.socket = socket;
+    socket.onopen = () => {
+      if (this.socket === socket) this.step(() => this.state.connectionOpened(randomHex(this.random, CLIENT_ID_BYTES)));
+    };
+    socket.onmessage = (event) => {
+      if (this.socket === socket) this.receiveFrame(event.data);
+    };
+    socket.onclose = () => {
+      if (this.socket === socket) this.socketClosed();
+    };
+    // Every error is followed by a close event, which is where the client reconnects.
+    socket.onerror = () => {};
+  }
+
+  private receiveFrame(data: unknown): void {
+    if (typeof data !== "string") return this.badFrame(new CairnError("PROTOCOL_INVALID", "a server frame must be text"));
+    let message: ReturnType<typeof parseServerMessage>;
+    try {
+      message = parseServerMessage(data);
+    } catch (error) {
+      return this.badFrame(error);
+    }
+    this.state.receive(message);
+    const effects = this.state.takeEffects();
+    if (message.type === "ConnectAck" && effects.resync === null) this.changeConnection({ type: "connectAcked" });
+    this.run(effects);
+  }
+
+  private badFrame(error: unknown): void {
+    this.report(error);
+    this.resync();
+  }
+
+  /** The session can no longer be trusted: drop the socket and rebuild it on a new one. */
+  private resync(): void {
+    if (this.socket === null) return;
+    this.dropSocket(CLIENT_CLOSE_CODES.resync);
+    this.socketClosed();
+  }
+
+  private socketClosed(): void {
+    this.socket = null;
+    if (this.connection.state === "closed") return;
+    this.changeConnection({ type: "socketClosed" });
+    this.step(() => this.state.connectionLost());
+    if (this.connection.state !== "waitingToReconnect") return;
+    this.retryTimer = this.timers.setTimeout(() => this.retry(), this.connection.delayMs);
+  }
+
+  private retry(): void {
+    this.retryTimer = null;
+    if (this.connection.state !== "waitingToReconnect") return;
+    this.changeConnection({ type: "retryTimerFired" });
+    this.openSocket();
+  }
+
+  /** Detaches the current socket (its late events are ignored) and closes it. */
+  private dropSocket(code: number): void {
+    const socket = this.socket;
+    this.socket = null;
+    if (socket === null) return;
+    socket.onopen = socket.onmessage = socket.onclose = null;
+    try {
+      socket.close(code);
+    } catch {
+      // Closing a socket that never opened may throw in some implementations; it is gone either way.
+    }
+  }
+
+  // ---- effects -------------------------------------------------------------------------
+
+  /** Runs one state-machine operation, then what it asked for. */
+  private step<T>(operation: () => T): T {
+    try {
+      return operation();
+    } finally {
+      this.run(this.state.takeEffects());
+    }
+  }
+
+  private run(effects: Effects): void {
+    for (const frame of effects.send) this.send(frame);
+    for (const callback of effects.callbacks) {
+      try {
+        callback();
+      } catch (error) {
+        this.report(error);
+      }
+    }
+    if (effects.resync !== null) this.resync();
+  }
+
+  private send(frame: ClientMessage): void {
+    try {
+      this.socket?.send(encodeMessage(frame));
+    } catch (error) {
+      // The socket is closing; its close event reconnects and everything unanswered is re-sent.
+      this.report(error);
+    }
+  }
+
+  private changeConnection(event: ConnectionEvent): void {
+    this.connection = nextConnectionState(this.connection, event, (attempt) => reconnectDelayMs(attempt, this.random, this.backoff));
+    for (const listener of [...this.connectionListeners]) {
+      try {
+        listener(this.connection);
+      } catch (error) {
+        this.report(error);
+      }
+    }
+  }
+
+  private report(error: unknown): void {
+    try {
+      this.onError(error);
+    } catch {
+      // An onError that throws has nowhere further to report to.
+    }
+  }
+}
+
+function checkUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalidArgument(`not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") throw invalidArgument(`a Cairn URL is ws:// or wss://, not ${parsed.protocol}//`);
+  return url;
+}
+
+function defaultWebSocket(): WebSocketConstructor {
+  const WebSocket = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+  if (WebSocket === undefined) throw invalidArgument("this platform has no global WebSocket: pass options.WebSocket (in Node, use createNodeClient from client/node)");
+  return WebSocket;
+}
+
+function warn(error: unknown): void {
+  console.warn("cairn client:", error);
+}

@@ -1,0 +1,401 @@
+import { CairnError, invalidArgument } from "../base/errors.js";
+import { AUTH_TOKEN_CHARS_MAX } from "../base/limits.js";
+import type { Value } from "../model/Value.js";
+import { decodeValue, type JsonValue } from "../model/ValueJson.js";
+import { errorFromPayload, type ServerMessage, type Version } from "../sync/protocol.js";
+import { AuthRequests, type AuthWaiter } from "./AuthRequests.js";
+import { BroadcastTopics, checkTopic, type BroadcastListener, type BroadcastRegistration } from "./BroadcastTopics.js";
+import { noEffects, type Effects } from "./Effects.js";
+import type { EncodedArgs } from "./encodeArgs.js";
+import { OptimisticUpdates, type OptimisticUpdate } from "./OptimisticUpdates.js";
+import { PendingActions } from "./PendingActions.js";
+import { PendingMutations, resolution, type PendingMutation } from "./PendingMutations.js";
+import { sameResult, type QueryResult } from "./QueryResult.js";
+import { QuerySet, type QueryListener, type Subscription } from "./QuerySet.js";
+import { settleDecoded } from "./settleDecoded.js";
+import type { QueryToken } from "./QueryToken.js";
+
+/**
+ * The client's side of the sync protocol, free of sockets: it takes plain server
+ * messages and calls, and collects the frames to send and the callbacks to fire
+ * (`takeEffects`). A driver (CairnClient) owns the socket and the reconnect timer.
+ *
+ * Its phase, per connection:
+ *
+ *   phase        event                 next
+ *   disconnected connectionOpened      awaitingAck   (sends Connect)
+ *   awaitingAck  ConnectAck            ready         (sends auth, topics, query set, mutations, actions)
+ *   awaitingAck  connectionLost        disconnected
+ *   ready        connectionLost        disconnected  (actions in flight reject with CONNECTION_LOST)
+ *   any          close                 closed        (everything pending settles; terminal)
+ *
+ * Invariants:
+ * - frames go out only while ready (Connect while awaitingAck); what is asked meanwhile
+ *   is kept and sent after the next ConnectAck;
+ * - `version` is the server's version of this connection ({0, 0} at its start), moved
+ *   only by a Transition that starts exactly at it; any other Transition asks for a resync;
+ * - the visible results are the server results with the pending optimistic updates
+ *   applied; a listener is called when its visible result changes, never before its
+ *   query has one;
+ * - a mutation's promise resolves only once `version.ts` covers its commit ts, so its
+ *   write shows in the subscriptions when the caller sees the result.
+ */
+
+type Phase = "disconnected" | "awaitingAck" | "ready" | "closed";
+
+export interface ClientStateOptions {
+  /** The client's id for mutation receipts (stable across reconnects). */
+  readonly clientId: string;
+  /** Where errors nobody awaits go (a ProtocolError without a request, a throwing update …); called from callbacks only. */
+  readonly reportError: (error: unknown) => void;
+}
+
+export interface OptimisticCall {
+  readonly update: OptimisticUpdate<any>;
+  readonly args: unknown;
+}
+
+export class ClientState {
+  readonly clientId: string;
+  private readonly reportError: (error: unknown) => void;
+  private phase: Phase = "disconnected";
+  private version: Version = { querySet: 0, ts: 0 };
+  private maxObservedTs = 0;
+  private nextRequestId = 1;
+  private readonly queries = new QuerySet();
+  private readonly optimistic = new OptimisticUpdates();
+  private readonly mutations: PendingMutations;
+  private readonly actions = new PendingActions();
+  private readonly auth = new AuthRequests();
+  private readonly topics = new BroadcastTopics();
+  private visible = new Map<QueryToken, QueryResult>();
+  private outbox: Effects = noEffects();
+
+  constructor(options: ClientStateOptions) {
+    this.clientId = options.clientId;
+    this.reportError = options.reportError;
+    this.mutations = new PendingMutations(options.clientId);
+  }
+
+  /** The effects collected since the last call. */
+  takeEffects(): Effects {
+    const effects = this.outbox;
+    this.outbox = noEffects();
+    return effects;
+  }
+
+  get isClosed(): boolean {
+    return this.phase === "closed";
+  }
+
+  // ---- connection ----------------------------------------------------------------------
+
+  connectionOpened(sessionId: string): void {
+    if (this.phase === "closed") return;
+    this.phase = "awaitingAck";
+    this.version = { querySet: 0, ts: 0 };
+    this.outbox.send.push({
+      type: "Connect",
+      sessionId,
+      clientId: this.clientId,
+      held: this.mutations.held(),
+      ackedThrough: this.mutations.ackedThrough(),
+      maxObservedTs: this.maxObservedTs,
+    });
+  }
+
+  connectionLost(): void {
+    if (this.phase === "closed") return;
+    this.phase = "disconnected";
+    this.version = { querySet: 0, ts: 0 };
+    this.mutations.connectionLost();
+    this.auth.connectionLost();
+    for (const action of this.actions.takeInFlight()) {
+      this.outbox.callbacks.push(() => action.reject(connectionLost("the connection dropped before the action's answer")));
+    }
+  }
+
+  /** Stops for good: waiting calls reject with CONNECTION_LOST (committed mutations resolve). */
+  close(): void {
+    if (this.phase === "closed") return;
+    this.phase = "closed";
+    const error = connectionLost("the client was closed");
+    for (const mutation of this.mutations.takeAll()) {
+      this.outbox.callbacks.push(mutation.status.state === "committed" ? resolution(mutation) : () => mutation.reject(error));
+    }
+    for (const action of this.actions.takeAll()) this.outbox.callbacks.push(() => action.reject(error));
+    for (const waiter of this.auth.takeAll()) this.outbox.callbacks.push(() => waiter.reject(error));
+  }
+
+  receive(message: ServerMessage): void {
+    if (this.phase === "closed") return;
+    switch (message.type) {
+      case "ConnectAck":
+        return this.onConnectAck(message);
+      case "Transition":
+        return this.onTransition(message);
+      case "MutationResponse":
+        return this.onMutationResponse(message);
+      case "ActionResponse":
+        return this.onActionResponse(message);
+      case "AuthResponse":
+        return this.onAuthResponse(message);
+      case "Broadcast":
+        return this.onBroadcast(message);
+      case "ProtocolError":
+        return this.onProtocolError(message);
+      case "FatalError":
+        this.report(errorFromPayload(message.error));
+        this.outbox.resync = `the server ended the session: ${message.error.message}`;
+        return;
+      default:
+        return unreachable(message);
+    }
+  }
+
+  // ---- queries -------------------------------------------------------------------------
+
+  /** Adds a listener. Its query's current result, if any, reaches it through the next `notifyListeners`. */
+  subscribe(path: string, args: EncodedArgs, listener: QueryListener): Subscription {
+    if (this.phase === "closed") throw connectionLost("the client is closed");
+    const { subscription, added } = this.queries.add(path, args, listener);
+    if (added !== null && this.phase === "ready") this.outbox.send.push(this.queries.modify([added], []));
+    return subscription;
+  }
+
+  unsubscribe(subscription: Subscription): void {
+    const removed = this.queries.remove(subscription);
+    if (removed === null) return;
+    this.visible.delete(removed.token);
+    if (this.phase === "ready") this.outbox.send.push(this.queries.modify([], [removed]));
+  }
+
+  /** Calls every listener whose visible result differs from what it last saw. */
+  notifyListeners(): void {
+    for (const query of this.queries.queries()) {
+      const result = this.visible.get(query.token);
+      if (result === undefined) continue;
+      for (const subscription of query.subscriptions) {
+        if (sameResult(subscription.lastSeen, result)) continue;
+        subscription.lastSeen = result;
+        this.outbox.callbacks.push(() => deliver(subscription, result));
+      }
+    }
+  }
+
+  // ---- mutations, actions --------------------------------------------------------------
+
+  mutate(path: string, args: EncodedArgs, optimistic?: OptimisticCall): Promise<Value> {
+    if (this.phase === "closed") return Promise.reject(connectionLost("the client is closed"));
+    const requestId = this.nextRequestId++;
+    const promise = this.mutations.create(requestId, path, args.json);
+    if (optimistic !== undefined) {
+      this.optimistic.add(requestId, optimistic.update, optimistic.args);
+      this.refreshVisible();
+    }
+    if (this.phase === "ready") this.outbox.send.push(...this.mutations.sendWaiting());
+    return promise;
+  }
+
+  act(path: string, args: EncodedArgs): Promise<Value> {
+    if (this.phase === "closed") return Promise.reject(connectionLost("the client is closed"));
+    const promise = this.actions.create(this.nextRequestId++, path, args.json);
+    if (this.phase === "ready") this.outbox.send.push(...this.actions.sendWaiting());
+    return promise;
+  }
+
+  // ---- auth, broadcasts ----------------------------------------------------------------
+
+  /** Sets the token for this and every later connection; resolves with the verified subject. */
+  setAuth(token: string | null): Promise<string | null> {
+    if (this.phase === "closed") return Promise.reject(connectionLost("the client is closed"));
+    if (token !== null && (token.length === 0 || token.length > AUTH_TOKEN_CHARS_MAX)) {
+      return Promise.reject(invalidArgument(`a token is 1 to ${AUTH_TOKEN_CHARS_MAX} characters`, { tokenCharsMax: AUTH_TOKEN_CHARS_MAX }));
+    }
+    return new Promise((resolve, reject) => {
+      const frame = this.auth.set(token, { resolve, reject }, this.phase === "ready");
+      if (frame !== null) this.outbox.send.push(frame);
+    });
+  }
+
+  /** Sends an event to a topic's listeners; dropped while disconnected (fire and forget). */
+  publish(topic: string, event: JsonValue): void {
+    checkTopic(topic);
+    if (this.phase === "ready") this.outbox.send.push({ type: "Publish", topic, event });
+  }
+
+  addBroadcastListener(topic: string, listener: BroadcastListener): BroadcastRegistration {
+    if (this.phase === "closed") throw connectionLost("the client is closed");
+    const { registration, first } = this.topics.add(topic, listener);
+    if (first && this.phase === "ready") this.outbox.send.push({ type: "ModifyTopics", add: [topic], remove: [] });
+    return registration;
+  }
+
+  removeBroadcastListener(registration: BroadcastRegistration): void {
+    const last = this.topics.remove(registration);
+    if (last && this.phase === "ready") this.outbox.send.push({ type: "ModifyTopics", add: [], remove: [registration.topic] });
+  }
+
+  // ---- server messages -----------------------------------------------------------------
+
+  private onConnectAck(ack: Extract<ServerMessage, { type: "ConnectAck" }>): void {
+    if (this.phase !== "awaitingAck") {
+      this.outbox.resync = "a ConnectAck arrived that answers no Connect";
+      return;
+    }
+    this.phase = "ready";
+    this.observe(ack.ts);
+    const results = new Map(ack.results.map((result) => [result.seq, result]));
+    for (const seq of ack.known) {
+      const result = results.get(seq);
+      // A known seq without its result is re-sent: the server answers it from the receipt.
+      if (result === undefined) continue;
+      this.observe(result.ts);
+      this.mutations.commitKnown(seq, result.ts, result.value);
+    }
+    this.resendSession();
+  }
+
+  /** A new connection's session, in order: auth, topics, query set, then the requests waiting. */
+  private resendSession(): void {
+    const { frame, anonymous } = this.auth.resend();
+    if (frame !== null) this.outbox.send.push(frame);
+    for (const waiter of anonymous) this.outbox.callbacks.push(() => waiter.resolve(null));
+    const topics = this.topics.topics();
+    if (topics.length > 0) this.outbox.send.push({ type: "ModifyTopics", add: topics, remove: [] });
+    // Sent even when empty: its Transition brings the ts that settles the ConnectAck's known mutations.
+    this.outbox.send.push(this.queries.resubscribeAll());
+    this.outbox.send.push(...this.mutations.sendWaiting(), ...this.actions.sendWaiting());
+  }
+
+  private onTransition(transition: Extract<ServerMessage, { type: "Transition" }>): void {
+    const { startVersion, endVersion } = transition;
+    if (this.phase !== "ready" || !sameVersion(startVersion, this.version)) {
+      this.outbox.resync = `a Transition from ${formatVersion(startVersion)} does not start at the client's ${formatVersion(this.version)}`;
+      return;
+    }
+    this.queries.apply(transition.modifications);
+    this.version = endVersion;
+    this.observe(endVersion.ts);
+    this.settleCovered(true);
+  }
+
+  private onMutationResponse(response: Extract<ServerMessage, { type: "MutationResponse" }>): void {
+    if (response.ts !== undefined) this.observe(response.ts);
+    const mutation = this.mutations.get(response.requestId);
+    if (mutation === undefined || mutation.status.state !== "inFlight") return;
+    if (response.success) {
+      this.mutations.commit(mutation, response.ts, response.value);
+      this.settleCovered(false);
+    } else {
+      this.fail(mutation, errorFromPayload(response.error));
+    }
+  }
+
+  private onActionResponse(response: Extract<ServerMessage, { type: "ActionResponse" }>): void {
+    const action = this.actions.take(response.requestId);
+    if (action === undefined) return;
+    if (!response.success) {
+      const error = errorFromPayload(response.error);
+      this.outbox.callbacks.push(() => action.reject(error));
+      return;
+    }
+    const { value } = response;
+    this.outbox.callbacks.push(() => settleDecoded(value, action.resolve, action.reject));
+  }
+
+  private onAuthResponse(response: Extract<ServerMessage, { type: "AuthResponse" }>): void {
+    const waiters: readonly AuthWaiter[] = this.auth.answered() ?? [];
+    if (response.success) {
+      for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.resolve(response.subject));
+      return;
+    }
+    const error = response.error !== undefined ? errorFromPayload(response.error) : new CairnError("UNAUTHENTICATED", "the server refused the token");
+    // A token re-sent after a reconnect has nobody waiting: its refusal is reported.
+    if (waiters.length === 0) this.report(error);
+    for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.reject(error));
+  }
+
+  private onBroadcast(broadcast: Extract<ServerMessage, { type: "Broadcast" }>): void {
+    let event: Value;
+    try {
+      event = decodeValue(broadcast.event);
+    } catch (error) {
+      this.report(error);
+      return;
+    }
+    for (const registration of this.topics.listenersOf(broadcast.topic)) {
+      this.outbox.callbacks.push(() => {
+        if (registration.active) registration.listener(event);
+      });
+    }
+  }
+
+  private onProtocolError(message: Extract<ServerMessage, { type: "ProtocolError" }>): void {
+    const error = errorFromPayload(message.error);
+    if (message.requestId === undefined) return this.report(error);
+    const mutation = this.mutations.get(message.requestId);
+    if (mutation !== undefined && mutation.status.state !== "committed") return this.fail(mutation, error);
+    const action = this.actions.take(message.requestId);
+    if (action !== undefined) this.outbox.callbacks.push(() => action.reject(error));
+    else this.report(error);
+  }
+
+  // ---- helpers -------------------------------------------------------------------------
+
+  /**
+   * Resolves the mutations the version now covers, dropping their optimistic updates,
+   * and tells listeners first: a caller whose promise resolves sees its write already.
+   */
+  private settleCovered(serverResultsChanged: boolean): void {
+    const covered = this.mutations.takeCovered(this.version.ts);
+    let updatesDropped = false;
+    for (const mutation of covered) updatesDropped = this.optimistic.drop(mutation.requestId) || updatesDropped;
+    if (serverResultsChanged || updatesDropped) this.refreshVisible();
+    for (const mutation of covered) this.outbox.callbacks.push(resolution(mutation));
+  }
+
+  private fail(mutation: PendingMutation, error: CairnError): void {
+    this.mutations.remove(mutation);
+    if (this.optimistic.drop(mutation.requestId)) this.refreshVisible();
+    this.outbox.callbacks.push(() => mutation.reject(error));
+  }
+
+  /** Recomputes the visible results from the server results and the pending updates, and notifies. */
+  private refreshVisible(): void {
+    const server = this.queries.serverResults();
+    this.visible = this.optimistic.size === 0 ? server : this.optimistic.layer(server, (error) => this.report(error));
+    this.notifyListeners();
+  }
+
+  private observe(ts: number): void {
+    this.maxObservedTs = Math.max(this.maxObservedTs, ts);
+  }
+
+  private report(error: unknown): void {
+    this.outbox.callbacks.push(() => this.reportError(error));
+  }
+}
+
+function deliver(subscription: Subscription, result: QueryResult): void {
+  // An earlier callback of the same batch may have unsubscribed it.
+  if (!subscription.active) return;
+  if (result.kind === "value") subscription.listener.onUpdate(result.value);
+  else subscription.listener.onError(result.error);
+}
+
+function connectionLost(message: string): CairnError {
+  return new CairnError("CONNECTION_LOST", message);
+}
+
+function sameVersion(left: Version, right: Version): boolean {
+  return left.querySet === right.querySet && left.ts === right.ts;
+}
+
+function formatVersion(version: Version): string {
+  return `{querySet: ${version.querySet}, ts: ${version.ts}}`;
+}
+
+function unreachable(value: never): never {
+  throw new CairnError("INTERNAL", `unhandled server message ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,72 @@
+import { assert } from "../base/errors.js";
+import { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_MAX_MS } from "./limits.js";
+import type { Random } from "./Random.js";
+
+/**
+ * A client's connection, as a union of states. `attempt` counts reconnect attempts
+ * since the last connection that got its ConnectAck (0 for the first).
+ *
+ *   state                  event             next
+ *   connecting(k)          connectAcked      connected
+ *   connecting(k)          socketClosed      waitingToReconnect(k, delay(k))
+ *   connected              socketClosed      waitingToReconnect(0, delay(0))   (backoff reset)
+ *   waitingToReconnect(k)  retryTimerFired   connecting(k + 1)
+ *   any but closed         closeRequested    closed
+ *   closed                 closeRequested    closed                            (terminal)
+ *
+ * "connecting" covers both opening the socket and waiting for ConnectAck: until the
+ * server acknowledges the session the client cannot promise anything. Any other pair is
+ * a driver bug.
+ */
+export type ConnectionState =
+  | { readonly state: "connecting"; readonly attempt: number }
+  | { readonly state: "connected" }
+  | { readonly state: "waitingToReconnect"; readonly attempt: number; readonly delayMs: number }
+  | { readonly state: "closed" };
+
+export type ConnectionEvent =
+  | { readonly type: "connectAcked" }
+  | { readonly type: "socketClosed" }
+  | { readonly type: "retryTimerFired" }
+  | { readonly type: "closeRequested" };
+
+export const INITIAL_CONNECTION_STATE: ConnectionState = { state: "connecting", attempt: 0 };
+
+/** The state after `event`; `delayMsOf(attempt)` is the wait before reconnect attempt `attempt + 1`. */
+export function nextConnectionState(
+  current: ConnectionState,
+  event: ConnectionEvent,
+  delayMsOf: (attempt: number) => number,
+): ConnectionState {
+  if (event.type === "closeRequested") return { state: "closed" };
+  switch (current.state) {
+    case "connecting":
+      if (event.type === "connectAcked") return { state: "connected" };
+      assert(event.type === "socketClosed", `connecting: unexpected ${event.type}`);
+      return { state: "waitingToReconnect", attempt: current.attempt, delayMs: delayMsOf(current.attempt) };
+    case "connected":
+      assert(event.type === "socketClosed", `connected: unexpected ${event.type}`);
+      return { state: "waitingToReconnect", attempt: 0, delayMs: delayMsOf(0) };
+    case "waitingToReconnect":
+      assert(event.type === "retryTimerFired", `waitingToReconnect: unexpected ${event.type}`);
+      return { state: "connecting", attempt: current.attempt + 1 };
+    case "closed":
+      assert(false, `closed: unexpected ${event.type}`);
+  }
+}
+
+export interface BackoffOptions {
+  readonly baseMs?: number;
+  readonly maxMs?: number;
+}
+
+/**
+ * Jittered exponential backoff: min(max, base·2^attempt) × (0.5 + random·0.5). Half the
+ * delay is jitter, so clients that lost one server together do not return together.
+ */
+export function reconnectDelayMs(attempt: number, random: Random, options: BackoffOptions = {}): number {
+  const baseMs = options.baseMs ?? RECONNECT_BACKOFF_BASE_MS;
+  const maxMs = options.maxMs ?? RECONNECT_BACKOFF_MAX_MS;
+  const ceilingMs = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 52));
+  return Math.round(ceilingMs * (0.5 + random.float() * 0.5));
+}

@@ -1,0 +1,154 @@
+import { CairnError } from "../base/errors.js";
+import { SESSION_QUERIES_MAX } from "../base/limits.js";
+import type { Value } from "../model/Value.js";
+import { decodeValue, type JsonValue } from "../model/ValueJson.js";
+import { errorFromPayload, type ClientMessage, type QueryModification } from "../sync/protocol.js";
+import type { EncodedArgs } from "./encodeArgs.js";
+import type { QueryResult } from "./QueryResult.js";
+import { queryToken, type QueryToken } from "./QueryToken.js";
+
+/**
+ * The client's subscriptions and the server's results for them.
+ *
+ * Invariants:
+ * - one query per distinct (path, encoded args text), with one client-chosen queryId,
+ *   increasing and never reused; it stays in the set while it has at least one listener;
+ * - `querySetNumber` counts the ModifyQuerySet frames sent on the current connection,
+ *   so the next one builds on it (the server starts every connection at 0);
+ * - a server result is kept across reconnects with its hash, so the re-sent query set
+ *   names it and a QueryUnchanged answer keeps it.
+ */
+
+type ModifyQuerySet = Extract<ClientMessage, { type: "ModifyQuerySet" }>;
+
+export interface QueryListener {
+  readonly onUpdate: (value: Value) => void;
+  readonly onError: (error: CairnError) => void;
+}
+
+/** One call of `subscribe`: a listener of one query, and what it was last told. */
+export interface Subscription {
+  readonly query: Query;
+  readonly listener: QueryListener;
+  active: boolean;
+  lastSeen: QueryResult | undefined;
+}
+
+export interface Query {
+  readonly queryId: number;
+  readonly token: QueryToken;
+  readonly path: string;
+  readonly args: JsonValue;
+  readonly subscriptions: Set<Subscription>;
+  /** The server's latest result and its hash; undefined until the first arrives. */
+  server: { readonly result: QueryResult; readonly hash: string } | undefined;
+}
+
+export class QuerySet {
+  private readonly byToken = new Map<QueryToken, Query>();
+  private readonly byId = new Map<number, Query>();
+  private nextQueryId = 1;
+  private querySetNumber = 0;
+
+  /** Adds a listener; `added` is the query when it is new to the set (to be sent to the server). */
+  add(path: string, args: EncodedArgs, listener: QueryListener): { subscription: Subscription; added: Query | null } {
+    const token = queryToken(path, args);
+    let query = this.byToken.get(token);
+    const added = query === undefined;
+    if (query === undefined) {
+      if (this.byId.size >= SESSION_QUERIES_MAX) {
+        throw new CairnError("SESSION_LIMIT_EXCEEDED", `a client subscribes to at most ${SESSION_QUERIES_MAX} distinct queries`, {
+          details: { queriesMax: SESSION_QUERIES_MAX },
+        });
+      }
+      query = { queryId: this.nextQueryId++, token, path, args: args.json, subscriptions: new Set(), server: undefined };
+      this.byToken.set(token, query);
+      this.byId.set(query.queryId, query);
+    }
+    const subscription: Subscription = { query, listener, active: true, lastSeen: undefined };
+    query.subscriptions.add(subscription);
+    return { subscription, added: added ? query : null };
+  }
+
+  /** Removes a listener; returns its query when that was the query's last listener (now gone). */
+  remove(subscription: Subscription): Query | null {
+    if (!subscription.active) return null;
+    subscription.active = false;
+    const { query } = subscription;
+    query.subscriptions.delete(subscription);
+    if (query.subscriptions.size > 0) return null;
+    this.byToken.delete(query.token);
+    this.byId.delete(query.queryId);
+    return query;
+  }
+
+  /** The next ModifyQuerySet of this connection, adding and removing these queries. */
+  modify(add: readonly Query[], remove: readonly Query[]): ModifyQuerySet {
+    const baseVersion = this.querySetNumber++;
+    return {
+      type: "ModifyQuerySet",
+      baseVersion,
+      newVersion: this.querySetNumber,
+      add: add.map((query) => ({ queryId: query.queryId, path: query.path, args: query.args })),
+      remove: remove.map((query) => query.queryId),
+    };
+  }
+
+  /** The first ModifyQuerySet of a new connection: every query, with the hash of the result held. */
+  resubscribeAll(): ModifyQuerySet {
+    this.querySetNumber = 0;
+    const frame = this.modify([], []);
+    return { ...frame, add: [...this.byId.values()].map(subscribeEntry) };
+  }
+
+  /** Applies a Transition's modifications to the server results (unknown queryIds were removed here). */
+  apply(modifications: readonly QueryModification[]): void {
+    for (const modification of modifications) {
+      const query = this.byId.get(modification.queryId);
+      if (query !== undefined) applyModification(query, modification);
+    }
+  }
+
+  queries(): IterableIterator<Query> {
+    return this.byId.values();
+  }
+
+  /** The server results by token, for optimistic layering. */
+  serverResults(): Map<QueryToken, QueryResult> {
+    const results = new Map<QueryToken, QueryResult>();
+    for (const query of this.byId.values()) if (query.server !== undefined) results.set(query.token, query.server.result);
+    return results;
+  }
+}
+
+function subscribeEntry(query: Query): ModifyQuerySet["add"][number] {
+  const entry = { queryId: query.queryId, path: query.path, args: query.args };
+  return query.server === undefined ? entry : { ...entry, resultHash: query.server.hash };
+}
+
+function applyModification(query: Query, modification: QueryModification): void {
+  switch (modification.type) {
+    case "QueryUpdated":
+      query.server = { result: decodedResult(modification.value), hash: modification.hash };
+      return;
+    case "QueryFailed":
+      query.server = { result: { kind: "error", error: errorFromPayload(modification.error) }, hash: modification.hash };
+      return;
+    case "QueryUnchanged":
+      // The server matched our hash: the result held stands. Without one there is nothing to keep.
+      if (query.server !== undefined) query.server = { result: query.server.result, hash: modification.hash };
+      return;
+    case "QueryRemoved":
+      query.server = undefined;
+      return;
+  }
+}
+
+/** A value that does not decode becomes the query's error, so its listeners hear of it. */
+function decodedResult(json: unknown): QueryResult {
+  try {
+    return { kind: "value", value: decodeValue(json) };
+  } catch (error) {
+    return { kind: "error", error: error as CairnError };
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * The client library's public surface (Node and browsers). In Node 20, which has no
+ * global WebSocket, import `createNodeClient` from "./node.js" instead of constructing
+ * CairnClient directly.
+ */
+export {
+  apiOf,
+  functionReference,
+  type ActionReference,
+  type ApiOf,
+  type ArgsOf,
+  type ArgsParameter,
+  type FunctionReference,
+  type MutationReference,
+  type QueryReference,
+  type ResultOf,
+} from "./api.js";
+export { CairnClient, type CairnClientOptions, type ConnectionListener, type MutationFunction } from "./CairnClient.js";
+export { reconnectDelayMs, type ConnectionState } from "./ConnectionLifecycle.js";
+export type { OptimisticLocalStore, OptimisticUpdate } from "./OptimisticUpdates.js";
+export type { Random } from "./Random.js";
+export type { Timers } from "./Timers.js";
+export type { WebSocketConstructor, WebSocketLike } from "./WebSocketLike.js";
+export { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_MAX_MS } from "./limits.js";
