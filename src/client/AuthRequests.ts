@@ -5,8 +5,9 @@ import type { ClientMessage } from "../sync/protocol.js";
  * names no request, so answers pair with SetAuth frames in the order they were sent.
  *
  * Invariants:
- * - `token` is the latest one set; it is sent again after every ConnectAck, so each
- *   connection runs with it;
+ * - `token` is the latest one set and not refused; it is sent again after every
+ *   ConnectAck, so each connection runs with it. A refused token leaves the server's
+ *   session anonymous, so the client forgets it too rather than re-send it forever;
  * - every waiting call is either in `unsent` (no connection) or in exactly one group of
  *   `onTheWire` (one group per SetAuth frame sent, oldest first);
  * - calls made while disconnected are answered by the one SetAuth of the current token
@@ -21,10 +22,16 @@ export interface AuthWaiter {
 
 type SetAuthFrame = Extract<ClientMessage, { type: "SetAuth" }>;
 
+/** One SetAuth frame on the wire and the calls its AuthResponse answers. */
+interface SentToken {
+  readonly token: string | null;
+  readonly waiters: AuthWaiter[];
+}
+
 export class AuthRequests {
   private current: string | null = null;
   private unsent: AuthWaiter[] = [];
-  private onTheWire: AuthWaiter[][] = [];
+  private onTheWire: SentToken[] = [];
 
   get token(): string | null {
     return this.current;
@@ -37,18 +44,24 @@ export class AuthRequests {
       this.unsent.push(waiter);
       return null;
     }
-    this.onTheWire.push([waiter]);
+    this.onTheWire.push({ token, waiters: [waiter] });
     return { type: "SetAuth", token };
   }
 
-  /** The calls the next AuthResponse answers (undefined when none was expected). */
-  answered(): AuthWaiter[] | undefined {
-    return this.onTheWire.shift();
+  /**
+   * The calls an AuthResponse answers: those of the oldest SetAuth on the wire (none
+   * when it answers no SetAuth, as when the server tells that a token expired). A
+   * refusal forgets the token it refused, or the current one when it answers none.
+   */
+  answered(success: boolean): AuthWaiter[] {
+    const sent = this.onTheWire.shift();
+    if (!success && (sent === undefined || sent.token === this.current)) this.current = null;
+    return sent?.waiters ?? [];
   }
 
   /** Frames in flight are lost with the connection; their calls wait for the next one. */
   connectionLost(): void {
-    this.unsent = [...this.onTheWire.flat(), ...this.unsent];
+    this.unsent = [...this.onTheWire.flatMap((sent) => sent.waiters), ...this.unsent];
     this.onTheWire = [];
   }
 
@@ -60,12 +73,12 @@ export class AuthRequests {
     const waiting = this.unsent;
     this.unsent = [];
     if (this.current === null) return { frame: null, anonymous: waiting };
-    this.onTheWire.push(waiting);
+    this.onTheWire.push({ token: this.current, waiters: waiting });
     return { frame: { type: "SetAuth", token: this.current }, anonymous: [] };
   }
 
   takeAll(): AuthWaiter[] {
-    const all = [...this.onTheWire.flat(), ...this.unsent];
+    const all = [...this.onTheWire.flatMap((sent) => sent.waiters), ...this.unsent];
     this.onTheWire = [];
     this.unsent = [];
     return all;

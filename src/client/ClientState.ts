@@ -305,13 +305,13 @@ export class ClientState {
   }
 
   private onAuthResponse(response: Extract<ServerMessage, { type: "AuthResponse" }>): void {
-    const waiters: readonly AuthWaiter[] = this.auth.answered() ?? [];
+    const waiters: readonly AuthWaiter[] = this.auth.answered(response.success);
     if (response.success) {
       for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.resolve(response.subject));
       return;
     }
     const error = response.error !== undefined ? errorFromPayload(response.error) : new CairnError("UNAUTHENTICATED", "the server refused the token");
-    // A token re-sent after a reconnect has nobody waiting: its refusal is reported.
+    // A token re-sent after a reconnect, or one that expired, has nobody waiting: its refusal is reported.
     if (waiters.length === 0) this.report(error);
     for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.reject(error));
   }

@@ -37,7 +37,7 @@ describe("actions", () => {
 });
 
 describe("auth", () => {
-  it("resolves with the subject, rejects a refused token, and re-sends the token after a reconnect", async () => {
+  it("resolves with the subject, rejects a refused token, and pairs answers with SetAuths in order", async () => {
     const client = new StateHarness();
     client.connectAt(1);
     const accepted = client.step((state) => state.setAuth("good"));
@@ -47,15 +47,29 @@ describe("auth", () => {
       { type: "SetAuth", token: "bad" },
     ]);
     client.receive({ type: "AuthResponse", success: true, subject: "alice" });
-    client.receive({ type: "AuthResponse", success: false, subject: null, error: { code: "UNAUTHENTICATED", kind: "InvalidInput", message: "expired" } });
+    client.receive({ type: "AuthResponse", success: false, subject: null, error: { code: "UNAUTHENTICATED", kind: "InvalidInput", message: "bad signature" } });
     expect(await outcomeOf(accepted)).toEqual({ state: "resolved", value: "alice" });
-    expect(await outcomeOf(refused)).toMatchObject({ state: "rejected", error: { code: "UNAUTHENTICATED", message: "expired" } });
+    expect(await outcomeOf(refused)).toMatchObject({ state: "rejected", error: { code: "UNAUTHENTICATED", message: "bad signature" } });
+    // The server's session went anonymous with the refusal: the refused token is not re-sent.
     client.lose();
     client.connect();
-    expect(client.takeSent()[0]).toEqual({ type: "SetAuth", token: "bad" });
-    // Nobody awaits the re-sent token: its refusal is reported.
+    expect(frameOfType(client.takeSent(), "SetAuth")).toEqual([]);
+  });
+
+  it("re-sends the token right after each ConnectAck, and reports a refusal nobody awaits", async () => {
+    const client = new StateHarness();
+    client.connectAt(1);
+    const accepted = client.step((state) => state.setAuth("t1"));
+    client.receive({ type: "AuthResponse", success: true, subject: "alice" });
+    expect(await outcomeOf(accepted)).toEqual({ state: "resolved", value: "alice" });
+    client.lose();
+    client.connect();
+    expect(client.takeSent()[0]).toEqual({ type: "SetAuth", token: "t1" });
     client.receive({ type: "AuthResponse", success: false, subject: null, error: { code: "UNAUTHENTICATED", kind: "InvalidInput", message: "expired" } });
-    expect(client.errors).toMatchObject([{ code: "UNAUTHENTICATED" }]);
+    expect(client.errors).toMatchObject([{ code: "UNAUTHENTICATED", message: "expired" }]);
+    client.lose();
+    client.connect();
+    expect(frameOfType(client.takeSent(), "SetAuth")).toEqual([]);
   });
 
   it("answers a call whose SetAuth was lost with the reconnect's SetAuth", async () => {
