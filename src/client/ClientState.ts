@@ -1,5 +1,5 @@
 import { CairnError, invalidArgument } from "../base/errors.js";
-import { AUTH_TOKEN_CHARS_MAX } from "../base/limits.js";
+import { AUTH_TOKEN_CHARS_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX } from "../base/limits.js";
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
 import { errorFromPayload, type ServerMessage, type Version } from "../sync/protocol.js";
@@ -32,6 +32,8 @@ import type { QueryToken } from "./QueryToken.js";
  * Invariants:
  * - frames go out only while ready (Connect while awaitingAck); what is asked meanwhile
  *   is kept and sent after the next ConnectAck;
+ * - at most SESSION_REQUESTS_IN_FLIGHT_MAX mutations and actions are on the wire at once
+ *   (the server refuses more); the rest wait, in the order they were made, for answers;
  * - `version` is the server's version of this connection ({0, 0} at its start), moved
  *   only by a Transition that starts exactly at it; any other Transition asks for a resync;
  * - the visible results are the server results with the pending optimistic updates
@@ -193,14 +195,14 @@ export class ClientState {
       this.optimistic.add(requestId, optimistic.update, optimistic.args);
       this.refreshVisible();
     }
-    if (this.phase === "ready") this.outbox.send.push(...this.mutations.sendWaiting());
+    this.sendWaitingRequests();
     return promise;
   }
 
   act(path: string, args: EncodedArgs): Promise<Value> {
     if (this.phase === "closed") return Promise.reject(connectionLost("the client is closed"));
     const promise = this.actions.create(this.nextRequestId++, path, args.json);
-    if (this.phase === "ready") this.outbox.send.push(...this.actions.sendWaiting());
+    this.sendWaitingRequests();
     return promise;
   }
 
@@ -265,7 +267,7 @@ export class ClientState {
     if (topics.length > 0) this.outbox.send.push({ type: "ModifyTopics", add: topics, remove: [] });
     // Sent even when empty: its Transition brings the ts that settles the ConnectAck's known mutations.
     this.outbox.send.push(this.queries.resubscribeAll());
-    this.outbox.send.push(...this.mutations.sendWaiting(), ...this.actions.sendWaiting());
+    this.sendWaitingRequests();
   }
 
   private onTransition(transition: Extract<ServerMessage, { type: "Transition" }>): void {
@@ -290,11 +292,13 @@ export class ClientState {
     } else {
       this.fail(mutation, errorFromPayload(response.error));
     }
+    this.sendWaitingRequests();
   }
 
   private onActionResponse(response: Extract<ServerMessage, { type: "ActionResponse" }>): void {
     const action = this.actions.take(response.requestId);
     if (action === undefined) return;
+    this.sendWaitingRequests();
     if (!response.success) {
       const error = errorFromPayload(response.error);
       this.outbox.callbacks.push(() => action.reject(error));
@@ -335,13 +339,27 @@ export class ClientState {
     const error = errorFromPayload(message.error);
     if (message.requestId === undefined) return this.report(error);
     const mutation = this.mutations.get(message.requestId);
-    if (mutation !== undefined && mutation.status.state !== "committed") return this.fail(mutation, error);
     const action = this.actions.take(message.requestId);
-    if (action !== undefined) this.outbox.callbacks.push(() => action.reject(error));
-    else this.report(error);
+    if (mutation !== undefined && mutation.status.state !== "committed") this.fail(mutation, error);
+    else if (action !== undefined) this.outbox.callbacks.push(() => action.reject(error));
+    else return this.report(error);
+    this.sendWaitingRequests();
   }
 
   // ---- helpers -------------------------------------------------------------------------
+
+  /** Sends waiting mutations and actions in the order they were made, within the in-flight bound. */
+  private sendWaitingRequests(): void {
+    if (this.phase !== "ready") return;
+    const budget = SESSION_REQUESTS_IN_FLIGHT_MAX - this.mutations.inFlightCount() - this.actions.inFlightCount();
+    if (budget <= 0) return;
+    const waiting = [
+      ...this.mutations.waiting().map((mutation) => ({ requestId: mutation.requestId, send: () => this.mutations.send(mutation) })),
+      ...this.actions.waiting().map((action) => ({ requestId: action.requestId, send: () => this.actions.send(action) })),
+    ];
+    waiting.sort((left, right) => left.requestId - right.requestId);
+    for (const request of waiting.slice(0, budget)) this.outbox.send.push(request.send());
+  }
 
   /**
    * Resolves the mutations the version now covers, dropping their optimistic updates,

@@ -7,7 +7,7 @@ import type { ClientMessage } from "../sync/protocol.js";
  * the database and is not idempotent, so it is never re-sent:
  *
  *   status    event                             next
- *   waiting   sent (connected, after ConnectAck) inFlight
+ *   waiting   sent (after ConnectAck, within the in-flight bound)  inFlight
  *   inFlight  ActionResponse, ProtocolError     (settled, removed)
  *   inFlight  connection lost                   (rejected with CONNECTION_LOST, removed)
  *
@@ -34,15 +34,21 @@ export class PendingActions {
     });
   }
 
-  /** The frames of every waiting action; they are in flight now. */
-  sendWaiting(): ActionFrame[] {
-    const frames: ActionFrame[] = [];
-    for (const action of this.byRequestId.values()) {
-      if (action.status !== "waiting") continue;
-      action.status = "inFlight";
-      frames.push({ type: "Action", requestId: action.requestId, path: action.path, args: action.args });
-    }
-    return frames;
+  /** The actions waiting to be sent, in the order they were made. */
+  waiting(): PendingAction[] {
+    return [...this.byRequestId.values()].filter((action) => action.status === "waiting");
+  }
+
+  inFlightCount(): number {
+    let count = 0;
+    for (const action of this.byRequestId.values()) if (action.status === "inFlight") count++;
+    return count;
+  }
+
+  /** The frame of a waiting action; it is in flight now. */
+  send(action: PendingAction): ActionFrame {
+    action.status = "inFlight";
+    return { type: "Action", requestId: action.requestId, path: action.path, args: action.args };
   }
 
   /** Removes and returns the action answered by this requestId. */

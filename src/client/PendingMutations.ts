@@ -12,7 +12,7 @@ import { settleDecoded } from "./settleDecoded.js";
  * A mutation's lifecycle:
  *
  *   status     event                                  next
- *   waiting    sent (connected, after ConnectAck)     inFlight
+ *   waiting    sent (after ConnectAck, within the in-flight bound)  inFlight
  *   inFlight   connection lost                        waiting (re-sent with the same seq)
  *   inFlight   MutationResponse success / replayed    committed(ts)
  *   waiting    seq known in ConnectAck                committed(ts)
@@ -59,17 +59,23 @@ export class PendingMutations {
     return this.byRequestId.get(requestId);
   }
 
-  /** The frames of every waiting mutation, in seq order, with their original seqs; they are in flight now. */
-  sendWaiting(): MutationFrame[] {
-    const frames: MutationFrame[] = [];
-    for (const mutation of this.byRequestId.values()) {
-      if (mutation.status.state !== "waiting") continue;
-      mutation.status = { state: "inFlight" };
-      mutation.everSent = true;
-      const { requestId, path, args, seq } = mutation;
-      frames.push({ type: "Mutation", requestId, path, args, clientId: this.clientId, seq });
-    }
-    return frames;
+  /** The mutations waiting to be sent, in seq order. */
+  waiting(): PendingMutation[] {
+    return [...this.byRequestId.values()].filter((mutation) => mutation.status.state === "waiting");
+  }
+
+  inFlightCount(): number {
+    let count = 0;
+    for (const mutation of this.byRequestId.values()) if (mutation.status.state === "inFlight") count++;
+    return count;
+  }
+
+  /** The frame of a waiting mutation, with its original seq; it is in flight now. */
+  send(mutation: PendingMutation): MutationFrame {
+    mutation.status = { state: "inFlight" };
+    mutation.everSent = true;
+    const { requestId, path, args, seq } = mutation;
+    return { type: "Mutation", requestId, path, args, clientId: this.clientId, seq };
   }
 
   /** Records a successful answer; the mutation resolves once the client's version covers `ts`. */

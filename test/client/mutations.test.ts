@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { SESSION_REQUESTS_IN_FLIGHT_MAX } from "../../src/base/limits.js";
 import { StateHarness, outcomeOf, recorder } from "./stateHarness.js";
 
 /**
@@ -80,5 +81,21 @@ describe("mutations", () => {
     client.receive({ type: "ProtocolError", error: { code: "PROTOCOL_INVALID", kind: "InvalidInput", message: "bad frame" } });
     expect(client.errors).toMatchObject([{ code: "PROTOCOL_INVALID", message: "bad frame" }]);
     expect(listener.errors).toEqual([]);
+  });
+});
+
+describe("requests in flight", () => {
+  it("keeps at most SESSION_REQUESTS_IN_FLIGHT_MAX on the wire and sends the rest, in order, as answers come", () => {
+    const client = new StateHarness();
+    client.connectAt(1);
+    // Rejections are expected (one is failed below, the rest never answered).
+    for (let index = 0; index < SESSION_REQUESTS_IN_FLIGHT_MAX; index++) client.mutate("counters:increment", { index }).catch(() => {});
+    void client.act("mail:send", {});
+    void client.mutate("counters:increment", { index: "last" });
+    expect(client.takeSent()).toHaveLength(SESSION_REQUESTS_IN_FLIGHT_MAX);
+    client.receive({ type: "MutationResponse", requestId: 1, success: true, value: null, ts: 2 });
+    expect(client.takeSent()).toMatchObject([{ type: "Action", requestId: SESSION_REQUESTS_IN_FLIGHT_MAX + 1 }]);
+    client.receive({ type: "MutationResponse", requestId: 2, success: false, error: { code: "FUNCTION_FAILED", kind: "InvalidInput", message: "no" } });
+    expect(client.takeSent()).toMatchObject([{ type: "Mutation", requestId: SESSION_REQUESTS_IN_FLIGHT_MAX + 2, seq: SESSION_REQUESTS_IN_FLIGHT_MAX + 1 }]);
   });
 });
