@@ -18,3 +18,4 @@ export { openObjectStore, type OpenObjectStoreOptions } from "./openObjectStore.
 export { parseStoreUrl, STORE_URL_FORMS, type StoreLocation } from "./parseStoreUrl.js";
 export { assertConditionalWrites, PROBE_PREFIX, type ConditionalWritesReport } from "./assertConditionalWrites.js";
 export { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";
+export { ObservedObjectStore, type StoreCall, type StoreOperation } from "./ObservedObjectStore.js";

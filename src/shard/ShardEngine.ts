@@ -82,7 +82,9 @@ export type EngineEvent =
   | { readonly type: "gc"; readonly shard: number; readonly report: GarbageReport }
   | { readonly type: "local-rebuilt"; readonly shard: number; readonly reason: string }
   | { readonly type: "pruned"; readonly shard: number; readonly minReadableTs: number; readonly rowsRemoved: number }
-  | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown };
+  | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown }
+  /** A segment this writer created is durable and applied: `units` commits in `bytes`, `flushMs` from create to verified. */
+  | { readonly type: "flushed"; readonly shard: number; readonly kind: SegmentKind; readonly units: number; readonly bytes: number; readonly flushMs: number };
 
 interface QueuedUnit {
   readonly unit: WriteUnit;
@@ -514,6 +516,7 @@ export class ShardEngine {
     let stamps: number[] = [];
     let segment: Segment;
     let fencedAfter: boolean;
+    const startedMs = this.options.clock.monotonicMs();
     try {
       segment = await this.append(epoch, kind, batch.length, (hybridClock) => {
         if (kind === "tick") return markerStamp(hybridClock.next());
@@ -523,6 +526,14 @@ export class ShardEngine {
       });
       fencedAfter = durableOrThrow(this.shard, segment, await this.verifyCreated(segment, epoch)).newerEpoch;
       this.ingestOwn(segment);
+      this.emit({
+        type: "flushed",
+        shard: this.shard,
+        kind,
+        units: batch.length,
+        bytes: segment.bytes.byteLength,
+        flushMs: this.options.clock.monotonicMs() - startedMs,
+      });
     } catch (error) {
       this.inFlight = [];
       this.settlePending(batch);
