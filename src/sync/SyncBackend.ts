@@ -10,13 +10,15 @@ export interface SyncBackend {
   readonly deploymentId: string;
   /** The newest ts whose commits are applied locally (and announced to the handler). */
   readonly readTs: number;
-  runQuery(path: string, args: Value, options: { readonly identity: UserIdentity | null; readonly readTs: number }): Promise<RecordedQueryRun>;
-  runMutation(
-    path: string,
-    args: Value,
-    options: { readonly identity: UserIdentity | null; readonly clientId?: string; readonly seq?: number },
-  ): Promise<MutationRun>;
-  runAction(path: string, args: Value, options: { readonly identity: UserIdentity | null }): Promise<ActionRun>;
+  runQuery(path: string, args: Value, options: CallerOptions & { readonly readTs: number }): Promise<RecordedQueryRun>;
+  runMutation(path: string, args: Value, options: CallerOptions & { readonly clientId?: string; readonly seq?: number }): Promise<MutationRun>;
+  runAction(path: string, args: Value, options: CallerOptions): Promise<ActionRun>;
   /** The committed result of mutation (clientId, seq), or null if none is known here. */
   receipt(clientId: string, seq: number): { readonly ts: number; readonly value: Value } | null;
+}
+
+export interface CallerOptions {
+  readonly identity: UserIdentity | null;
+  /** Internal functions may be called (admin requests only; sessions never set it). */
+  readonly internal?: boolean;
 }

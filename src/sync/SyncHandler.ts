@@ -157,9 +157,9 @@ export class SyncHandler {
   }
 
   /**
-   * Stops accepting sessions, lets running requests finish (bounded by SERVER_DRAIN_MS_MAX:
-   * their mutations stay answerable from receipts after that), then ends every session
-   * with FatalError SERVER_STOPPING and close code 1001.
+   * Stops accepting sessions, lets running requests finish and their answers leave
+   * (bounded by SERVER_DRAIN_MS_MAX: mutations stay answerable from receipts after that),
+   * then ends every session with FatalError SERVER_STOPPING and close code 1001.
    */
   async close(drainMsMax = SERVER_DRAIN_MS_MAX): Promise<void> {
     this.accepting = false;
@@ -167,6 +167,10 @@ export class SyncHandler {
     this.sweeper = null;
     const deadline = this.clock.monotonicMs() + drainMsMax;
     while ([...this.sessions].some((session) => session.requestCount > 0) && this.clock.monotonicMs() < deadline) {
+      await this.clock.sleep(20);
+    }
+    // Answers already produced go out before the sessions end (bounded by the same deadline).
+    while ([...this.sessions].some((session) => session.outbox.backlogged) && this.clock.monotonicMs() < deadline) {
       await this.clock.sleep(20);
     }
     const stopping = new CairnError("SERVER_STOPPING", "the server is stopping; reconnect");

@@ -2,7 +2,7 @@
 export * from "./protocol.js";
 export { SyncHandler, type SessionConnection, type SyncHandlerOptions, type SyncStats } from "./SyncHandler.js";
 export type { SessionTransport } from "./Session.js";
-export type { SyncBackend } from "./SyncBackend.js";
+export type { CallerOptions, SyncBackend } from "./SyncBackend.js";
 export type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
 export { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
 export { segmentWrites } from "./segmentWrites.js";

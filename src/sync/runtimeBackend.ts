@@ -20,7 +20,7 @@ export function runtimeBackend(deploymentId: string, runtime: FunctionRuntime, s
     get readTs() {
       return shard.readTs;
     },
-    runQuery: (path, args, options) => runtime.runQueryRecorded(path, args, { identity: options.identity, readTs: options.readTs }),
+    runQuery: (path, args, options) => runtime.runQueryRecorded(path, args, options),
     runMutation: (path, args, options) => runtime.runMutation(path, args, options),
     runAction: (path, args, options) => runtime.runAction(path, args, options),
     receipt: (clientId, seq) => {

@@ -1,0 +1,167 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { WebSocketServer, type WebSocket } from "ws";
+import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX } from "../base/limits.js";
+import { CLOSE_CODES, encodeMessage, errorPayload, type SyncHandler } from "../sync/index.js";
+import { CairnError } from "../base/errors.js";
+import { systemClock, type Clock } from "../base/clock.js";
+import { sendError, type HttpApi } from "./HttpApi.js";
+import type { WebAsset } from "./WebAssets.js";
+
+export interface CairnServerOptions {
+  readonly handler: SyncHandler;
+  readonly api: HttpApi;
+  readonly assets: ReadonlyMap<string, WebAsset>;
+  readonly log: (line: string) => void;
+  readonly pingIntervalMs?: number;
+  readonly clock?: Clock;
+}
+
+export interface ListenOptions {
+  readonly port: number;
+  readonly host: string;
+}
+
+/** Where the sync protocol is spoken. */
+export const SYNC_PATH = "/api/sync";
+const SOCKET_CLOSE_WAIT_MS = 2_000;
+
+/**
+ * The node's network face: one HTTP server carrying the HTTP API, the static web assets
+ * and, upgraded at /api/sync, the WebSocket sessions of the sync handler.
+ *
+ * Lifecycle: listening --stop()--> stopping --> stopped. Stopping refuses new
+ * connections and upgrades (503), lets the sync handler drain running requests and end
+ * its sessions (FatalError SERVER_STOPPING, close 1001), then closes what is left.
+ *
+ * Liveness: every socket is pinged each `pingIntervalMs`; one that left PINGS_MISSED_MAX
+ * pings in a row unanswered is terminated (its session closes with it).
+ */
+export class CairnServer {
+  private readonly http: Server;
+  private readonly sockets = new WebSocketServer({ noServer: true, maxPayload: MESSAGE_BYTES_MAX });
+  private readonly missedPings = new Map<WebSocket, number>();
+  private readonly pinger: ReturnType<typeof setInterval>;
+  private state: "listening" | "stopping" | "stopped" = "listening";
+
+  private constructor(
+    private readonly options: CairnServerOptions,
+    private readonly address: AddressInfo,
+    http: Server,
+  ) {
+    this.http = http;
+    this.pinger = setInterval(() => this.pingAll(), options.pingIntervalMs ?? PING_INTERVAL_MS);
+    this.pinger.unref();
+  }
+
+  static async listen(options: CairnServerOptions, where: ListenOptions): Promise<CairnServer> {
+    const http = createServer();
+    await new Promise<void>((resolve, reject) => {
+      http.once("error", reject);
+      http.listen(where.port, where.host, () => {
+        http.off("error", reject);
+        resolve();
+      });
+    }).catch((error: NodeJS.ErrnoException) => {
+      throw new CairnError("INVALID_ARGUMENT", `cannot listen on ${where.host}:${where.port}: ${error.code ?? error.message}`, { cause: error });
+    });
+    const server = new CairnServer(options, http.address() as AddressInfo, http);
+    http.on("request", (request, response) => void server.onRequest(request, response));
+    http.on("upgrade", (request, socket, head) => server.onUpgrade(request, socket, head));
+    return server;
+  }
+
+  get port(): number {
+    return this.address.port;
+  }
+
+  /** The URL to open in a browser. */
+  get url(): string {
+    const host = ["0.0.0.0", "::", "127.0.0.1", "::1"].includes(this.address.address) ? "localhost" : this.address.address;
+    return `http://${host}:${this.address.port}/`;
+  }
+
+  async stop(): Promise<void> {
+    if (this.state !== "listening") return;
+    this.state = "stopping";
+    clearInterval(this.pinger);
+    const httpClosed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.http.closeIdleConnections();
+    await this.options.handler.close();
+    await this.socketsClosed();
+    for (const socket of this.sockets.clients) socket.terminate();
+    this.http.closeAllConnections();
+    await httpClosed;
+    this.state = "stopped";
+  }
+
+  private async onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    try {
+      if (this.state !== "listening") throw new CairnError("SERVER_STOPPING", "the server is stopping");
+      const path = new URL(request.url ?? "/", "http://localhost").pathname;
+      if (await this.options.api.handle(request, response, path)) return;
+      const asset = this.options.assets.get(path);
+      if (asset === undefined || (request.method !== "GET" && request.method !== "HEAD")) {
+        response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+        response.end(`not found: ${path}\n`);
+        return;
+      }
+      response.writeHead(200, { "content-type": asset.contentType, "content-length": asset.body.byteLength, "cache-control": "no-cache" });
+      response.end(request.method === "HEAD" ? undefined : asset.body);
+    } catch (error) {
+      sendError(response, error);
+    }
+  }
+
+  private onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const path = new URL(request.url ?? "/", "http://localhost").pathname;
+    if (path !== SYNC_PATH || this.state !== "listening") {
+      socket.end(`HTTP/1.1 ${path !== SYNC_PATH ? "404 Not Found" : "503 Service Unavailable"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      return;
+    }
+    this.sockets.handleUpgrade(request, socket, head, (ws) => this.onSocket(ws));
+  }
+
+  private onSocket(ws: WebSocket): void {
+    const connection = this.options.handler.connect({
+      send: (text, written) => ws.send(text, (error) => written(error ?? undefined)),
+      close: (code, reason) => ws.close(code, reason),
+      terminate: () => ws.terminate(),
+    });
+    this.missedPings.set(ws, 0);
+    ws.on("pong", () => this.missedPings.set(ws, 0));
+    ws.on("message", (data, isBinary) => {
+      if (isBinary) {
+        const error = new CairnError("PROTOCOL_INVALID", "frames must be text (JSON), not binary");
+        ws.send(encodeMessage({ type: "ProtocolError", error: errorPayload(error) }));
+        return;
+      }
+      connection.receive(data.toString());
+    });
+    ws.on("error", (error) => this.options.log(`sync socket error: ${error.message}`));
+    ws.on("close", () => {
+      this.missedPings.delete(ws);
+      connection.closed();
+    });
+  }
+
+  private pingAll(): void {
+    for (const [ws, missed] of this.missedPings) {
+      if (missed >= PINGS_MISSED_MAX) {
+        this.options.log(`sync socket closed: ${missed} pings unanswered`);
+        ws.close(CLOSE_CODES.unresponsive, "unresponsive");
+        ws.terminate();
+        continue;
+      }
+      this.missedPings.set(ws, missed + 1);
+      ws.ping();
+    }
+  }
+
+  private async socketsClosed(): Promise<void> {
+    const clock = this.options.clock ?? systemClock;
+    const deadline = clock.monotonicMs() + SOCKET_CLOSE_WAIT_MS;
+    while (this.sockets.clients.size > 0 && clock.monotonicMs() < deadline) await clock.sleep(20);
+  }
+}

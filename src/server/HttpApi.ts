@@ -1,0 +1,158 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+import { CairnError } from "../base/errors.js";
+import { PROTOCOL_NAME_CHARS_MAX } from "../base/limits.js";
+import type { UserIdentity } from "../functions/index.js";
+import { decodeValue, encodeValue } from "../model/ValueJson.js";
+import { errorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import { httpStatusOf } from "./httpStatus.js";
+import { readBody } from "./readBody.js";
+
+export interface HttpApiOptions {
+  readonly backend: SyncBackend;
+  readonly verifier: TokenVerifier | null;
+  /** The deployment's admin key (null: admin operations are disabled). */
+  readonly adminKey: string | null;
+  readonly health: () => unknown;
+  readonly adminStatus: () => unknown;
+  readonly metrics: { text(): Promise<string>; readonly contentType: string } | null;
+}
+
+const callSchema = z.strictObject({
+  path: z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX),
+  args: z.unknown().optional(),
+  clientId: z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX).optional(),
+  seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+type Call = z.infer<typeof callSchema>;
+type Kind = "query" | "mutation" | "action";
+
+/**
+ * The HTTP API beside the WebSocket: one-shot function calls, health, metrics and the
+ * admin operations. Bodies and answers are JSON; values in Cairn's JSON encoding.
+ *
+ * - `POST /api/{query,mutation,action}` `{path, args, clientId?, seq?}` → `{value, ts?}`;
+ *   `Authorization: Bearer <token>` sets the caller's identity.
+ * - `POST /api/admin/{query,mutation,action}`: the same, internal functions included,
+ *   with `Authorization: Admin <key>`; `GET /api/admin/status`: sessions and queues.
+ * - `GET /api/health`: role, shards, frontier, staleness. `GET /metrics`: Prometheus text.
+ * - Errors: `{error: {code, kind, message}}` with the status of `httpStatusOf`.
+ */
+export class HttpApi {
+  constructor(private readonly options: HttpApiOptions) {}
+
+  /** Answers the request if it is one of the API's; false if the path is not the API's. */
+  async handle(request: IncomingMessage, response: ServerResponse, path: string): Promise<boolean> {
+    if (path !== "/metrics" && !path.startsWith("/api/")) return false;
+    try {
+      await this.route(request, response, path);
+    } catch (error) {
+      sendError(response, error);
+    }
+    return true;
+  }
+
+  private async route(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
+    if (path === "/metrics") {
+      if (this.options.metrics === null) throw new CairnError("FUNCTION_NOT_FOUND", "metrics are disabled");
+      if (!this.expectMethod(request, response, "GET")) return;
+      response.writeHead(200, { "content-type": this.options.metrics.contentType });
+      response.end(await this.options.metrics.text());
+      return;
+    }
+    if (path === "/api/health") {
+      if (this.expectMethod(request, response, "GET")) sendJson(response, 200, this.options.health());
+      return;
+    }
+    const publicCall = /^\/api\/(query|mutation|action)$/.exec(path);
+    const adminCall = /^\/api\/admin\/(query|mutation|action)$/.exec(path);
+    if (path.startsWith("/api/admin/")) this.checkAdmin(request);
+    if (path === "/api/admin/status") {
+      if (this.expectMethod(request, response, "GET")) sendJson(response, 200, this.options.adminStatus());
+      return;
+    }
+    const kind = (publicCall ?? adminCall)?.[1] as Kind | undefined;
+    if (kind === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
+    if (!this.expectMethod(request, response, "POST")) return;
+    const call = parseCall(await readBody(request));
+    const identity = adminCall !== null ? null : await this.identityOf(request);
+    sendJson(response, 200, await this.run(kind, call, identity, adminCall !== null));
+  }
+
+  private async run(kind: Kind, call: Call, identity: UserIdentity | null, internal: boolean): Promise<unknown> {
+    const { backend } = this.options;
+    const args = decodeValue(call.args ?? {});
+    switch (kind) {
+      case "query": {
+        const run = await backend.runQuery(call.path, args, { identity, internal, readTs: backend.readTs });
+        if (run.outcome.kind === "failed") throw run.outcome.error;
+        return { value: encodeValue(run.outcome.value), ts: run.readTs };
+      }
+      case "mutation": {
+        const receipt = { ...(call.clientId !== undefined ? { clientId: call.clientId } : {}), ...(call.seq !== undefined ? { seq: call.seq } : {}) };
+        const run = await backend.runMutation(call.path, args, { identity, internal, ...receipt });
+        return { value: encodeValue(run.value), ts: run.ts, ...(run.replayed ? { replayed: true } : {}) };
+      }
+      case "action":
+        return { value: encodeValue((await backend.runAction(call.path, args, { identity, internal })).value) };
+    }
+  }
+
+  private async identityOf(request: IncomingMessage): Promise<UserIdentity | null> {
+    const header = request.headers.authorization;
+    if (header === undefined) return null;
+    const bearer = /^Bearer (.+)$/.exec(header);
+    if (bearer === null) throw new CairnError("UNAUTHENTICATED", "the Authorization header must be `Bearer <token>`");
+    if (this.options.verifier === null) throw new CairnError("UNAUTHENTICATED", "this server has no token verifier configured");
+    return (await this.options.verifier.verify(bearer[1]!)).identity;
+  }
+
+  private checkAdmin(request: IncomingMessage): void {
+    const { adminKey } = this.options;
+    if (adminKey === null) throw new CairnError("FORBIDDEN", "admin operations are disabled: start the server with CAIRN_ADMIN_KEY set");
+    const given = /^Admin (.+)$/.exec(request.headers.authorization ?? "")?.[1];
+    if (given === undefined || !sameSecret(given, adminKey)) throw new CairnError("FORBIDDEN", "admin operations need `Authorization: Admin <key>` with the deployment's admin key");
+  }
+
+  private expectMethod(request: IncomingMessage, response: ServerResponse, method: string): boolean {
+    if (request.method === method) return true;
+    response.setHeader("allow", method);
+    sendJson(response, 405, { error: { code: "INVALID_ARGUMENT", kind: "InvalidInput", message: `use ${method}` } });
+    return false;
+  }
+}
+
+function parseCall(text: string): Call {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw new CairnError("PROTOCOL_INVALID", "the request body must be JSON");
+  }
+  const parsed = callSchema.safeParse(raw);
+  if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid request: ${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.byteLength === b.byteLength && timingSafeEqual(a, b);
+}
+
+export function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" });
+  response.end(text);
+}
+
+export function sendError(response: ServerResponse, error: unknown): void {
+  const payload = errorPayload(error);
+  if (response.headersSent) {
+    response.destroy();
+    return;
+  }
+  sendJson(response, httpStatusOf(payload), { error: payload });
+}

@@ -1,0 +1,21 @@
+import type { IncomingMessage } from "node:http";
+import { CairnError } from "../base/errors.js";
+import { MESSAGE_BYTES_MAX } from "../base/limits.js";
+
+/** The request's body as text; MESSAGE_TOO_LARGE past MESSAGE_BYTES_MAX (read no further). */
+export async function readBody(request: IncomingMessage, bytesMax = MESSAGE_BYTES_MAX): Promise<string> {
+  const declared = Number(request.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > bytesMax) throw tooLarge(bytesMax);
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    bytes += chunk.byteLength;
+    if (bytes > bytesMax) throw tooLarge(bytesMax);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function tooLarge(bytesMax: number): CairnError {
+  return new CairnError("MESSAGE_TOO_LARGE", `the request body is over ${bytesMax} bytes`);
+}

@@ -1,0 +1,142 @@
+/**
+ * Scenarios: a writer node in this process on a directory bucket, reached over real
+ * sockets — live updates over WebSocket, the HTTP API with its error statuses, JWT auth,
+ * the admin key, health and Prometheus metrics, an unanswered ping, a binary frame, and
+ * a graceful stop that ends every session with SERVER_STOPPING.
+ */
+import { SignJWT } from "jose";
+import { afterEach, describe, expect, it } from "vitest";
+import { jwtVerifier } from "../../src/server/JwtVerifier.js";
+import { Gate, eventually } from "../support/Gate.js";
+import { SocketClient, startTestNode } from "./serverHarness.js";
+
+const SECRET = "a-test-secret-that-is-long-enough-for-hs256";
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function node(overrides: Parameters<typeof startTestNode>[0] = {}) {
+  const started = await startTestNode(overrides);
+  cleanups.push(() => started.close());
+  return started.node;
+}
+
+async function post(url: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(new URL(path, url), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+describe("the server", () => {
+  it("pushes another client's mutation to a subscriber over WebSocket", async () => {
+    const server = await node();
+    const reader = await SocketClient.open(server.url);
+    const writer = await SocketClient.open(server.url);
+    cleanups.push(async () => (reader.close(), writer.close()));
+    reader.write({ type: "Connect", sessionId: "r" });
+    writer.write({ type: "Connect", sessionId: "w" });
+    reader.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: [{ queryId: 1, path: "notes:list", args: { channel: "live" } }], remove: [] });
+    expect(await reader.next((m) => m.type === "Transition")).toMatchObject({ modifications: [{ type: "QueryUpdated", queryId: 1, value: [] }] });
+    writer.write({ type: "Mutation", requestId: 1, path: "notes:add", args: { channel: "live", body: "over the wire" } });
+    const response = await writer.next((m) => m.type === "MutationResponse");
+    expect(response).toMatchObject({ success: true, value: 13 });
+    const update = await reader.next((m) => m.type === "Transition");
+    expect(update).toMatchObject({ modifications: [{ type: "QueryUpdated", queryId: 1, value: ["over the wire"] }] });
+  });
+
+  it("serves the HTTP API with a typed error and a fitting status for each bad request", async () => {
+    const server = await node();
+    expect(await post(server.url, "/api/mutation", { path: "notes:add", args: { channel: "h", body: "http" } })).toMatchObject({ status: 200, body: { value: 4 } });
+    expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: "h" } })).toMatchObject({ status: 200, body: { value: ["http"] } });
+    expect(await post(server.url, "/api/action", { path: "users:echo", args: { text: "yo" } })).toMatchObject({ status: 200, body: { value: "anonymous: yo" } });
+    expect(await post(server.url, "/api/query", { path: "nope:none" })).toMatchObject({ status: 404, body: { error: { code: "FUNCTION_NOT_FOUND" } } });
+    expect(await post(server.url, "/api/query", "{oops")).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+    expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: 1 } })).toMatchObject({ status: 400, body: { error: { code: "INVALID_ARGUMENT" } } });
+    expect(await post(server.url, "/api/mutation", { path: "notes:fail" })).toMatchObject({ status: 400, body: { error: { code: "FUNCTION_FAILED" } } });
+    expect(await post(server.url, "/api/mutation", "x".repeat(17 * 1024 * 1024))).toMatchObject({ status: 413, body: { error: { code: "MESSAGE_TOO_LARGE" } } });
+    expect(await post(server.url, "/api/admin/query", { path: "notes:list", args: { channel: "h" } })).toMatchObject({ status: 403, body: { error: { code: "FORBIDDEN" } } });
+    const missing = await fetch(new URL("/nowhere", server.url));
+    expect(missing.status).toBe(404);
+    // Still healthy after all of that.
+    const health = (await (await fetch(new URL("/api/health", server.url))).json()) as Record<string, unknown>;
+    expect(health).toMatchObject({ status: "ok", role: "writer", stalenessMs: 0, shards: [{ shard: 0, state: "writing" }] });
+  });
+
+  it("verifies JWTs on both paths and refuses a bad one with UNAUTHENTICATED, keeping the session", async () => {
+    const server = await node({ verifier: jwtVerifier({ secret: SECRET }) });
+    const token = await new SignJWT({ name: "Ada" }).setProtectedHeader({ alg: "HS256" }).setSubject("ada").setExpirationTime("1h").sign(new TextEncoder().encode(SECRET));
+    const forged = await new SignJWT({}).setProtectedHeader({ alg: "HS256" }).setSubject("ada").sign(new TextEncoder().encode("another-secret-that-is-long-enough-too"));
+    expect(await post(server.url, "/api/action", { path: "users:echo", args: { text: "hi" } }, { authorization: `Bearer ${token}` })).toMatchObject({ status: 200, body: { value: "ada: hi" } });
+    expect(await post(server.url, "/api/action", { path: "users:echo", args: { text: "hi" } }, { authorization: `Bearer ${forged}` })).toMatchObject({ status: 401, body: { error: { code: "UNAUTHENTICATED" } } });
+    const client = await SocketClient.open(server.url);
+    cleanups.push(async () => client.close());
+    client.write({ type: "Connect", sessionId: "auth" });
+    client.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: [{ queryId: 1, path: "users:whoami", args: {} }], remove: [] });
+    await client.next((m) => m.type === "Transition");
+    client.write({ type: "SetAuth", token });
+    expect(await client.next((m) => m.type === "AuthResponse")).toMatchObject({ success: true, subject: "ada" });
+    expect(await client.next((m) => m.type === "Transition")).toMatchObject({ modifications: [{ type: "QueryUpdated", value: "ada" }] });
+    client.write({ type: "SetAuth", token: forged });
+    expect(await client.next((m) => m.type === "AuthResponse")).toMatchObject({ success: false, error: { code: "UNAUTHENTICATED" } });
+    expect(await client.next((m) => m.type === "Transition")).toMatchObject({ modifications: [{ type: "QueryUpdated", value: null }] });
+    expect(client.closed).toBeNull();
+  });
+
+  it("lets the admin key call internal functions and see the node's status", async () => {
+    const server = await node({ adminKey: "admin-secret" });
+    const admin = { authorization: "Admin admin-secret" };
+    expect(await post(server.url, "/api/admin/query", { path: "notes:list", args: { channel: "a" } }, { authorization: "Admin wrong" })).toMatchObject({ status: 403 });
+    expect(await post(server.url, "/api/admin/mutation", { path: "notes:add", args: { channel: "a", body: "x" } }, admin)).toMatchObject({ status: 200, body: { value: 1 } });
+    const status = await fetch(new URL("/api/admin/status", server.url), { headers: admin });
+    expect(await status.json()).toMatchObject({ role: "writer", sync: { sessions: 0 } });
+  });
+
+  it("exports Prometheus metrics for commits, flushes, store calls and sessions", async () => {
+    const server = await node();
+    const client = await SocketClient.open(server.url);
+    cleanups.push(async () => client.close());
+    client.write({ type: "Connect", sessionId: "m" });
+    await client.next((m) => m.type === "ConnectAck");
+    await post(server.url, "/api/mutation", { path: "notes:add", args: { channel: "m", body: "counted" } });
+    const text = await (await fetch(new URL("/metrics", server.url))).text();
+    expect(text).toMatch(/^cairn_commits_total\{shard="0"\} 1$/m);
+    expect(text).toMatch(/^cairn_segments_written_total\{shard="0",kind="data"\} 1$/m);
+    expect(text).toMatch(/^cairn_flush_units_count 1$/m);
+    expect(text).toMatch(/^cairn_mutation_duration_seconds_count 1$/m);
+    expect(text).toMatch(/^cairn_store_requests_total\{operation="create",outcome="ok"\} \d+$/m);
+    expect(text).toMatch(/^cairn_sync_sessions 1$/m);
+    expect(text).toMatch(/^cairn_sync_dropped_frames_total 0$/m);
+  });
+
+  it("reaps a connection that stops answering pings, and answers a binary frame with a typed error", async () => {
+    const server = await node({ pingIntervalMs: 20 });
+    const binary = await SocketClient.open(server.url);
+    cleanups.push(async () => binary.close());
+    binary.socket.send(Buffer.from([1, 2, 3]));
+    expect(await binary.next((m) => m.type === "ProtocolError")).toMatchObject({ error: { code: "PROTOCOL_INVALID" } });
+    const silent = await SocketClient.open(server.url, { autoPong: false });
+    silent.write({ type: "Connect", sessionId: "silent" });
+    await silent.whenClosed();
+    expect(silent.closed?.code).toBe(4408);
+    await eventually(() => server.handler.sessionCount === 1);
+  });
+
+  it("stops gracefully: running requests finish, then every session gets SERVER_STOPPING and close 1001", async () => {
+    const started = await startTestNode();
+    const client = await SocketClient.open(started.node.url);
+    client.write({ type: "Connect", sessionId: "s" });
+    await client.next((m) => m.type === "ConnectAck");
+    // The mutation's segment is held at the bucket while the stop begins: a request in flight.
+    const gate = new Gate();
+    started.store.inject({ operations: ["create"], keyPattern: /\/log\//, once: true, effect: { until: gate.promise } });
+    client.write({ type: "Mutation", requestId: 1, path: "notes:add", args: { channel: "s", body: "last" } });
+    await eventually(() => started.store.held === 1);
+    const stopped = started.close();
+    gate.open();
+    expect(await client.next((m) => m.type === "MutationResponse")).toMatchObject({ success: true });
+    expect(await client.next((m) => m.type === "FatalError")).toMatchObject({ error: { code: "SERVER_STOPPING" } });
+    await client.whenClosed();
+    expect(client.closed?.code).toBe(1001);
+    await stopped;
+  });
+});
