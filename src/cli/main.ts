@@ -11,6 +11,13 @@ import { gcCommand } from "./gcCommand.js";
  */
 export const DEFAULT_STORE_URL = ".cairn/bucket";
 export const DEFAULT_LOCAL_DIRECTORY = ".cairn/local";
+export const DEFAULT_PORT = 3210;
+
+function port(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || parsed > 65_535) throw new InvalidArgumentError("expected a port number (0–65535)");
+  return parsed;
+}
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
@@ -42,8 +49,15 @@ const program = new Command()
 
 withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards", { isDefault: true }))
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
-  .option("--node-id <id>", "this node's id in the manifests (default: random per process)")
+  .option("--node-id <id>", "this node's id in the manifests (default: a random id kept in the local directory)")
   .option("--app <file>", "the app module (schema and functions) to serve, a .ts file (default: the demo app)")
+  .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)
+  .option("--host <address>", "address to listen on (0.0.0.0 for every interface)", "127.0.0.1")
+  .option("--jwt-secret <secret>", "verify client tokens as HS256 JWTs with this secret (or set CAIRN_JWT_SECRET)")
+  .option("--jwks <file>", "verify client tokens as RS256/ES256 JWTs against this JSON Web Key Set file")
+  .option("--jwt-issuer <iss>", "require this `iss` in client tokens")
+  .option("--jwt-audience <aud>", "require this `aud` in client tokens")
+  .addHelpText("after", "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) for `Authorization: Admin <key>`.")
   .action(serveCommand);
 
 storeCommand("inspect", "print the deployment's globals, each shard's manifest and log extent").action(inspectCommand);

@@ -1,10 +1,13 @@
-import { randomBytes } from "node:crypto";
-import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { systemRandom } from "../base/random.js";
-import { backfillIndexes, FunctionRuntime, loadApp, resolveCatalog } from "../functions/index.js";
+import { CairnError } from "../base/errors.js";
+import { loadApp } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { ShardedStore } from "../shard/ShardedStore.js";
+import { systemRandom } from "../base/random.js";
+import { jwtVerifier, loadJwks } from "../server/JwtVerifier.js";
+import { localNodeId } from "../server/localNodeId.js";
+import { startWriterNode } from "../server/startWriterNode.js";
+import type { WebApp } from "../server/WebAssets.js";
+import type { TokenVerifier } from "../sync/index.js";
 import { progressReporter } from "./progressReporter.js";
 
 export interface ServeOptions {
@@ -14,60 +17,77 @@ export interface ServeOptions {
   readonly nodeId?: string;
   /** The app module (schema and functions); default: the demo app in the repository. */
   readonly app?: string;
+  readonly port: number;
+  readonly host: string;
+  readonly jwtSecret?: string;
+  readonly jwks?: string;
+  readonly jwtIssuer?: string;
+  readonly jwtAudience?: string;
 }
 
 /** The demo app that ships with Cairn, served when no --app is given. */
 export const DEMO_APP_PATH = fileURLToPath(new URL("../../demo/app.ts", import.meta.url));
+/** The demo's browser page, served at `/` with the demo app. */
+export const DEMO_WEB_APP: WebApp = {
+  htmlPath: fileURLToPath(new URL("../../demo/web/index.html", import.meta.url)),
+  entryPath: fileURLToPath(new URL("../../demo/web/main.ts", import.meta.url)),
+};
 
-/** Opens the deployment, becomes the writer of every shard and runs until SIGINT/SIGTERM. */
+/**
+ * Opens the deployment, becomes the writer of every shard, serves the app over HTTP and
+ * WebSocket, and runs until SIGINT/SIGTERM; then stops accepting, drains, relinquishes
+ * the leases and exits 0.
+ */
 export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
+  const verifier = tokenVerifier(options);
+  const adminKey = process.env["CAIRN_ADMIN_KEY"] || null;
   // The app first: a broken app stops startup before anything touches the bucket.
-  const app = await loadApp(options.app ?? DEMO_APP_PATH);
+  const appPath = options.app ?? DEMO_APP_PATH;
+  const app = await loadApp(appPath);
   say(`app ${app.source}: ${app.paths.length} function(s): ${app.paths.join(", ")}`);
   const store = await openObjectStore(options.store);
-  const probe = await assertConditionalWrites(store);
-  const form = probe.ifMatchEtagForm === undefined ? "" : `; If-Match etags sent ${probe.ifMatchEtagForm}`;
-  say(`store ${store.description} (conditional writes verified${form})`);
-  // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
-  const catalog = await resolveCatalog(store, app.schema, systemRandom);
-  const nodeId = options.nodeId ?? `node-${randomBytes(6).toString("hex")}`;
-  const sharded = await ShardedStore.open({
-    store,
-    localDirectory: resolve(options.local),
-    nodeId,
-    ...(options.shards !== undefined ? { numShards: options.shards } : {}),
-    onEvent: progressReporter(say),
-  });
   try {
-    say(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.local)}`);
-    await sharded.acquireAll();
-    for (const engine of sharded.engines) {
-      const meta = engine.local.meta();
-      say(`shard ${engine.shard}: local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
-    }
-    // Tables live on shard 0 until the sharding issue routes them by shard key.
-    const writer = sharded.engines[0]!;
-    const backfilled = await backfillIndexes({
-      catalog,
-      shard: writer,
-      store,
-      random: systemRandom,
-      onProgress: (progress) => say(`backfilling index ${progress.table}.${progress.index}: ${progress.documents} document(s)`),
-    });
-    for (const index of backfilled) say(`index ${index.table}.${index.index} is ready (${index.documents} document(s) indexed)`);
-    const runtime = new FunctionRuntime({ app, catalog, shard: writer });
-    say(`functions run on shard ${writer.shard}; tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number})`).join(", ")}`);
-    // Listen before announcing readiness: whoever waits for the announcement may signal at once.
+    const probe = await assertConditionalWrites(store);
+    const form = probe.ifMatchEtagForm === undefined ? "" : `; If-Match etags sent ${probe.ifMatchEtagForm}`;
+    say(`store ${store.description} (conditional writes verified${form})`);
+    const nodeId = options.nodeId ?? localNodeId(options.local, systemRandom);
+    // Listen before starting: whoever waits for the announcement may signal at once.
     const stopRequested = stopSignal();
-    say(`node ${nodeId} is the writer; no network server yet (later issues add it). Ctrl-C stops.`);
+    const node = await startWriterNode({
+      store,
+      localDirectory: options.local,
+      app,
+      nodeId,
+      ...(options.shards !== undefined ? { numShards: options.shards } : {}),
+      port: options.port,
+      host: options.host,
+      adminKey,
+      verifier,
+      webApp: appPath === DEMO_APP_PATH ? DEMO_WEB_APP : null,
+      log: say,
+      onEngineEvent: progressReporter(say),
+    });
+    say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks)" : "JWTs verified"}; admin API ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
+    say(`node ${nodeId} is the writer; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync). Ctrl-C stops.`);
     await stopRequested;
-    say("stopping: draining commits and releasing leases");
+    say("stopping: draining requests, ending sessions, releasing leases");
+    await node.stop();
   } finally {
-    await sharded.close();
     await store.close();
   }
   say("stopped");
+}
+
+function tokenVerifier(options: ServeOptions): TokenVerifier | null {
+  const secret = options.jwtSecret ?? (process.env["CAIRN_JWT_SECRET"] || undefined);
+  if (secret !== undefined && options.jwks !== undefined) throw new CairnError("INVALID_ARGUMENT", "give either a JWT secret or a JWKS file, not both");
+  if (secret === undefined && options.jwks === undefined) return null;
+  return jwtVerifier({
+    ...(secret !== undefined ? { secret } : { jwks: loadJwks(options.jwks!) }),
+    ...(options.jwtIssuer !== undefined ? { issuer: options.jwtIssuer } : {}),
+    ...(options.jwtAudience !== undefined ? { audience: options.jwtAudience } : {}),
+  });
 }
 
 /** Resolves on the first SIGINT or SIGTERM; the handlers are installed when this is called. */

@@ -46,7 +46,7 @@ describe("cairn command", () => {
   const local = join(root, "local");
 
   it("serves a new deployment and releases its lease on SIGINT", async () => {
-    const run = await cairn(["serve", "--store", store, "--local", local], /is the writer/);
+    const run = await cairn(["serve", "--port", "0", "--store", store, "--local", local], /is the writer/);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/conditional writes verified/);
@@ -56,7 +56,7 @@ describe("cairn command", () => {
   });
 
   it("takes over again at once on the next start, and inspect shows the log", async () => {
-    const run = await cairn(["serve", "--store", store, "--local", local], /is the writer/);
+    const run = await cairn(["serve", "--port", "0", "--store", store, "--local", local], /is the writer/);
     expect(run.stdout).toMatch(/writer at epoch 2 \(fence at seqno 1\)/);
     const inspect = await cairn(["inspect", "--store", store]);
     expect(inspect.code).toBe(0);
@@ -87,7 +87,7 @@ describe("cairn command", () => {
   });
 
   it("refuses a store URL it cannot use, and a deployment that does not exist", async () => {
-    const bad = await cairn(["serve", "--store", "ftp://example.com/bucket", "--local", local]);
+    const bad = await cairn(["serve", "--port", "0", "--store", "ftp://example.com/bucket", "--local", local]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/STORE_URL_INVALID/);
     const missing = await cairn(["inspect", "--store", join(root, "empty")]);
@@ -114,10 +114,10 @@ describe("cairn serve --app", () => {
   `;
 
   it("serves the demo app by default and a given app file, numbering its tables", async () => {
-    const demo = await cairn(["serve", "--store", join(root, "demo-bucket"), "--local", join(root, "demo-local")], /is the writer/);
+    const demo = await cairn(["serve", "--port", "0", "--store", join(root, "demo-bucket"), "--local", join(root, "demo-local")], /is the writer/);
     expect(demo.code).toBe(0);
     expect(demo.stdout).toMatch(/demo\/app\.ts: 5 function\(s\): counters:get, counters:increment, messages:list, messages:page, messages:send/);
-    const run = await cairn(["serve", "--store", store, "--local", local, "--app", appFile("good.ts", goodApp)], /is the writer/);
+    const run = await cairn(["serve", "--port", "0", "--store", store, "--local", local, "--app", appFile("good.ts", goodApp)], /is the writer/);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/good\.ts: 1 function\(s\): notes:count/);
@@ -135,7 +135,7 @@ describe("cairn serve --app", () => {
       [appFile("shrunk.ts", goodApp.replace(", tags: defineTable({ name: v.string() })", "")), /\[SCHEMA_CHANGE_REFUSED\] .*table tags \(table number 2\) exists in the deployment but not in the schema/],
     ];
     for (const [file, message] of cases) {
-      const run = await cairn(["serve", "--store", store, "--local", local, "--app", file], /is the writer/);
+      const run = await cairn(["serve", "--port", "0", "--store", store, "--local", local, "--app", file], /is the writer/);
       expect(run.code, file).toBe(1);
       expect(run.stderr, file).toMatch(message);
     }
