@@ -14,8 +14,9 @@ import * as syncApp from "../sync/syncApp.js";
 /** A writer node in this process on a fresh directory bucket, listening on a free port. */
 export async function startTestNode(
   overrides: Partial<WriterNodeOptions> = {},
+  reuse: { directory?: string; keepDirectory?: boolean } = {},
 ): Promise<{ node: RunningNode; directory: string; store: FaultyObjectStore; close(): Promise<void> }> {
-  const directory = mkdtempSync(join(tmpdir(), "cairn-server-"));
+  const directory = reuse.directory ?? mkdtempSync(join(tmpdir(), "cairn-server-"));
   // Faults only when a test injects them: a directory bucket otherwise.
   const store = new FaultyObjectStore(new FsObjectStore(join(directory, "bucket")), new SeededRandom(5), systemClock);
   const node = await startWriterNode({
@@ -38,7 +39,7 @@ export async function startTestNode(
     async close() {
       await node.stop();
       await store.close();
-      rmSync(directory, { recursive: true, force: true });
+      if (reuse.keepDirectory !== true) rmSync(directory, { recursive: true, force: true });
     },
   };
 }
