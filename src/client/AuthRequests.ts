@@ -2,7 +2,8 @@ import type { ClientMessage } from "../sync/protocol.js";
 
 /**
  * The auth token and the `setAuth` calls waiting for their AuthResponse. AuthResponse
- * names no request, so answers pair with SetAuth frames in the order they were sent.
+ * names no request, so answers pair with SetAuth frames in the order they were sent
+ * (every AuthResponse answers one SetAuth; an expiry comes as AuthExpired).
  *
  * Invariants:
  * - `token` is the latest one set and not refused; it is sent again after every
@@ -49,14 +50,18 @@ export class AuthRequests {
   }
 
   /**
-   * The calls an AuthResponse answers: those of the oldest SetAuth on the wire (none
-   * when it answers no SetAuth, as when the server tells that a token expired). A
-   * refusal forgets the token it refused, or the current one when it answers none.
+   * The calls an AuthResponse answers: those of the oldest SetAuth on the wire. A
+   * refusal forgets the token it refused.
    */
   answered(success: boolean): AuthWaiter[] {
     const sent = this.onTheWire.shift();
     if (!success && (sent === undefined || sent.token === this.current)) this.current = null;
     return sent?.waiters ?? [];
+  }
+
+  /** The server says the current token expired: forget it (waiting calls keep waiting for their answers). */
+  expired(): void {
+    this.current = null;
   }
 
   /** Frames in flight are lost with the connection; their calls wait for the next one. */

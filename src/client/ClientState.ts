@@ -142,6 +142,10 @@ export class ClientState {
         return this.onActionResponse(message);
       case "AuthResponse":
         return this.onAuthResponse(message);
+      case "AuthExpired":
+        // The server's session is anonymous now: forget the token rather than re-send it.
+        this.auth.expired();
+        return this.report(errorFromPayload(message.error));
       case "Broadcast":
         return this.onBroadcast(message);
       case "ProtocolError":
@@ -315,7 +319,7 @@ export class ClientState {
       return;
     }
     const error = response.error !== undefined ? errorFromPayload(response.error) : new CairnError("UNAUTHENTICATED", "the server refused the token");
-    // A token re-sent after a reconnect, or one that expired, has nobody waiting: its refusal is reported.
+    // A token re-sent after a reconnect has nobody waiting: its refusal is reported.
     if (waiters.length === 0) this.report(error);
     for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.reject(error));
   }

@@ -207,12 +207,7 @@ export class Session {
     const expiresAt = this.identity.expiresAtMs;
     if (this.state !== "open" || expiresAt === null || nowMs < expiresAt) return;
     this.setIdentity(ANONYMOUS);
-    this.respond({
-      type: "AuthResponse",
-      success: false,
-      subject: null,
-      error: errorPayload(new CairnError("UNAUTHENTICATED", "the session's token expired; send a new one with SetAuth")),
-    });
+    this.respond({ type: "AuthExpired", error: errorPayload(new CairnError("UNAUTHENTICATED", "the session's token expired; send a new one with SetAuth")) });
   }
 
   /** Delivers a Broadcast (droppable: presence and the like tolerate loss under backpressure). */

@@ -147,6 +147,8 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
     subject: z.string().nullable(),
     error: errorPayloadSchema.optional(),
   }),
+  /** The session's token expired: it is anonymous now (not an answer to any SetAuth). */
+  z.strictObject({ type: z.literal("AuthExpired"), error: errorPayloadSchema }),
   z.strictObject({ type: z.literal("Broadcast"), topic, event: json }),
   /** A frame the server could not accept; the session goes on. */
   z.strictObject({ type: z.literal("ProtocolError"), error: errorPayloadSchema, requestId: counter.optional() }),

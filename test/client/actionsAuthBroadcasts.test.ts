@@ -72,6 +72,19 @@ describe("auth", () => {
     expect(frameOfType(client.takeSent(), "SetAuth")).toEqual([]);
   });
 
+  it("forgets an expired token without taking the answer of a SetAuth in flight", async () => {
+    const client = new StateHarness();
+    client.connectAt(1);
+    const first = client.step((state) => state.setAuth("t1"));
+    client.receive({ type: "AuthResponse", success: true, subject: "alice" });
+    await outcomeOf(first);
+    const second = client.step((state) => state.setAuth("t2"));
+    client.receive({ type: "AuthExpired", error: { code: "UNAUTHENTICATED", kind: "InvalidInput", message: "the session's token expired" } });
+    expect(client.errors).toMatchObject([{ code: "UNAUTHENTICATED" }]);
+    client.receive({ type: "AuthResponse", success: true, subject: "bob" });
+    expect(await outcomeOf(second)).toEqual({ state: "resolved", value: "bob" });
+  });
+
   it("answers a call whose SetAuth was lost with the reconnect's SetAuth", async () => {
     const client = new StateHarness();
     client.connectAt(1);

@@ -17,7 +17,9 @@ import { syncFixture, type ModelClient, type SyncFixture } from "./syncHarness.j
 const verifier: TokenVerifier = {
   verify: async (token) => {
     if (!token.startsWith("user:")) throw new CairnError("UNAUTHENTICATED", "not a test token");
-    return { identity: { subject: token.slice(5) }, expiresAtMs: null };
+    // "user:name:expired" is a token whose expiry has passed by the next sweep.
+    const [, subject, expired] = token.split(":");
+    return { identity: { subject: subject! }, expiresAtMs: expired === "expired" ? Date.now() - 1 : null };
   },
 };
 
@@ -201,6 +203,22 @@ describe("the sync handler", () => {
     await client.next((m) => m.type === "Transition" && m.modifications.length > 0);
     expect(client.valueOf(who)).toBeNull();
     expect(client.closedWith).toBeNull();
+  });
+
+  it("makes a session anonymous when its token expires, and says so", async () => {
+    const f = (fixture = await syncFixture(await harness(), { verifier, sweepIntervalMs: 5 }));
+    const client = f.client();
+    await client.connect();
+    const who = await client.subscribe("users:whoami", {});
+    client.write({ type: "SetAuth", token: "user:eve:expired" });
+    expect(await client.next((m) => m.type === "AuthResponse")).toMatchObject({ success: true, subject: "eve" });
+    expect(await client.next((m) => m.type === "AuthExpired")).toMatchObject({ error: { code: "UNAUTHENTICATED" } });
+    const whoValues = () =>
+      client.frames.flatMap((m) => (m.type === "Transition" ? m.modifications.filter((mod) => mod.type === "QueryUpdated" && mod.queryId === who).map((mod) => (mod as { value: unknown }).value) : []));
+    await eventually(() => whoValues().length === 3);
+    expect(whoValues()).toEqual([null, "eve", null]);
+    client.write({ type: "Action", requestId: 3, path: "users:echo", args: { text: "hi" } });
+    expect(await client.next((m) => m.type === "ActionResponse")).toMatchObject({ success: true, value: "anonymous: hi" });
   });
 
   it("broadcasts a published event to the topic's listeners only, storing nothing", async () => {
