@@ -7,7 +7,8 @@ import type { DocumentObject } from "./documents.js";
 import type { PendingWrites } from "./PendingWrites.js";
 import { QueryChain } from "./QueryChain.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
-import { validateWith, withoutUndefinedFields } from "./validate.js";
+import { withoutUndefinedFields } from "../model/withoutUndefinedFields.js";
+import { validateWith } from "./validate.js";
 
 /**
  * `ctx.db`: reads for queries and mutations, writes for mutations. Reads see the
