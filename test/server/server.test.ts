@@ -140,3 +140,37 @@ describe("the server", () => {
     await stopped;
   });
 });
+
+describe("a reader whose socket stops reading", () => {
+  it("is resynced over a real socket once it reads again, with the server's queue bounded meanwhile", async () => {
+    const server = await node();
+    const slow = await SocketClient.open(server.url);
+    const writer = await SocketClient.open(server.url);
+    cleanups.push(async () => (slow.close(), writer.close()));
+    slow.write({ type: "Connect", sessionId: "slow" });
+    writer.write({ type: "Connect", sessionId: "writer" });
+    slow.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: [{ queryId: 1, path: "notes:list", args: { channel: "big" } }], remove: [] });
+    await slow.next((m) => m.type === "Transition");
+    // The client stops reading: the kernel's buffers fill, then the server's queue.
+    (slow.socket as unknown as { _socket: { pause(): void } })._socket.pause();
+    let peakQueued = 0;
+    const notes = 60;
+    for (let n = 1; n <= notes; n++) {
+      writer.write({ type: "Mutation", requestId: n, path: "notes:add", args: { channel: "big", body: `${n}:${"x".repeat(60_000)}` } });
+      await writer.next((m) => m.type === "MutationResponse" && m.requestId === n);
+      peakQueued = Math.max(peakQueued, server.handler.stats().queuedFrames);
+    }
+    const stats = server.handler.stats();
+    expect(stats.droppedFrames).toBeGreaterThan(0);
+    expect(peakQueued).toBeLessThanOrEqual(201);
+    (slow.socket as unknown as { _socket: { resume(): void } })._socket.resume();
+    const last = () => slow.frames.filter((m) => m.type === "Transition").at(-1) as Extract<typeof slow.frames[number], { type: "Transition" }> | undefined;
+    await eventually(() => {
+      const value = last()?.modifications.find((m) => m.type === "QueryUpdated")?.value as string[] | undefined;
+      return value?.length === notes;
+    }, 100_000);
+    // Every Transition it got starts where the previous one ended.
+    const transitions = slow.frames.filter((m) => m.type === "Transition");
+    for (let at = 1; at < transitions.length; at++) expect(transitions[at]!.startVersion).toEqual(transitions[at - 1]!.endVersion);
+  });
+});
