@@ -32,8 +32,6 @@ interface Waiter {
  * or FatalError frame, or the socket closing, fails every waiter.
  */
 export class BenchSocket {
-  /** Frames that arrived with no waiter for them (e.g. the mutator's own empty Transitions). */
-  unmatchedFrames = 0;
   private waiters: Waiter[] = [];
   private nextRequestId = 0;
   private querySet = 0;
@@ -137,10 +135,8 @@ export class BenchSocket {
       return this.fail(new CairnError("INTERNAL", `the server sent ${message.type}: ${message.error.code} ${message.error.message}`));
     }
     const at = this.waiters.findIndex((waiter) => waiter.predicate(message));
-    if (at < 0) {
-      this.unmatchedFrames++;
-      return;
-    }
+    // Nobody waits for it (e.g. the mutator's own empty Transitions): dropped.
+    if (at < 0) return;
     const [waiter] = this.waiters.splice(at, 1);
     clearTimeout(waiter!.timer);
     waiter!.resolve({ message, atMs });
