@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { CairnError } from "../../src/base/errors.js";
 import type { SyncStats } from "../../src/sync/index.js";
+import { spawnCairnServe } from "../../test/support/spawnCairnServe.js";
 import type { EndpointAddress } from "../commitSupport/RemoteEndpoint.js";
 
 const ADMIN_KEY = "bench-admin-key";
@@ -49,38 +50,23 @@ export class ServerChild {
     });
   }
 
-  static start(endpoint: EndpointAddress, prefix: string, localDirectory: string, app: string, options: ServerChildOptions = {}): Promise<ServerChild> {
+  static async start(endpoint: EndpointAddress, prefix: string, localDirectory: string, app: string, options: ServerChildOptions = {}): Promise<ServerChild> {
     const store = `s3://${endpoint.bucket}/${prefix}?endpoint=${encodeURIComponent(endpoint.url)}&region=${endpoint.region}&forcePathStyle=true`;
-    const flags = options.nodeFlags ?? [];
-    const child = spawn(process.execPath, [...flags, "--import", "tsx", "src/cli/main.ts", "serve", "--store", store, "--local", localDirectory, "--app", app, "--port", "0"], {
-      cwd: process.cwd(),
+    const { child, url, output } = await spawnCairnServe(["--store", store, "--local", localDirectory, "--app", app, "--port", "0"], {
+      nodeFlags: options.nodeFlags ?? [],
       env: {
-        ...process.env,
         AWS_ACCESS_KEY_ID: endpoint.credentials.accessKeyId,
         AWS_SECRET_ACCESS_KEY: endpoint.credentials.secretAccessKey,
-        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
         CAIRN_ADMIN_KEY: ADMIN_KEY,
       },
-      stdio: ["ignore", "pipe", "pipe"],
+    }).catch((error: Error) => {
+      throw new CairnError("INTERNAL", error.message);
     });
-    return new Promise((resolve, reject) => {
-      let output = "";
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        const match = /serving at (http:\/\/\S+\/) /.exec(output);
-        if (match === null) return;
-        child.stdout!.off("data", onData);
-        child.stdout!.resume();
-        child.stderr!.resume();
-        child.off("close", onEarlyClose);
-        const inspector = /Debugger listening on (ws:\/\/\S+)/.exec(output);
-        resolve(new ServerChild(child, match[1]!, inspector?.[1] ?? null));
-      };
-      const onEarlyClose = (code: number | null) => reject(new CairnError("INTERNAL", `cairn serve exited with ${code}:\n${output}`));
-      child.stdout!.on("data", onData);
-      child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      child.once("close", onEarlyClose);
-    });
+    // Nobody reads the server's output from here on; keep its pipes drained.
+    child.stdout!.resume();
+    child.stderr!.resume();
+    const inspector = /Debugger listening on (ws:\/\/\S+)/.exec(output);
+    return new ServerChild(child, url, inspector?.[1] ?? null);
   }
 
   get pid(): number | undefined {

@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
+import { spawnCairnServe } from "../support/spawnCairnServe.js";
 
 /**
  * `cairn serve` as a real child process (tsx, like `npm start`), with its output kept
@@ -20,27 +21,9 @@ export class ServeProcess {
     this.exited = new Promise((resolve) => child.once("close", (code) => resolve(code)));
   }
 
-  static start(args: string[], env: Record<string, string> = {}): Promise<ServeProcess> {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve", ...args], {
-      cwd: process.cwd(),
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...env },
-    });
-    return new Promise((resolve, reject) => {
-      let output = "";
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        const match = /serving at (http:\/\/\S+\/) /.exec(output);
-        if (match === null) return;
-        child.stdout.off("data", onData);
-        child.stderr.off("data", onData);
-        child.off("close", onClose);
-        resolve(new ServeProcess(child, match[1]!, output));
-      };
-      const onClose = (code: number | null) => reject(new Error(`cairn serve exited with ${code} before serving:\n${output}`));
-      child.stdout.on("data", onData);
-      child.stderr.on("data", onData);
-      child.once("close", onClose);
-    });
+  static async start(args: string[], env: Record<string, string> = {}): Promise<ServeProcess> {
+    const spawned = await spawnCairnServe(args, { env });
+    return new ServeProcess(spawned.child, spawned.url, spawned.output);
   }
 
   /** SIGKILL: no draining, no lease release, local file left as the crash leaves it. */
