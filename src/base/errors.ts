@@ -112,6 +112,14 @@ export const ERROR_CODES = {
   CONNECTION_LOST: "Unavailable",
   /** The server is stopping; reconnect (to it after restart, or to another node). */
   SERVER_STOPPING: "Unavailable",
+  // replicas
+  /** A replica has not applied the log up to a ts the caller needs (it has seen it, or wrote it): retry, or use another node. */
+  REPLICA_BEHIND: "Unavailable",
+  /** The shard's writer did not answer a forwarded call (or none is named); retry with the same (clientId, seq). */
+  WRITER_UNAVAILABLE: "Unavailable",
+  /** A replica's app has tables or indexes the deployment's schema does not have yet: deploy it on the writer first. */
+  SCHEMA_NOT_DEPLOYED: "InvalidInput",
+  NODE_ENTRY_INVALID: "Corruption",
   // generic
   INVALID_ARGUMENT: "InvalidInput",
   TIMEOUT: "Unavailable",

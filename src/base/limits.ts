@@ -314,3 +314,20 @@ export const SYNC_RECENT_KEYS_MAX = 1_000_000;
 export const SYNC_SHARED_RESULTS_MAX = 10_000;
 /** How long a stopping server waits for running requests before it closes the sockets. */
 export const SERVER_DRAIN_MS_MAX = 10_000;
+
+/**
+ * How long a node waits, on Connect, for its frontier to reach the ts the client has
+ * already seen, before it ends the session with REPLICA_BEHIND (the client reconnects
+ * with backoff, perhaps to another node).
+ */
+export const CONNECT_FRONTIER_WAIT_MS = 5_000;
+/**
+ * How long a replica waits for its own tail to apply a write it forwarded before it
+ * answers REPLICA_BEHIND (the write is durable; a re-send with the same (clientId, seq)
+ * is answered from its receipt).
+ */
+export const FORWARDED_WRITE_VISIBLE_WAIT_MS = 10_000;
+/** How long a forwarded mutation may take at the writer (its 10 s run limit, OCC re-runs and the commit). */
+export const FORWARDED_MUTATION_TIMEOUT_MS = 60_000;
+/** … and a forwarded action (its 10 min run limit). */
+export const FORWARDED_ACTION_TIMEOUT_MS = 11 * 60_000;

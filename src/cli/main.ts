@@ -47,7 +47,13 @@ const program = new Command()
   .name("cairn")
   .description("A reactive document database whose only durable home is an object-store bucket");
 
-withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards", { isDefault: true }))
+function milliseconds(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(parsed)) throw new InvalidArgumentError("expected a whole number of milliseconds");
+  return parsed;
+}
+
+withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards (or, with --replica/--standby, follow it)", { isDefault: true }))
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
   .option("--node-id <id>", "this node's id in the manifests (default: a random id kept in the local directory)")
   .option("--app <file>", "the app module (schema and functions) to serve, a .ts file (default: the demo app)")
@@ -57,7 +63,18 @@ withLocal(storeCommand("serve", "open (or create) the deployment and become the 
   .option("--jwks <file>", "verify client tokens as RS256/ES256 JWTs against this JSON Web Key Set file")
   .option("--jwt-issuer <iss>", "require this `iss` in client tokens")
   .option("--jwt-audience <aud>", "require this `aud` in client tokens")
-  .addHelpText("after", "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) for `Authorization: Admin <key>`.")
+  .option("--replica", "tail the bucket and serve reads and live queries; forward writes to the shard's writer (needs CAIRN_ADMIN_KEY)")
+  .option("--standby", "a replica that takes over a shard once its writer's lease lapses (same as --replica --takeover)")
+  .option("--takeover", "with --replica: take over like a standby")
+  .option("--advertise-url <url>", "the URL other nodes reach this one at (default: the URL it listens on)")
+  .option("--max-clock-skew-ms <ms>", "clock difference between nodes that takeovers tolerate: a lease counts as lapsed this long after it expired", milliseconds, 1000)
+  .option("--poll-interval-ms <ms>", "replica: longest wait between polls of a quiet log", positiveInteger, 1000)
+  .option("--no-wake-hints", "neither send nor take wake hints (replicas then rely on polling alone)")
+  .addHelpText(
+    "after",
+    "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) for `Authorization: Admin <key>`;" +
+      "\nevery node of a deployment needs the same key for write forwarding and wake hints.",
+  )
   .action(serveCommand);
 
 storeCommand("inspect", "print the deployment's globals, each shard's manifest and log extent").action(inspectCommand);

@@ -5,7 +5,7 @@ import { assertConditionalWrites, openObjectStore } from "../objectstore/index.j
 import { systemRandom } from "../base/random.js";
 import { jwtVerifier, loadJwks } from "../server/JwtVerifier.js";
 import { localNodeId } from "../server/localNodeId.js";
-import { startWriterNode } from "../server/startWriterNode.js";
+import { startNode } from "../server/startNode.js";
 import type { WebApp } from "../server/WebAssets.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { progressReporter } from "./progressReporter.js";
@@ -23,6 +23,14 @@ export interface ServeOptions {
   readonly jwks?: string;
   readonly jwtIssuer?: string;
   readonly jwtAudience?: string;
+  readonly replica?: boolean;
+  readonly standby?: boolean;
+  readonly takeover?: boolean;
+  readonly advertiseUrl?: string;
+  readonly maxClockSkewMs?: number;
+  readonly pollIntervalMs?: number;
+  /** commander's --no-wake-hints. */
+  readonly wakeHints?: boolean;
 }
 
 /** The demo app that ships with Cairn, served when no --app is given. */
@@ -34,13 +42,17 @@ export const DEMO_WEB_APP: WebApp = {
 };
 
 /**
- * Opens the deployment, becomes the writer of every shard, serves the app over HTTP and
- * WebSocket, and runs until SIGINT/SIGTERM; then stops accepting, drains, relinquishes
- * the leases and exits 0.
+ * Opens the deployment, becomes the writer of every shard (or follows it as a replica or
+ * standby), serves the app over HTTP and WebSocket, and runs until SIGINT/SIGTERM; then
+ * stops accepting, drains, relinquishes the leases and exits 0.
  */
 export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
   const verifier = tokenVerifier(options);
+  const role = roleOf(options);
+  if (options.advertiseUrl !== undefined && !(/^https?:\/\//.test(options.advertiseUrl) && URL.canParse(options.advertiseUrl))) {
+    throw new CairnError("INVALID_ARGUMENT", `--advertise-url must be an http(s) URL, not ${JSON.stringify(options.advertiseUrl)}`);
+  }
   const adminKey = process.env["CAIRN_ADMIN_KEY"] || null;
   // The app first: a broken app stops startup before anything touches the bucket.
   const appPath = options.app ?? DEMO_APP_PATH;
@@ -54,7 +66,13 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     const nodeId = options.nodeId ?? localNodeId(options.local, systemRandom);
     // Listen before starting: whoever waits for the announcement may signal at once.
     const stopRequested = stopSignal();
-    const node = await startWriterNode({
+    const node = await startNode({
+      role,
+      ...(options.takeover ? { takeover: true } : {}),
+      ...(options.advertiseUrl !== undefined ? { advertiseUrl: withSlash(options.advertiseUrl) } : {}),
+      ...(options.maxClockSkewMs !== undefined ? { maxClockSkewMs: options.maxClockSkewMs } : {}),
+      ...(options.pollIntervalMs !== undefined ? { tailer: { idlePollMs: options.pollIntervalMs } } : {}),
+      wakeHints: options.wakeHints !== false,
       store,
       localDirectory: options.local,
       app,
@@ -69,7 +87,8 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
       onEngineEvent: progressReporter(say),
     });
     say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks)" : "JWTs verified"}; admin API ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
-    say(`node ${nodeId} is the writer; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync). Ctrl-C stops.`);
+    if (role !== "writer" && adminKey === null) say("warning: no CAIRN_ADMIN_KEY: this node cannot forward writes to the writer nor take wake hints");
+    say(`node ${nodeId} is the ${node.role()}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync). Ctrl-C stops.`);
     await stopRequested;
     say("stopping: draining requests, ending sessions, releasing leases");
     await node.stop();
@@ -77,6 +96,16 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     await store.close();
   }
   say("stopped");
+}
+
+function roleOf(options: ServeOptions): "writer" | "replica" | "standby" {
+  if (options.replica && options.standby) throw new CairnError("INVALID_ARGUMENT", "give --replica or --standby, not both (--standby is --replica --takeover)");
+  if (options.takeover && !options.replica) throw new CairnError("INVALID_ARGUMENT", "--takeover goes with --replica (a writer takes over anyway; --standby implies it)");
+  return options.standby ? "standby" : options.replica ? "replica" : "writer";
+}
+
+function withSlash(url: string): string {
+  return url.endsWith("/") ? url : `${url}/`;
 }
 
 function tokenVerifier(options: ServeOptions): TokenVerifier | null {

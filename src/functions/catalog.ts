@@ -178,6 +178,29 @@ export async function resolveCatalog(store: ObjectStore, schema: AnySchema, rand
   return Catalog.bind(schema, snapshot.value);
 }
 
+/**
+ * The deployment's catalog bound to `schema` without changing it: a replica serves the
+ * schema its writer registered. SCHEMA_NOT_DEPLOYED when the schema has tables or indexes
+ * the deployment does not (start the writer with this app first); SCHEMA_CHANGE_REFUSED
+ * as for the writer when they disagree.
+ */
+export async function readCatalog(store: ObjectStore, schema: AnySchema, random: Random): Promise<Catalog> {
+  const snapshot = await schemaCatalogObject(store, random).read();
+  const planned = planCatalog(schema, snapshot?.value ?? null);
+  if (snapshot === null || planned !== null) {
+    const known = new Set((snapshot?.value.tables ?? []).flatMap((table) => [table.name, ...table.indexes.map((index) => `${table.name}.${index.name}`)]));
+    const missing = (planned?.tables ?? []).flatMap((table) => [table.name, ...table.indexes.map((index) => `${table.name}.${index.name}`)]).filter((name) => !known.has(name));
+    throw new CairnError(
+      "SCHEMA_NOT_DEPLOYED",
+      snapshot === null
+        ? "the deployment has no schema yet: start its writer with this app first"
+        : `the app declares ${missing.join(", ")}, which the deployment does not have yet: start (or restart) its writer with this app first`,
+      { details: { missing } },
+    );
+  }
+  return Catalog.bind(schema, snapshot.value);
+}
+
 /** Marks an index ready in the stored catalog once its backfill finished. */
 export async function markIndexReady(store: ObjectStore, random: Random, indexId: number): Promise<void> {
   await schemaCatalogObject(store, random).update((current) => {

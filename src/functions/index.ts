@@ -36,7 +36,7 @@ export type { PaginationOptions, PaginationResult, QueryChain } from "./QueryCha
 export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 export { App, type AppModule } from "./App.js";
 export { loadApp } from "./loadApp.js";
-export { Catalog, planCatalog, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
+export { Catalog, planCatalog, readCatalog, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
 export { backfillIndexes, type BackfillProgress } from "./backfillIndexes.js";
 export {
   FunctionRuntime,

@@ -17,6 +17,15 @@ export interface HttpApiOptions {
   readonly health: () => unknown;
   readonly adminStatus: () => unknown;
   readonly metrics: { text(): Promise<string>; readonly contentType: string } | null;
+  /**
+   * Where calls forwarded by replicas run: this node's own runtime, which never forwards
+   * again (a node that is not the writer answers NOT_WRITER and the replica re-routes).
+   */
+  readonly forwardedTo?: SyncBackend;
+  /** Wake hints from the writer (`POST /api/internal/hint`); absent: hints are refused. */
+  readonly hinted?: (hints: readonly { readonly shard: number; readonly seqno: number }[]) => void;
+  /** Resolves true once the node's frontier reaches `ts` (a query's `minTs`). */
+  readonly waitForTs?: (ts: number, timeoutMs: number) => Promise<boolean>;
 }
 
 const callSchema = z.strictObject({
@@ -24,7 +33,21 @@ const callSchema = z.strictObject({
   args: z.unknown().optional(),
   clientId: z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX).optional(),
   seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  /** A query: the lowest ts the caller accepts (the newest it has seen); a replica behind it waits. */
+  minTs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
 });
+
+/** A call a replica forwards: the caller's identity as the replica verified it. */
+const forwardedSchema = callSchema.omit({ minTs: true }).extend({
+  identity: z.looseObject({ subject: z.string().min(1), issuer: z.string().optional() }).nullable(),
+});
+
+const hintsSchema = z.strictObject({
+  hints: z.array(z.strictObject({ shard: z.number().int().min(0).max(65_535), seqno: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })).max(1024),
+});
+
+/** How long a query with `minTs` waits for a lagging node before REPLICA_BEHIND. */
+const QUERY_MIN_TS_WAIT_MS = 5_000;
 
 type Call = z.infer<typeof callSchema>;
 type Kind = "query" | "mutation" | "action";
@@ -37,6 +60,10 @@ type Kind = "query" | "mutation" | "action";
  *   `Authorization: Bearer <token>` sets the caller's identity.
  * - `POST /api/admin/{query,mutation,action}`: the same, internal functions included,
  *   with `Authorization: Admin <key>`; `GET /api/admin/status`: sessions and queues.
+ * - `POST /api/internal/forward/{mutation,action}` (admin): a call a replica forwards, with
+ *   the caller's identity; runs here only. `POST /api/internal/hint` (admin): wake hints.
+ * - A query may carry `minTs`: a node whose frontier is older waits (bounded), then
+ *   answers REPLICA_BEHIND, so a caller never reads older than what it has seen.
  * - `GET /api/health`: role, shards, frontier, staleness. `GET /metrics`: Prometheus text.
  * - Errors: `{error: {code, kind, message}}` with the status of `httpStatusOf`.
  */
@@ -66,6 +93,7 @@ export class HttpApi {
       if (this.expectMethod(request, response, "GET")) sendJson(response, 200, this.options.health());
       return;
     }
+    if (path.startsWith("/api/internal/")) return this.internal(request, response, path);
     const publicCall = /^\/api\/(query|mutation|action)$/.exec(path);
     const adminCall = /^\/api\/admin\/(query|mutation|action)$/.exec(path);
     if (path.startsWith("/api/admin/")) this.checkAdmin(request);
@@ -81,11 +109,33 @@ export class HttpApi {
     sendJson(response, 200, await this.run(kind, call, identity, adminCall !== null));
   }
 
-  private async run(kind: Kind, call: Call, identity: UserIdentity | null, internal: boolean): Promise<unknown> {
-    const { backend } = this.options;
+  /** Node-to-node calls, all with the admin key: forwarded writes and wake hints. */
+  private async internal(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
+    this.checkAdmin(request);
+    if (!this.expectMethod(request, response, "POST")) return;
+    if (path === "/api/internal/hint") {
+      if (this.options.hinted === undefined) throw new CairnError("FUNCTION_NOT_FOUND", "this node takes no wake hints (it is not a replica)");
+      const parsed = hintsSchema.safeParse(parseJson(await readBody(request)));
+      if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid hints: ${z.prettifyError(parsed.error)}`);
+      this.options.hinted(parsed.data.hints);
+      sendJson(response, 200, { ok: true });
+      return;
+    }
+    const forwarded = /^\/api\/internal\/forward\/(mutation|action)$/.exec(path);
+    const target = this.options.forwardedTo;
+    if (forwarded === null || target === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
+    const parsed = forwardedSchema.safeParse(parseJson(await readBody(request)));
+    if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid forwarded call: ${z.prettifyError(parsed.error)}`);
+    const { identity, ...call } = parsed.data;
+    // Client functions only: a forwarded call is a client's call, whatever key carried it.
+    sendJson(response, 200, await this.run(forwarded[1] as Kind, call, identity as UserIdentity | null, false, target));
+  }
+
+  private async run(kind: Kind, call: Call, identity: UserIdentity | null, internal: boolean, backend = this.options.backend): Promise<unknown> {
     const args = decodeValue(call.args ?? {});
     switch (kind) {
       case "query": {
+        if (call.minTs !== undefined && call.minTs > backend.readTs) await this.waitForFrontier(call.minTs, backend);
         const run = await backend.runQuery(call.path, args, { identity, internal, readTs: backend.readTs });
         if (run.outcome.kind === "failed") throw run.outcome.error;
         return { value: encodeValue(run.outcome.value), ts: run.readTs };
@@ -97,6 +147,15 @@ export class HttpApi {
       }
       case "action":
         return { value: encodeValue((await backend.runAction(call.path, args, { identity, internal })).value) };
+    }
+  }
+
+  private async waitForFrontier(minTs: number, backend: SyncBackend): Promise<void> {
+    const reached = this.options.waitForTs === undefined ? false : await this.options.waitForTs(minTs, QUERY_MIN_TS_WAIT_MS);
+    if (!reached) {
+      throw new CairnError("REPLICA_BEHIND", `this node has applied the log through ts ${backend.readTs}, older than minTs ${minTs}; retry, or ask another node`, {
+        details: { frontierTs: backend.readTs, minTs },
+      });
     }
   }
 
@@ -124,14 +183,16 @@ export class HttpApi {
   }
 }
 
-function parseCall(text: string): Call {
-  let raw: unknown;
+function parseJson(text: string): unknown {
   try {
-    raw = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
     throw new CairnError("PROTOCOL_INVALID", "the request body must be JSON");
   }
-  const parsed = callSchema.safeParse(raw);
+}
+
+function parseCall(text: string): Call {
+  const parsed = callSchema.safeParse(parseJson(text));
   if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid request: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }

@@ -121,6 +121,7 @@ export class ShardEngine {
   private lastGcAtMs = 0;
   private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
   private readonly appliedListeners = new Set<(segment: Segment) => void>();
+  private readonly restoredListeners = new Set<(frontierTs: number) => void>();
 
   private constructor(private readonly options: ShardEngineOptions) {
     this.shard = options.shard;
@@ -147,7 +148,7 @@ export class ShardEngine {
     const manifest = await engine.manifest.load();
     const check = await checkLocalPosition(options.store, options.deploymentId, meta, manifest);
     if (check.kind === "disagrees") await engine.rebuildLocal(check.reason);
-    await engine.catchUpToTail();
+    if (options.catchUpOnOpen !== false) await engine.catchUpToTail();
     engine.sinceSnapshot = engine.countSinceSnapshot();
     return engine;
   }
@@ -181,6 +182,16 @@ export class ShardEngine {
     return this.watermarks;
   }
 
+  /** The last manifest this engine read or wrote (who writes the shard, until when). */
+  get manifestCurrent() {
+    return this.manifest.current;
+  }
+
+  /** Re-reads the shard's manifest (one conditional GET). */
+  refreshManifest() {
+    return this.manifest.refresh();
+  }
+
   /** Listens to every segment applied locally (own commits and others'), in log order. */
   onSegmentApplied(listener: (segment: Segment) => void): () => void {
     this.appliedListeners.add(listener);
@@ -188,16 +199,26 @@ export class ShardEngine {
   }
 
   /**
-   * Reads new segments as a follower (replica tailing, or before acquire). Calls are
-   * serialized: the log position admits one reader at a time.
+   * Listens to snapshot restores during catch-up: the local state was replaced as a whole
+   * (atomically for readers) at `frontierTs`, so everything read before may have changed.
    */
-  catchUpToTail(): Promise<CatchUpReport> {
-    const run = this.catchingUp.then(() => this.catchUpOnce());
+  onRestored(listener: (frontierTs: number) => void): () => void {
+    this.restoredListeners.add(listener);
+    return () => this.restoredListeners.delete(listener);
+  }
+
+  /**
+   * Reads new segments as a follower (replica tailing, or before acquire). Calls are
+   * serialized: the log position admits one reader at a time. `refreshWhenEmpty: false`
+   * skips the manifest GET when the next slot is empty (see CatchUpOptions).
+   */
+  catchUpToTail(options: { readonly refreshWhenEmpty?: boolean } = {}): Promise<CatchUpReport> {
+    const run = this.catchingUp.then(() => this.catchUpOnce(options.refreshWhenEmpty ?? true));
     this.catchingUp = run.catch(() => undefined);
     return run;
   }
 
-  private async catchUpOnce(): Promise<CatchUpReport> {
+  private async catchUpOnce(refreshWhenEmpty: boolean): Promise<CatchUpReport> {
     this.assertNotClosed();
     if (this.currentState.kind === "writing") {
       throw new CairnError("INTERNAL", "the writer's local store is the log's tail; it does not catch up");
@@ -212,6 +233,8 @@ export class ShardEngine {
       restoreLagSegments: this.tuning.restoreLagSegments,
       onProgress: (progress) => this.emit({ type: "progress", shard: this.shard, progress }),
       onApplied: (segment) => this.notifyApplied(segment),
+      onRestored: (frontierTs) => this.notifyRestored(frontierTs),
+      refreshWhenEmpty,
     });
     this.options.hybridClock.observe(this.validator.position.lastMaxTs);
     if (report.restoredFromSeqno !== null) this.recentWrites.reset(this.validator.position.lastMaxTs);
@@ -233,7 +256,8 @@ export class ShardEngine {
     await this.drainFlushes();
     await this.stopDrivers();
     const { clock } = this.options;
-    const writer = { nodeId: this.options.nodeId, url: this.options.nodeUrl ?? null };
+    const nodeUrl = this.options.nodeUrl;
+    const writer = { nodeId: this.options.nodeId, url: (typeof nodeUrl === "function" ? nodeUrl() : nodeUrl) ?? null };
     const sentAtMs = clock.monotonicMs();
     const acquired = await this.manifest.acquire(writer, clock.nowMs(), this.tuning.leaseTtlMs);
     this.leaseValidUntilMonotonicMs = sentAtMs + this.tuning.leaseTtlMs;
@@ -798,6 +822,16 @@ export class ShardEngine {
         listener(segment);
       } catch (error) {
         this.emit({ type: "driver-error", shard: this.shard, driver: "applied-listener", error });
+      }
+    }
+  }
+
+  private notifyRestored(frontierTs: number): void {
+    for (const listener of this.restoredListeners) {
+      try {
+        listener(frontierTs);
+      } catch (error) {
+        this.emit({ type: "driver-error", shard: this.shard, driver: "restored-listener", error });
       }
     }
   }

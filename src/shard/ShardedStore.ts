@@ -20,13 +20,17 @@ export interface ShardedStoreOptions {
   /** Directory of the local SQLite files (one per shard), or ":memory:" for tests. */
   readonly localDirectory: string;
   readonly nodeId: string;
-  readonly nodeUrl?: string | null;
+  readonly nodeUrl?: string | null | (() => string | null);
   /** Shard count for a new deployment; an existing deployment must match if given. */
   readonly numShards?: number;
   readonly clock?: Clock;
   readonly random?: Random;
   readonly tuning?: Partial<ShardEngineTuning>;
   readonly onEvent?: (event: EngineEvent) => void;
+  /** Refuse a bucket without a deployment instead of creating one (replicas never create). */
+  readonly mustExist?: boolean;
+  /** See ShardEngineOptions.catchUpOnOpen (default true). */
+  readonly catchUpOnOpen?: boolean;
 }
 
 export class ShardedStore {
@@ -44,6 +48,7 @@ export class ShardedStore {
       clock,
       random,
       ...(options.numShards !== undefined ? { numShards: options.numShards } : {}),
+      ...(options.mustExist ? { mustExist: true } : {}),
     });
     const { deploymentId, numShards } = globals.value;
     const hybridClock = new HybridClock(clock);
@@ -67,6 +72,7 @@ export class ShardedStore {
             // Idle shards tick so that a cross-shard read frontier keeps moving.
             tuning: { tickWhenIdle: numShards > 1, ...options.tuning },
             ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+            ...(options.catchUpOnOpen === false ? { catchUpOnOpen: false } : {}),
           }),
         );
       }

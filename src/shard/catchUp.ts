@@ -40,6 +40,15 @@ export interface CatchUpOptions {
   readonly onProgress?: (progress: CatchUpProgress) => void;
   /** Called after each applied (not skipped) segment, in log order. */
   readonly onApplied?: (segment: Segment) => void;
+  /** Called after a snapshot replaced the local state, with the restored frontier ts. */
+  readonly onRestored?: (frontierTs: number) => void;
+  /**
+   * Whether a round that found the next slot empty still re-reads the manifest (default
+   * true). A tailer polling a quiet log passes false for most polls: the manifest GET is
+   * only needed to judge segments it read, and to notice GC passing an empty slot, which
+   * it checks on its own slower cadence.
+   */
+  readonly refreshWhenEmpty?: boolean;
 }
 
 export type CatchUpProgress =
@@ -79,6 +88,9 @@ export async function catchUp(options: CatchUpOptions): Promise<CatchUpReport> {
     // A node far behind downloads faster than its local store folds: let the folds catch up.
     await options.local.room();
     const round = await readRound(options);
+    if (options.refreshWhenEmpty === false && round.segments.length === 0 && round.end.kind === "empty-slot" && counts.restores === 0) {
+      return { restoredFromSeqno: null, segmentsApplied: 0, segmentsSkipped: 0, tail: validator.position.nextSeqno };
+    }
     const current = await manifest.refresh();
     if (current.logStart > validator.position.nextSeqno) {
       counts.restoredFromSeqno = await restoreCurrentSnapshot(options, current, counts);
@@ -189,6 +201,7 @@ async function restoreCurrentSnapshot(
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       });
       options.validator.reset(positionFromMeta(options.local.meta()));
+      options.onRestored?.(options.local.meta().frontierTs);
       return pointer.seqno;
     } catch (error) {
       // The snapshot was superseded and collected while we read it: take the newer one.

@@ -19,8 +19,12 @@ export interface ShardEngineOptions {
   readonly local: LocalStore;
   /** This node's identity in the manifest; unique per process incarnation. */
   readonly nodeId: string;
-  /** Where replicas forward mutations to this writer (null: not served). */
-  readonly nodeUrl?: string | null;
+  /**
+   * Where replicas forward mutations to this writer (null: not served), named in the
+   * manifest at each acquire. A function is asked at acquire time (a node that learns its
+   * URL once it listens).
+   */
+  readonly nodeUrl?: string | null | (() => string | null);
   readonly clock: Clock;
   readonly random: Random;
   /** One per node, shared by all its shards. */
@@ -33,6 +37,12 @@ export interface ShardEngineOptions {
    */
   readonly drivers?: readonly EngineDriver[];
   readonly onEvent?: (event: import("./ShardEngine.js").EngineEvent) => void;
+  /**
+   * Whether `open` catches the local copy up to the log's end before returning (default
+   * true). A replica passes false: it serves what it has at once and its tailer catches
+   * up, reporting what stops it (an unreachable bucket, a corrupt segment) as staleness.
+   */
+  readonly catchUpOnOpen?: boolean;
 }
 
 export const ENGINE_DRIVERS = ["heartbeat", "maintenance"] as const;
@@ -199,8 +209,8 @@ export function validateEngineIdentity(options: ShardEngineOptions): void {
     problems.push(`nodeId must match ${NODE_ID_PATTERN}, not ${JSON.stringify(options.nodeId)}`);
   }
   const url = options.nodeUrl;
-  if (url !== undefined && url !== null && !(typeof url === "string" && /^https?:\/\//.test(url) && URL.canParse(url))) {
-    problems.push(`nodeUrl must be an http(s) URL or null, not ${JSON.stringify(url)}`);
+  if (url !== undefined && url !== null && typeof url !== "function" && !(typeof url === "string" && /^https?:\/\//.test(url) && URL.canParse(url))) {
+    problems.push(`nodeUrl must be an http(s) URL, a function giving one, or null, not ${JSON.stringify(url)}`);
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") problems.push("onEvent must be a function");
   const drivers = options.drivers;

@@ -39,6 +39,18 @@ export class RecentCommits {
     }
   }
 
+  /**
+   * The whole state was replaced at `ts` (a snapshot restore): what changed below it is
+   * unknown, so every question about an earlier ts is answered "changed".
+   */
+  replacedAt(ts: number): void {
+    this.evictedThroughTs = Math.max(this.evictedThroughTs, ts);
+    while (this.head < this.commits.length && this.commits[this.head]!.ts <= ts) {
+      this.keys -= this.commits[this.head]!.writes.length;
+      this.head++;
+    }
+  }
+
   /** Whether a commit above `ts` wrote a key inside `reads` (true when that is no longer known). */
   changedSince(ts: number, reads: readonly KeyRange[]): boolean {
     if (this.evictedThroughTs > ts) return true;

@@ -12,6 +12,7 @@ import type { RecentCommits } from "./RecentCommits.js";
 import type { SyncBackend } from "./SyncBackend.js";
 import type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
 import { resultHash } from "./resultHash.js";
+import { CONNECT_FRONTIER_WAIT_MS } from "../base/limits.js";
 
 /** The socket under a session. `close` sends a close frame after what was sent; `terminate` drops it. */
 export interface SessionTransport extends FrameSink {
@@ -28,6 +29,8 @@ export interface SessionHost {
   readonly outboxLimits: OutboxLimits;
   /** The newest ts announced to the handler: every session's results are valid there. */
   readonly currentTs: number;
+  /** Resolves true once `currentTs >= ts`, false after `timeoutMs`. */
+  waitForTs(ts: number, timeoutMs: number): Promise<boolean>;
   register(session: Session, queryId: number, ranges: readonly KeyRange[]): IntervalHandle[];
   unregister(handles: readonly IntervalHandle[]): void;
   mutationStarted(session: Session): void;
@@ -202,6 +205,11 @@ export class Session {
     this.pumpWork();
   }
 
+  /** The local state was replaced at `ts` (a snapshot restore): every query re-runs there. */
+  storeReplaced(ts: number): void {
+    this.enqueueCommit(ts, this.queries.keys(), []);
+  }
+
   /** The token's expiry passed: the session becomes anonymous and is told so. */
   expireIdentity(nowMs: number): void {
     const expiresAt = this.identity.expiresAtMs;
@@ -244,8 +252,22 @@ export class Session {
     }
   }
 
-  private connect(message: Extract<ClientMessage, { type: "Connect" }>): void {
+  private async connect(message: Extract<ClientMessage, { type: "Connect" }>): Promise<void> {
     if (this.state === "open") throw new CairnError("PROTOCOL_INVALID", "Connect was already sent on this connection");
+    const observed = message.maxObservedTs ?? 0;
+    // A client that has seen ts T (from this node before a restart, or from another node)
+    // is never served an older state: wait for this node's frontier, or say it is behind.
+    if (observed > this.host.currentTs && !(await this.host.waitForTs(observed, CONNECT_FRONTIER_WAIT_MS))) {
+      if (this.state === "closed") return;
+      const behind = new CairnError(
+        "REPLICA_BEHIND",
+        `this node has applied the log through ts ${this.host.currentTs}, older than ts ${observed} the client has already seen; reconnect later or to another node`,
+        { details: { frontierTs: this.host.currentTs, maxObservedTs: observed } },
+      );
+      this.fatal(behind, CLOSE_CODES.behind);
+      return;
+    }
+    if (this.state === "closed") return;
     this.state = "open";
     this.sessionId = message.sessionId;
     const known: number[] = [];

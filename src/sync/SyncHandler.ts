@@ -78,6 +78,7 @@ export class SyncHandler {
   private droppedBefore = 0;
   private transitionsCommitted = 0;
   private accepting = true;
+  private frontierWaiters: { readonly ts: number; readonly resolve: (reached: boolean) => void }[] = [];
   private sweeper: ReturnType<typeof setInterval> | null;
 
   constructor(options: SyncHandlerOptions) {
@@ -115,6 +116,52 @@ export class SyncHandler {
     this.commitApplied(segment.header.maxTs, segmentWrites(segment));
   }
 
+  /**
+   * The local state was replaced as a whole at `ts` (a replica restored a snapshot): no
+   * key list says what changed, so every subscription of every session re-runs there.
+   */
+  storeRestored(ts: number): void {
+    this.ts = Math.max(this.ts, ts);
+    this.recent.replacedAt(ts);
+    for (const session of this.sessions) session.storeReplaced(ts);
+    this.frontierReached();
+  }
+
+  /**
+   * Resolves true once commits through `ts` are applied and matched here (`currentTs >=
+   * ts`), false if `timeoutMs` passes first: how a replica waits for a write it forwarded
+   * or for a client that has seen a newer state than it has.
+   */
+  waitForTs(ts: number, timeoutMs: number): Promise<boolean> {
+    if (this.ts >= ts) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const controller = new AbortController();
+      const waiter = {
+        ts,
+        resolve: (reached: boolean) => {
+          controller.abort();
+          resolve(reached);
+        },
+      };
+      this.frontierWaiters.push(waiter);
+      this.clock.sleep(timeoutMs, controller.signal).then(
+        () => {
+          this.frontierWaiters = this.frontierWaiters.filter((candidate) => candidate !== waiter);
+          resolve(this.ts >= ts);
+        },
+        () => undefined,
+      );
+    });
+  }
+
+  private frontierReached(): void {
+    if (this.frontierWaiters.length === 0) return;
+    const reached = this.frontierWaiters.filter((waiter) => waiter.ts <= this.ts);
+    if (reached.length === 0) return;
+    this.frontierWaiters = this.frontierWaiters.filter((waiter) => waiter.ts > this.ts);
+    for (const waiter of reached) waiter.resolve(true);
+  }
+
   /** Writes applied at `ts` (all keys as points or ranges of the query keyspaces). */
   commitApplied(ts: number, writes: readonly KeyRange[]): void {
     if (ts <= this.ts && writes.length === 0) return;
@@ -133,6 +180,7 @@ export class SyncHandler {
       this.transitionsCommitted++;
       session.enqueueCommit(ts, queryIds, session.running === null ? [] : [session.running]);
     }
+    this.frontierReached();
   }
 
   stats(): SyncStats {
@@ -188,6 +236,7 @@ export class SyncHandler {
       get currentTs() {
         return handler.ts;
       },
+      waitForTs: (ts, timeoutMs) => this.waitForTs(ts, timeoutMs),
       register: (session, queryId, ranges) => ranges.map((range) => this.index.insert(range, { session, queryId })),
       unregister: (handles: readonly IntervalHandle[]) => {
         for (const handle of handles) this.index.remove(handle);

@@ -170,6 +170,8 @@ export const CLOSE_CODES = {
   overloaded: 4429,
   /** Two pings went unanswered. */
   unresponsive: 4408,
+  /** A replica is behind the state the client has already seen (REPLICA_BEHIND): reconnect with backoff. */
+  behind: 4503,
 } as const;
 
 // ---- encoding --------------------------------------------------------------------------

@@ -7,19 +7,19 @@ import { SeededRandom } from "../../src/base/random.js";
 import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { App } from "../../src/functions/App.js";
 import { FsObjectStore } from "../../src/objectstore/index.js";
-import { startWriterNode, type RunningNode, type WriterNodeOptions } from "../../src/server/startWriterNode.js";
+import { startNode, type RunningNode, type NodeOptions } from "../../src/server/startNode.js";
 import { encodeMessage, parseServerMessage, type ClientMessage, type ServerMessage } from "../../src/sync/protocol.js";
 import * as syncApp from "../sync/syncApp.js";
 
 /** A writer node in this process on a fresh directory bucket, listening on a free port. */
 export async function startTestNode(
-  overrides: Partial<WriterNodeOptions> = {},
+  overrides: Partial<NodeOptions> = {},
   reuse: { directory?: string; keepDirectory?: boolean } = {},
 ): Promise<{ node: RunningNode; directory: string; store: FaultyObjectStore; close(): Promise<void> }> {
   const directory = reuse.directory ?? mkdtempSync(join(tmpdir(), "cairn-server-"));
   // Faults only when a test injects them: a directory bucket otherwise.
   const store = new FaultyObjectStore(new FsObjectStore(join(directory, "bucket")), new SeededRandom(5), systemClock);
-  const node = await startWriterNode({
+  const node = await startNode({
     store,
     localDirectory: join(directory, "local"),
     app: App.fromModule(syncApp, "sync test app"),

@@ -1,0 +1,93 @@
+import { z } from "zod";
+import { CairnError, hasErrorCode } from "../base/errors.js";
+import type { Random } from "../base/random.js";
+import { bucketLayout } from "../manifest/bucketLayout.js";
+import { CasObject, jsonCasCodec } from "../manifest/CasObject.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+
+/**
+ * The nodes of a deployment, each registered under `nodes/{nodeId}` (DESIGN.md §9): where
+ * it serves, what it is, and until when the entry holds. Writers read it to send wake
+ * hints; operators read it to see the fleet. Nothing depends on it for correctness: an
+ * entry that is stale, missing or forged costs at most a useless or a lost hint.
+ *
+ * Invariants:
+ * - `register` writes only a well-formed entry of this node (INVALID_ARGUMENT otherwise).
+ * - `live` returns entries of this deployment whose expiry has not passed, other than
+ *   this node's; an entry that cannot be parsed is skipped, never fatal.
+ */
+const nodeEntrySchema = z.object({
+  version: z.number().int().min(1),
+  nonce: z.string().min(1),
+  deploymentId: z.string().min(1),
+  nodeId: z.string().min(1),
+  /** Where the node's HTTP API answers (wake hints, forwarded writes), or null. */
+  url: z.string().url().nullable(),
+  role: z.enum(["writer", "replica", "standby"]),
+  /** Milliseconds since the Unix epoch. */
+  expiresAt: z.number().int().min(0),
+  updatedAt: z.number().int().min(0),
+});
+
+export type NodeEntry = z.infer<typeof nodeEntrySchema>;
+export type NodeRole = NodeEntry["role"];
+
+const nodeEntryCodec = jsonCasCodec(nodeEntrySchema, "NODE_ENTRY_INVALID", "node entry");
+const NODE_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** Entries to read at most per scan: a bucket flooded with entries must not stall the writer. */
+const NODES_SCANNED_MAX = 256;
+
+export class NodeRegistry {
+  private readonly object: CasObject<NodeEntry>;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly deploymentId: string,
+    readonly nodeId: string,
+    private readonly random: Random,
+  ) {
+    if (!NODE_ID_PATTERN.test(nodeId)) throw new CairnError("INVALID_ARGUMENT", `a registered node id must match ${NODE_ID_PATTERN}, got ${JSON.stringify(nodeId)}`);
+    this.object = new CasObject(store, bucketLayout.node(nodeId), nodeEntryCodec, random);
+  }
+
+  /** Writes (or renews) this node's entry, valid until `nowMs + ttlMs`. */
+  async register(entry: { readonly url: string | null; readonly role: NodeRole }, nowMs: number, ttlMs: number): Promise<void> {
+    const fields = { deploymentId: this.deploymentId, nodeId: this.nodeId, url: entry.url, role: entry.role, expiresAt: Math.floor(nowMs + ttlMs), updatedAt: Math.floor(nowMs) };
+    const checked = nodeEntrySchema.omit({ version: true, nonce: true }).safeParse(fields);
+    if (!checked.success) throw new CairnError("INVALID_ARGUMENT", `invalid node entry: ${z.prettifyError(checked.error)}`);
+    try {
+      await this.object.update(() => checked.data);
+    } catch (error) {
+      // An entry someone wrote by hand in another shape: replace it rather than never register.
+      if (!hasErrorCode(error, "NODE_ENTRY_INVALID")) throw error;
+      await this.store.delete(this.object.key);
+      await this.object.update(() => checked.data);
+    }
+  }
+
+  /** Removes this node's entry (graceful shutdown): writers stop hinting it at once. */
+  async remove(): Promise<void> {
+    await this.store.delete(this.object.key);
+  }
+
+  /** Every other live node of this deployment (one LIST plus a GET each, bounded). */
+  async live(nowMs: number): Promise<NodeEntry[]> {
+    const prefix = "nodes/";
+    const entries: NodeEntry[] = [];
+    let scanned = 0;
+    for await (const listed of this.store.list(prefix)) {
+      if (++scanned > NODES_SCANNED_MAX) break;
+      const nodeId = listed.key.slice(prefix.length);
+      if (nodeId === this.nodeId || !NODE_ID_PATTERN.test(nodeId)) continue;
+      try {
+        const snapshot = await new CasObject(this.store, listed.key, nodeEntryCodec, this.random).read();
+        const entry = snapshot?.value;
+        if (entry !== undefined && entry.nodeId === nodeId && entry.deploymentId === this.deploymentId && entry.expiresAt > nowMs) entries.push(entry);
+      } catch (error) {
+        if (!hasErrorCode(error, "NODE_ENTRY_INVALID")) throw error;
+      }
+    }
+    return entries;
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * A writer's best-effort wake hints (DESIGN.md §9): after each commit, `{shard, seqno}`
+ * goes to every replica the registry names, so that it GETs the new segment at once
+ * instead of at its next poll.
+ *
+ * Invariants:
+ * - `hint` never waits and never throws: commits are never delayed by replicas.
+ * - At most one hint per target is on the wire; hints made meanwhile collapse into the
+ *   newest seqno per shard, sent when that request ends. So a slow or dead replica costs
+ *   one pending request, however fast the writer commits.
+ * - At most `concurrencyMax` hint requests are in flight in all; a hint over that bound
+ *   is dropped (the replica's poll picks the segment up).
+ * - Failures are counted, never retried: polling is the correctness backstop.
+ */
+export interface WakeHintTarget {
+  readonly nodeId: string;
+  /** The node's base URL (ending in "/"). */
+  readonly url: string;
+}
+
+export interface WakeHintSenderOptions {
+  /** Sent as `Authorization: Admin <key>`: replicas only take hints from their deployment. */
+  readonly adminKey: string;
+  readonly concurrencyMax?: number;
+  readonly timeoutMs?: number;
+  /** For tests: the request function (default: global fetch). */
+  readonly fetch?: typeof fetch;
+}
+
+export interface WakeHintStats {
+  readonly sent: number;
+  readonly failed: number;
+  readonly dropped: number;
+}
+
+interface TargetState {
+  readonly target: WakeHintTarget;
+  inFlight: boolean;
+  /** Newest seqno per shard not yet sent. */
+  readonly pending: Map<number, number>;
+}
+
+export class WakeHintSender {
+  private targets = new Map<string, TargetState>();
+  private inFlight = 0;
+  private sent = 0;
+  private failed = 0;
+  private dropped = 0;
+  private readonly concurrencyMax: number;
+  private readonly timeoutMs: number;
+  private readonly fetch: typeof fetch;
+  private closed = false;
+
+  constructor(private readonly options: WakeHintSenderOptions) {
+    this.concurrencyMax = options.concurrencyMax ?? 16;
+    this.timeoutMs = options.timeoutMs ?? 2_000;
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /** Replaces the set of replicas to hint (from the node registry). */
+  setTargets(targets: readonly WakeHintTarget[]): void {
+    const next = new Map<string, TargetState>();
+    for (const target of targets) {
+      const existing = this.targets.get(target.nodeId);
+      next.set(target.nodeId, existing !== undefined && existing.target.url === target.url ? existing : { target, inFlight: false, pending: new Map() });
+    }
+    this.targets = next;
+  }
+
+  get targetCount(): number {
+    return this.targets.size;
+  }
+
+  /** The log of `shard` grew to `seqno`: tell every replica, without waiting. */
+  hint(shard: number, seqno: number): void {
+    if (this.closed) return;
+    for (const state of this.targets.values()) {
+      state.pending.set(shard, Math.max(state.pending.get(shard) ?? -1, seqno));
+      this.pump(state);
+    }
+  }
+
+  stats(): WakeHintStats {
+    return { sent: this.sent, failed: this.failed, dropped: this.dropped };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.targets.clear();
+  }
+
+  private pump(state: TargetState): void {
+    if (state.inFlight || state.pending.size === 0 || this.closed) return;
+    if (this.inFlight >= this.concurrencyMax) {
+      this.dropped += state.pending.size;
+      state.pending.clear();
+      return;
+    }
+    const hints = [...state.pending].map(([shard, seqno]) => ({ shard, seqno }));
+    state.pending.clear();
+    state.inFlight = true;
+    this.inFlight++;
+    void this.send(state.target, hints).finally(() => {
+      state.inFlight = false;
+      this.inFlight--;
+      if (this.targets.get(state.target.nodeId) === state) this.pump(state);
+    });
+  }
+
+  private async send(target: WakeHintTarget, hints: readonly { shard: number; seqno: number }[]): Promise<void> {
+    try {
+      const response = await this.fetch(new URL("api/internal/hint", target.url), {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Admin ${this.options.adminKey}` },
+        body: JSON.stringify({ hints }),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      await response.body?.cancel();
+      if (response.ok) this.sent += hints.length;
+      else this.failed += hints.length;
+    } catch {
+      this.failed += hints.length;
+    }
+  }
+}

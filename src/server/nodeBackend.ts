@@ -1,0 +1,107 @@
+import { CairnError, hasErrorCode } from "../base/errors.js";
+import { FORWARDED_WRITE_VISIBLE_WAIT_MS } from "../base/limits.js";
+import { randomHex, type Random } from "../base/random.js";
+import type { MutationRun } from "../functions/index.js";
+import type { Value } from "../model/Value.js";
+import { decodeValue, encodeValue } from "../model/ValueJson.js";
+import type { EngineState } from "../shard/ShardEngine.js";
+import type { SyncBackend } from "../sync/index.js";
+import type { ForwardedAnswer, WriteForwarder } from "./WriteForwarder.js";
+
+export interface NodeBackendOptions {
+  /** The node's own runtime: queries always, writes while it writes the shard. */
+  readonly local: SyncBackend;
+  /** The state of the shard the functions run on. */
+  readonly engineState: () => EngineState;
+  readonly forwarder: WriteForwarder;
+  /**
+   * Whether this node is about to write the shard (it is acquiring at startup, or the
+   * manifest names it: a poisoned engine re-acquiring). Writes then wait for that rather
+   * than go to a writer that is this node.
+   */
+  readonly becomingWriter: () => boolean;
+  /** Resolves true once the engine writes, false after `timeoutMs`. */
+  readonly awaitWriting: (timeoutMs: number) => Promise<boolean>;
+  /** Resolves true once commits through `ts` are applied here and announced to sessions. */
+  readonly waitForTs: (ts: number, timeoutMs: number) => Promise<boolean>;
+  /** The log grew (a write this node forwarded committed): poll it now. */
+  readonly wakeTail: () => void;
+  readonly nodeId: string;
+  readonly random: Random;
+  readonly visibleWaitMs?: number;
+}
+
+/**
+ * The backend behind a node's sessions and HTTP API, whatever its role (DESIGN.md §9):
+ * queries run on the local materialization; mutations and actions run locally while the
+ * node writes the shard and are forwarded to the writer otherwise. A role change (a
+ * takeover, a demotion after a fence) needs no restart: each call looks at the engine.
+ *
+ * Invariants:
+ * - A forwarded mutation carries a receipt key (the client's, or one made here), so it
+ *   is applied at most once however often it is retried.
+ * - A forwarded mutation is answered only once this node has applied its commit
+ *   (read-your-writes): a session sees its own write in the next Transition, an HTTP
+ *   caller in its next query here. If the tail does not get there in time, the answer is
+ *   REPLICA_BEHIND with `committed: true` and the ts — never a failure of a durable write.
+ * - A local commit that found the node fenced did not commit (FENCED is definite); with
+ *   a receipt key it goes on to the new writer, otherwise its error is returned.
+ */
+export function nodeBackend(options: NodeBackendOptions): SyncBackend {
+  const { local } = options;
+  const forwardedClientId = `fwd-${options.nodeId}-${randomHex(options.random, 6)}`;
+  let forwardedSeq = 0;
+  const visibleWaitMs = options.visibleWaitMs ?? FORWARDED_WRITE_VISIBLE_WAIT_MS;
+  const writing = () => options.engineState().kind === "writing";
+  /** Writing now, or after waiting (bounded) for an acquire of this node's in progress. */
+  const writesHere = async () => writing() || (options.becomingWriter() && (await options.awaitWriting(visibleWaitMs)));
+
+  const forwardMutation = async (path: string, args: Value, identity: Parameters<SyncBackend["runMutation"]>[2]): Promise<MutationRun> => {
+    const receipt = identity.clientId !== undefined && identity.seq !== undefined ? { clientId: identity.clientId, seq: identity.seq } : { clientId: forwardedClientId, seq: forwardedSeq++ };
+    const answer = await options.forwarder.mutation({ path, args: encodeValue(args), identity: identity.identity, ...receipt });
+    const ts = answerTs(answer);
+    options.wakeTail();
+    if (!(await options.waitForTs(ts, visibleWaitMs))) {
+      throw new CairnError(
+        "REPLICA_BEHIND",
+        `the mutation committed at ts ${ts} on the writer, but this node has not applied the log that far within ${visibleWaitMs / 1000} s; ` +
+          `it is durable: send it again with the same (clientId, seq) for its result`,
+        { details: { committed: true, ts, clientId: receipt.clientId, seq: receipt.seq } },
+      );
+    }
+    return { value: decodeValue(answer.value), ts, replayed: answer.replayed === true, attempts: 0, writeRanges: [] };
+  };
+
+  return {
+    deploymentId: local.deploymentId,
+    get readTs() {
+      return local.readTs;
+    },
+    runQuery: (path, args, callOptions) => local.runQuery(path, args, callOptions),
+    runMutation: async (path, args, callOptions) => {
+      // Admin calls of internal functions run where they are sent: forwarding is for client calls.
+      if (callOptions.internal === true) return local.runMutation(path, args, callOptions);
+      if (!(await writesHere())) return forwardMutation(path, args, callOptions);
+      try {
+        return await local.runMutation(path, args, callOptions);
+      } catch (error) {
+        const keyed = callOptions.clientId !== undefined && callOptions.seq !== undefined;
+        if (keyed && hasErrorCode(error, "FENCED") && !writing()) return forwardMutation(path, args, callOptions);
+        throw error;
+      }
+    },
+    runAction: async (path, args, callOptions) => {
+      if (callOptions.internal === true || (await writesHere())) return local.runAction(path, args, callOptions);
+      const answer = await options.forwarder.action({ path, args: encodeValue(args), identity: callOptions.identity });
+      return { value: decodeValue(answer.value) };
+    },
+    receipt: (clientId, seq) => local.receipt(clientId, seq),
+  };
+}
+
+function answerTs(answer: ForwardedAnswer): number {
+  if (typeof answer.ts !== "number" || !Number.isSafeInteger(answer.ts) || answer.ts < 0) {
+    throw new CairnError("INTERNAL", "the writer's answer to a forwarded mutation carries no commit ts");
+  }
+  return answer.ts;
+}

@@ -1,0 +1,462 @@
+import { resolve } from "node:path";
+import { systemClock, type Clock } from "../base/clock.js";
+import { CairnError, hasErrorCode } from "../base/errors.js";
+import { systemRandom } from "../base/random.js";
+import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
+import type { Manifest } from "../manifest/Manifest.js";
+import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
+import { LeaseWatcher } from "../replica/LeaseWatcher.js";
+import { NodeRegistry, type NodeRole } from "../replica/NodeRegistry.js";
+import { ShardTailer, type TailerTuning } from "../replica/ShardTailer.js";
+import { WakeHintSender } from "../replica/WakeHintSender.js";
+import type { ShardEngineTuning } from "../shard/engineOptions.js";
+import type { EngineEvent, ShardEngine } from "../shard/ShardEngine.js";
+import { ShardedStore } from "../shard/ShardedStore.js";
+import { runtimeBackend, SyncHandler, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import { CairnServer } from "./CairnServer.js";
+import { HttpApi } from "./HttpApi.js";
+import { nodeBackend } from "./nodeBackend.js";
+import { ServerMetrics } from "./ServerMetrics.js";
+import { buildWebAssets, type WebApp } from "./WebAssets.js";
+import { statusPage } from "./statusPage.js";
+import { WriteForwarder, type WriterLocation } from "./WriteForwarder.js";
+
+export interface NodeOptions {
+  /** The bucket, opened and probed for conditional writes. */
+  readonly store: ObjectStore;
+  readonly localDirectory: string;
+  readonly app: App;
+  readonly nodeId: string;
+  readonly numShards?: number;
+  readonly port: number;
+  readonly host: string;
+  readonly adminKey: string | null;
+  readonly verifier: TokenVerifier | null;
+  /** The browser app at `/` (null: a status page). */
+  readonly webApp: WebApp | null;
+  readonly log: (line: string) => void;
+  readonly onEngineEvent?: (event: EngineEvent) => void;
+  readonly clock?: Clock;
+  /** WebSocket ping interval (default PING_INTERVAL_MS). */
+  readonly pingIntervalMs?: number;
+  /**
+   * "writer" (default) acquires every shard at start, and after a fence serves as a
+   * standby; "replica" tails and forwards writes; "standby" is a replica that takes over
+   * a shard whose lease lapsed.
+   */
+  readonly role?: "writer" | "replica" | "standby";
+  /** A replica that takes over like a standby. */
+  readonly takeover?: boolean;
+  /** The URL other nodes reach this one at (default: the URL it listens on). */
+  readonly advertiseUrl?: string | null;
+  /** Clock difference between nodes that takeovers tolerate (default 1 s; see LeaseWatcher). */
+  readonly maxClockSkewMs?: number;
+  readonly tailer?: Partial<TailerTuning>;
+  /** Send (writer) and take (replica) wake hints; default true. Needs the admin key. */
+  readonly wakeHints?: boolean;
+  readonly leaseCheckIntervalMs?: number;
+  /** Registry refresh cadence (default 10 s; entries live three times as long). */
+  readonly registryIntervalMs?: number;
+  readonly engineTuning?: Partial<ShardEngineTuning>;
+}
+
+export interface RunningNode {
+  readonly url: string;
+  readonly port: number;
+  readonly deploymentId: string;
+  readonly handler: SyncHandler;
+  /** What the node is now: a writer of every shard, or a replica / standby of some. */
+  role(): NodeRole;
+  /** Stops accepting, drains, ends sessions, relinquishes the leases and closes the files. */
+  stop(): Promise<void>;
+}
+
+export const MAX_CLOCK_SKEW_MS_DEFAULT = 1_000;
+const REGISTRY_INTERVAL_MS_DEFAULT = 10_000;
+/** A replica whose copy was last known complete longer ago than this reports "degraded". */
+const STALE_AFTER_MS = 10_000;
+
+/**
+ * Assembles a node (DESIGN.md §9) of any role: the deployment's shards opened, the
+ * functions runtime over shard 0 (where tables live until sharding routes them), the
+ * sync handler fed by every segment applied locally — the writer's own commits and the
+ * tailer's — metrics, and the HTTP/WebSocket server. Then, by role: acquire every shard
+ * (writer), or tail, forward writes and, with takeover, watch the leases.
+ *
+ * Roles change at run time without a restart: a standby that acquires a shard writes it
+ * (its tailer idles, its sessions' mutations run locally); a writer that finds itself
+ * fenced or poisoned stops writing at once and goes on as a standby (tailing, forwarding,
+ * re-acquiring when the lease is free again — at once for its own poisoned lease).
+ *
+ * Every step that can refuse (the schema, the port, a live lease for a writer) runs
+ * before the node says it is ready; whatever was opened is closed again when a later
+ * step fails.
+ */
+export async function startNode(options: NodeOptions): Promise<RunningNode> {
+  const { app, log, nodeId } = options;
+  const role = options.role ?? "writer";
+  const takeover = role !== "replica" || options.takeover === true;
+  const clock = options.clock ?? systemClock;
+  const maxClockSkewMs = options.maxClockSkewMs ?? MAX_CLOCK_SKEW_MS_DEFAULT;
+  let handler: SyncHandler | null = null;
+  const metrics = new ServerMetrics(() => handler!.stats());
+  const store = new ObservedObjectStore(options.store, (call) => metrics.storeCall(call), () => clock.monotonicMs());
+  // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
+  const catalog: Catalog = role === "writer" ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
+  let serverUrl: string | null = null;
+  const advertisedUrl = () => options.advertiseUrl ?? serverUrl;
+  const events = new Set<(event: EngineEvent) => void>();
+  const sharded = await ShardedStore.open({
+    store,
+    localDirectory: resolve(options.localDirectory),
+    nodeId,
+    nodeUrl: advertisedUrl,
+    ...(options.numShards !== undefined ? { numShards: options.numShards } : {}),
+    mustExist: role !== "writer",
+    // A replica serves what it has at once; its first catch-up below may fail (and say so).
+    catchUpOnOpen: role === "writer",
+    tuning: { clockSkewMsMax: maxClockSkewMs, ...options.engineTuning },
+    onEvent: (event) => {
+      metrics.engineEvent(event);
+      options.onEngineEvent?.(event);
+      for (const listener of events) listener(event);
+    },
+  });
+  const stopping: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const step of stopping.splice(0).reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        log(`while stopping: ${(error as Error).message}`);
+      }
+    }
+  };
+  stopping.push(() => sharded.close());
+  try {
+    log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);
+    // Tables live on shard 0 until the sharding issue routes them by shard key.
+    const engine = sharded.engines[0]!;
+    const runtime = new FunctionRuntime({ app, catalog, shard: engine });
+    const local = runtimeBackend(sharded.deploymentId, runtime, engine);
+    const forwarder = new WriteForwarder({
+      adminKey: options.adminKey,
+      selfNodeId: nodeId,
+      writer: () => writerOf(engine.manifestCurrent),
+      refreshWriter: async () => writerOf(await engine.refreshManifest()),
+    });
+    let tailers: ShardTailer[] = [];
+    let acquiringAtStart = role === "writer";
+    const writingWaiters = new Set<() => void>();
+    const awaitWriting = (timeoutMs: number) =>
+      new Promise<boolean>((resolveWait) => {
+        if (engine.state.kind === "writing") return resolveWait(true);
+        const controller = new AbortController();
+        const done = () => {
+          writingWaiters.delete(done);
+          controller.abort();
+          resolveWait(engine.state.kind === "writing");
+        };
+        writingWaiters.add(done);
+        clock.sleep(timeoutMs, controller.signal).then(done, () => undefined);
+      });
+    const writingChanged = () => {
+      for (const waiter of [...writingWaiters]) waiter();
+    };
+    const backend = meteredBackend(
+      nodeBackend({
+        local,
+        engineState: () => engine.state,
+        forwarder,
+        becomingWriter: () => acquiringAtStart || engine.manifestCurrent.writer?.nodeId === nodeId,
+        awaitWriting,
+        waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
+        wakeTail: () => tailers[0]?.wake(),
+        nodeId,
+        random: systemRandom,
+      }),
+      metrics,
+      clock,
+    );
+    const sync = new SyncHandler({ backend, verifier: options.verifier, log, clock });
+    handler = sync;
+    stopping.push(() => sync.close(0));
+    // The sync handler hears of every applied segment before anything else does (the
+    // tailers' waiters and watermarks come after it: at-least-once invalidation).
+    engine.onSegmentApplied((segment) => sync.segmentApplied(segment));
+    engine.onRestored((ts) => sync.storeRestored(ts));
+    tailers = sharded.engines.map(
+      (shardEngine) =>
+        new ShardTailer({
+          engine: shardEngine,
+          consumerId: nodeId,
+          clock,
+          ...(options.tailer ? { tuning: options.tailer } : {}),
+          onError: throttledLog(log, clock, `shard ${shardEngine.shard}: tailing`),
+        }),
+    );
+    stopping.push(() => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: true }))).then(() => undefined));
+
+    const hintsWanted = options.wakeHints ?? true;
+    const hintSender = hintsWanted && options.adminKey !== null ? new WakeHintSender({ adminKey: options.adminKey }) : null;
+    events.add((event) => onRoleEvent(event));
+    const onRoleEvent = (event: EngineEvent) => {
+      const shardEngine = sharded.engines[event.shard];
+      if (shardEngine === undefined) return;
+      switch (event.type) {
+        case "flushed":
+        case "acquired":
+          hintSender?.hint(event.shard, shardEngine.position.nextSeqno - 1);
+          if (event.type === "acquired") {
+            if (shardEngine === engine) writingChanged();
+            // A writer needs no watermark of its own (its GC would wait for it).
+            void shardEngine.watermarkStore.remove(nodeId).catch(() => undefined);
+          }
+          return;
+        case "fenced":
+        case "poisoned":
+          log(`shard ${event.shard}: ${event.type} (${event.error.message}); no longer writing it: serving it as a ${takeover ? "standby" : "replica"}, tailing the log and forwarding writes`);
+          tailers[event.shard]?.wake();
+          return;
+        default:
+          return;
+      }
+    };
+
+    const nodeRole = (): NodeRole => (sharded.engines.every((candidate) => candidate.state.kind === "writing") ? "writer" : takeover ? "standby" : "replica");
+    const health = () => {
+      const shards = sharded.engines.map((shardEngine, index) => {
+        const status = tailers[index]!.status();
+        const manifest = shardEngine.manifestCurrent;
+        return {
+          shard: shardEngine.shard,
+          state: shardEngine.state.kind,
+          appliedSeqno: status.appliedSeqno,
+          frontierTs: status.frontierTs,
+          stalenessMs: status.stalenessMs,
+          lastError: status.lastError,
+          writer: manifest.writer?.nodeId ?? null,
+          epoch: manifest.epoch,
+        };
+      });
+      const staleness = shards.map((shard) => shard.stalenessMs);
+      const stalenessMs = staleness.some((value) => value === null) ? null : Math.max(...(staleness as number[]));
+      const current = nodeRole();
+      const healthy = current === "writer" || (stalenessMs !== null && stalenessMs <= STALE_AFTER_MS && shards.every((shard) => shard.lastError === null));
+      return {
+        status: healthy ? "ok" : "degraded",
+        role: current,
+        nodeId,
+        deploymentId: sharded.deploymentId,
+        shards,
+        frontierTs: sync.currentTs,
+        stalenessMs,
+        sessions: sync.sessionCount,
+      };
+    };
+    const api = new HttpApi({
+      backend,
+      verifier: options.verifier,
+      adminKey: options.adminKey,
+      health,
+      adminStatus: () => ({
+        ...health(),
+        sync: sync.stats(),
+        functions: { conflicts: runtime.conflicts, deferrals: runtime.deferrals },
+        hints: hintSender?.stats() ?? null,
+        process: processStatus(),
+      }),
+      metrics,
+      forwardedTo: meteredBackend(local, metrics, clock),
+      waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
+      ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.wake(hint.seqno)) } : {}),
+    });
+
+    if (role !== "writer") {
+      // Serve what the local copy has at once if the bucket cannot give more: the error
+      // shows in /api/health as staleness and lastError, and the tailer keeps trying.
+      for (const shardEngine of sharded.engines) {
+        try {
+          const report = await shardEngine.catchUpToTail();
+          log(`shard ${shardEngine.shard}: caught up through seqno ${shardEngine.position.nextSeqno - 1}${report.restoredFromSeqno !== null ? ` (restored the snapshot at ${report.restoredFromSeqno})` : ""}`);
+        } catch (error) {
+          log(`shard ${shardEngine.shard}: cannot catch up (${(error as Error).message}); serving the local copy through seqno ${shardEngine.position.nextSeqno - 1}, and retrying`);
+        }
+      }
+    }
+    const assets = await buildWebAssets(options.webApp, () => statusPage(app));
+    const server = await CairnServer.listen({ handler: sync, api, assets, log, clock, ...(options.pingIntervalMs !== undefined ? { pingIntervalMs: options.pingIntervalMs } : {}) }, { port: options.port, host: options.host });
+    serverUrl = server.url;
+    stopping.push(() => server.stop());
+
+    if (role === "writer") {
+      try {
+        await acquireWaitingOutDeadLeases(sharded, clock, log, maxClockSkewMs);
+      } finally {
+        acquiringAtStart = false;
+        writingChanged();
+      }
+      for (const shardEngine of sharded.engines) {
+        const meta = shardEngine.local.meta();
+        log(`shard ${shardEngine.shard}: writing; local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
+      }
+      await backfill(catalog, engine, store, log);
+    }
+    for (const tailer of tailers) tailer.start();
+
+    const watchers = takeover
+      ? sharded.engines.map(
+          (shardEngine) =>
+            new LeaseWatcher({
+              engine: shardEngine,
+              nodeId,
+              clock,
+              maxClockSkewMs,
+              ...(options.leaseCheckIntervalMs !== undefined ? { checkIntervalMs: options.leaseCheckIntervalMs } : {}),
+              onAcquired: () => {
+                log(`shard ${shardEngine.shard}: took over as the writer (epoch ${shardEngine.manifestCurrent.epoch})`);
+                if (shardEngine === engine) void backfill(catalog, engine, store, log).catch((error: unknown) => log(`index backfill failed: ${(error as Error).message}`));
+              },
+              onError: throttledLog(log, clock, `shard ${shardEngine.shard}: lease watch`),
+            }),
+        )
+      : [];
+    for (const watcher of watchers) watcher.start();
+    // Stopped before the server: no takeover while the node drains.
+    const stopWatchers = () => Promise.all(watchers.map((watcher) => watcher.stop())).then(() => undefined);
+
+    const registry = new NodeRegistry(store, sharded.deploymentId, nodeId, systemRandom);
+    const registryIntervalMs = options.registryIntervalMs ?? REGISTRY_INTERVAL_MS_DEFAULT;
+    const registryStop = new AbortController();
+    const registryLog = throttledLog(log, clock, "node registry");
+    const refreshRegistry = async () => {
+      try {
+        await registry.register({ url: advertisedUrl(), role: nodeRole() }, clock.nowMs(), registryIntervalMs * 3);
+        if (hintSender !== null && sharded.engines.some((candidate) => candidate.state.kind === "writing")) {
+          const peers = await registry.live(clock.nowMs());
+          hintSender.setTargets(peers.filter((peer) => peer.url !== null).map((peer) => ({ nodeId: peer.nodeId, url: peer.url! })));
+        }
+      } catch (error) {
+        registryLog(error);
+      }
+    };
+    await refreshRegistry();
+    const registryLoop = (async () => {
+      while (!registryStop.signal.aborted) {
+        try {
+          await clock.sleep(registryIntervalMs, registryStop.signal);
+        } catch {
+          return;
+        }
+        await refreshRegistry();
+      }
+    })();
+    stopping.push(async () => {
+      registryStop.abort();
+      await registryLoop;
+      hintSender?.close();
+      await registry.remove().catch(() => undefined);
+    });
+
+    let stopped: Promise<void> | null = null;
+    return {
+      url: server.url,
+      port: server.port,
+      deploymentId: sharded.deploymentId,
+      handler: sync,
+      role: nodeRole,
+      stop: () =>
+        (stopped ??= (async () => {
+          await stopWatchers();
+          await stopAll();
+        })()),
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+function writerOf(manifest: Manifest): WriterLocation | null {
+  return manifest.writer === null ? null : { nodeId: manifest.writer.nodeId, url: manifest.writer.url };
+}
+
+async function backfill(catalog: Catalog, engine: ShardEngine, store: ObjectStore, log: (line: string) => void): Promise<void> {
+  const backfilled = await backfillIndexes({
+    catalog,
+    shard: engine,
+    store,
+    random: systemRandom,
+    onProgress: (progress) => log(`backfilling index ${progress.table}.${progress.index}: ${progress.documents} document(s)`),
+  });
+  for (const index of backfilled) log(`index ${index.table}.${index.index} is ready (${index.documents} document(s) indexed)`);
+}
+
+/** Times every mutation from call to durable answer (the commit latency clients see, minus the network). */
+function meteredBackend(backend: SyncBackend, metrics: ServerMetrics, clock: Clock): SyncBackend {
+  return {
+    deploymentId: backend.deploymentId,
+    get readTs() {
+      return backend.readTs;
+    },
+    runQuery: (path, args, options) => backend.runQuery(path, args, options),
+    runMutation: async (path, args, options) => {
+      const startedMs = clock.monotonicMs();
+      const run = await backend.runMutation(path, args, options);
+      if (!run.replayed) metrics.mutationFinished(clock.monotonicMs() - startedMs);
+      return run;
+    },
+    runAction: (path, args, options) => backend.runAction(path, args, options),
+    receipt: (clientId, seq) => backend.receipt(clientId, seq),
+  };
+}
+
+/**
+ * Acquires every shard. A lease another node holds is waited out once (plus the clock
+ * skew the deployment tolerates): a writer that crashed leaves one behind that lapses by
+ * itself. If it was renewed meanwhile, its writer is alive and this node refuses to
+ * start (LEASE_HELD) instead of waiting forever — start it with --standby to wait.
+ */
+async function acquireWaitingOutDeadLeases(sharded: ShardedStore, clock: Clock, log: (line: string) => void, maxClockSkewMs: number): Promise<void> {
+  for (const engine of sharded.engines) {
+    let waitedFor: number | null = null;
+    for (;;) {
+      try {
+        await engine.acquire();
+        break;
+      } catch (error) {
+        if (!hasErrorCode(error, "LEASE_HELD")) throw error;
+        const held = error as CairnError;
+        const expiresAt = Number(held.details["leaseExpiresAt"]);
+        if (waitedFor !== null && expiresAt > waitedFor) {
+          throw new CairnError("LEASE_HELD", `${held.message}, and its writer renewed the lease while this node waited: it is alive; stop it first, or start this node with --standby`, { details: held.details });
+        }
+        waitedFor = expiresAt;
+        const waitMs = Math.max(0, expiresAt - clock.nowMs()) + maxClockSkewMs;
+        log(`shard ${engine.shard}: ${held.message}; waiting ${(waitMs / 1000).toFixed(1)} s for that lease to lapse (a crashed writer's lease expires by itself)`);
+        await clock.sleep(waitMs);
+      }
+    }
+  }
+}
+
+/** Logs an error the first time, when its code changes, and at most once a minute otherwise. */
+function throttledLog(log: (line: string) => void, clock: Clock, what: string): (error: unknown) => void {
+  let lastCode: string | null = null;
+  let lastAtMs = Number.NEGATIVE_INFINITY;
+  return (error) => {
+    const code = typeof (error as { code?: unknown })?.code === "string" ? (error as { code: string }).code : "INTERNAL";
+    const nowMs = clock.monotonicMs();
+    if (code === lastCode && nowMs - lastAtMs < 60_000) return;
+    lastCode = code;
+    lastAtMs = nowMs;
+    log(`${what}: [${code}] ${(error as Error)?.message ?? String(error)}`);
+  };
+}
+
+/** This process's CPU time and memory, for operators and benchmarks (µs and bytes). */
+function processStatus() {
+  const cpu = process.cpuUsage();
+  const memory = process.memoryUsage();
+  return { cpuUserUs: cpu.user, cpuSystemUs: cpu.system, rssBytes: memory.rss, heapUsedBytes: memory.heapUsed };
+}
