@@ -70,6 +70,7 @@ withLocal(storeCommand("serve", "open (or create) the deployment and become the 
   .option("--max-clock-skew-ms <ms>", "clock difference between nodes that takeovers tolerate: a lease counts as lapsed this long after it expired", milliseconds, 1000)
   .option("--poll-interval-ms <ms>", "replica: longest wait between polls of a quiet log", positiveInteger, 1000)
   .option("--no-wake-hints", "neither send nor take wake hints (replicas then rely on polling alone)")
+  .option("--engine-tuning <json>", "advanced: shard engine tuning as JSON, e.g. '{\"leaseTtlMs\":5000,\"heartbeatIntervalMs\":1500}' (see src/shard/engineOptions.ts)")
   .addHelpText(
     "after",
     "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) for `Authorization: Admin <key>`;" +

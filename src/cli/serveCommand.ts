@@ -6,6 +6,7 @@ import { systemRandom } from "../base/random.js";
 import { jwtVerifier, loadJwks } from "../server/JwtVerifier.js";
 import { localNodeId } from "../server/localNodeId.js";
 import { startNode } from "../server/startNode.js";
+import { resolveTuning, type ShardEngineTuning } from "../shard/engineOptions.js";
 import type { WebApp } from "../server/WebAssets.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { progressReporter } from "./progressReporter.js";
@@ -31,6 +32,7 @@ export interface ServeOptions {
   readonly pollIntervalMs?: number;
   /** commander's --no-wake-hints. */
   readonly wakeHints?: boolean;
+  readonly engineTuning?: string;
 }
 
 /** The demo app that ships with Cairn, served when no --app is given. */
@@ -50,6 +52,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
   const verifier = tokenVerifier(options);
   const role = roleOf(options);
+  const engineTuning = parseEngineTuning(options.engineTuning);
   if (options.advertiseUrl !== undefined && !(/^https?:\/\//.test(options.advertiseUrl) && URL.canParse(options.advertiseUrl))) {
     throw new CairnError("INVALID_ARGUMENT", `--advertise-url must be an http(s) URL, not ${JSON.stringify(options.advertiseUrl)}`);
   }
@@ -73,6 +76,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
       ...(options.maxClockSkewMs !== undefined ? { maxClockSkewMs: options.maxClockSkewMs } : {}),
       ...(options.pollIntervalMs !== undefined ? { tailer: { idlePollMs: options.pollIntervalMs } } : {}),
       wakeHints: options.wakeHints !== false,
+      ...(engineTuning !== undefined ? { engineTuning } : {}),
       store,
       localDirectory: options.local,
       app,
@@ -102,6 +106,19 @@ function roleOf(options: ServeOptions): "writer" | "replica" | "standby" {
   if (options.replica && options.standby) throw new CairnError("INVALID_ARGUMENT", "give --replica or --standby, not both (--standby is --replica --takeover)");
   if (options.takeover && !options.replica) throw new CairnError("INVALID_ARGUMENT", "--takeover goes with --replica (a writer takes over anyway; --standby implies it)");
   return options.standby ? "standby" : options.replica ? "replica" : "writer";
+}
+
+/** --engine-tuning: JSON checked against the engine's tuning schema before anything opens. */
+function parseEngineTuning(text: string | undefined): Partial<ShardEngineTuning> | undefined {
+  if (text === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new CairnError("INVALID_ARGUMENT", `--engine-tuning must be a JSON object, not ${JSON.stringify(text)}`);
+  }
+  resolveTuning(parsed);
+  return parsed as Partial<ShardEngineTuning>;
 }
 
 function withSlash(url: string): string {

@@ -96,6 +96,8 @@ export class ShardTailer {
   private loop: Promise<void> | null = null;
   private sleeping: AbortController | null = null;
   private wakeRequested = false;
+  /** A hint named a seqno past the local position: if its slot reads empty, GC may have passed us. */
+  private hintedPastPosition = false;
   private lastManifestReadMs = Number.NEGATIVE_INFINITY;
   private caughtUpAtMs: number | null = null;
   private lastError: unknown = null;
@@ -134,6 +136,7 @@ export class ShardTailer {
   /** A hint that the log grew (a writer's wake hint, or a commit this node forwarded). */
   wake(seqno?: number): void {
     if (seqno !== undefined && seqno < this.options.engine.position.nextSeqno) return;
+    if (seqno !== undefined) this.hintedPastPosition = true;
     this.wakeRequested = true;
     this.sleeping?.abort();
   }
@@ -221,7 +224,9 @@ export class ShardTailer {
   private async poll(previousDelayMs: number): Promise<number> {
     const { engine, clock } = this.options;
     const startedMs = clock.monotonicMs();
-    const refreshWhenEmpty = startedMs - this.lastManifestReadMs >= this.tuning.manifestRefreshMs;
+    // A hinted segment exists: finding our next slot empty then means it was collected.
+    const refreshWhenEmpty = this.hintedPastPosition || startedMs - this.lastManifestReadMs >= this.tuning.manifestRefreshMs;
+    this.hintedPastPosition = false;
     try {
       const report = await engine.catchUpToTail({ refreshWhenEmpty });
       const read = report.segmentsApplied + report.segmentsSkipped;

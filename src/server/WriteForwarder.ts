@@ -107,10 +107,14 @@ export class WriteForwarder {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      // Refused before anything was sent, or no answer in time: the outcome may be unknown
-      // for the second (the receipt key makes a retry safe either way).
+      // Refused before a connection existed: it did not run. Anything else (a reset, a
+      // timeout) may have come after the writer ran it: the outcome is unknown, and the
+      // receipt key is what makes the retry safe.
+      const code = fetchErrorCode(error);
+      const neverSent = code !== null && NOT_CONNECTED_CODES.has(code);
       const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
-      return { kind: "failure", failure: { reason: timedOut ? `no answer within ${timeoutMs / 1000} s` : `not reachable (${describeFetchError(error)})`, outcomeUnknown: timedOut, url: baseUrl } };
+      const reason = timedOut ? `no answer within ${timeoutMs / 1000} s` : `${neverSent ? "not reachable" : "connection lost"} (${code ?? describeFetchError(error)})`;
+      return { kind: "failure", failure: { reason, outcomeUnknown: !neverSent, url: baseUrl } };
     }
     let body: unknown;
     try {
@@ -158,8 +162,14 @@ function unavailable(kind: string, first: RouteFailure, last: RouteFailure): Cai
   });
 }
 
+/** Connection errors that mean the request never reached a server. */
+const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+function fetchErrorCode(error: unknown): string | null {
+  const cause = (error as { cause?: { code?: unknown } }).cause;
+  return cause !== undefined && typeof cause.code === "string" ? cause.code : null;
+}
+
 function describeFetchError(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
-  if (cause !== undefined && typeof cause.code === "string") return cause.code;
   return error instanceof Error ? error.message : String(error);
 }

@@ -101,8 +101,6 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   let handler: SyncHandler | null = null;
   const metrics = new ServerMetrics(() => handler!.stats());
   const store = new ObservedObjectStore(options.store, (call) => metrics.storeCall(call), () => clock.monotonicMs());
-  // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
-  const catalog: Catalog = role === "writer" ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
   let serverUrl: string | null = null;
   const advertisedUrl = () => options.advertiseUrl ?? serverUrl;
   const events = new Set<(event: EngineEvent) => void>();
@@ -134,6 +132,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   };
   stopping.push(() => sharded.close());
   try {
+    // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
+    const catalog: Catalog = role === "writer" ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
     log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);
     // Tables live on shard 0 until the sharding issue routes them by shard key.
     const engine = sharded.engines[0]!;
@@ -272,6 +272,10 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.wake(hint.seqno)) } : {}),
     });
 
+    for (const shardEngine of sharded.engines) {
+      const meta = shardEngine.local.meta();
+      log(`shard ${shardEngine.shard}: local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
+    }
     if (role !== "writer") {
       // Serve what the local copy has at once if the bucket cannot give more: the error
       // shows in /api/health as staleness and lastError, and the tailer keeps trying.
@@ -295,10 +299,6 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       } finally {
         acquiringAtStart = false;
         writingChanged();
-      }
-      for (const shardEngine of sharded.engines) {
-        const meta = shardEngine.local.meta();
-        log(`shard ${shardEngine.shard}: writing; local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
       }
       await backfill(catalog, engine, store, log);
     }

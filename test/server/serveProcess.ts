@@ -32,6 +32,21 @@ export class ServeProcess {
     await this.exited;
   }
 
+  /** SIGSTOP: the process is frozen as a long GC pause or a stalled VM freezes it. */
+  pause(): void {
+    this.child.kill("SIGSTOP");
+  }
+
+  /** SIGCONT after `pause`. */
+  resume(): void {
+    this.child.kill("SIGCONT");
+  }
+
+  /** Resolves with the exit code once the process ended by itself. */
+  whenExited(): Promise<number | null> {
+    return this.exited;
+  }
+
   /** SIGTERM, and the exit code. */
   async stop(): Promise<number | null> {
     this.child.kill("SIGTERM");
