@@ -12,7 +12,6 @@ import type { RecentCommits } from "./RecentCommits.js";
 import type { SyncBackend } from "./SyncBackend.js";
 import type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
 import { resultHash } from "./resultHash.js";
-import { CONNECT_FRONTIER_WAIT_MS } from "../base/limits.js";
 
 /** The socket under a session. `close` sends a close frame after what was sent; `terminate` drops it. */
 export interface SessionTransport extends FrameSink {
@@ -27,6 +26,8 @@ export interface SessionHost {
   readonly shared: SharedQueryRuns;
   readonly recent: RecentCommits;
   readonly outboxLimits: OutboxLimits;
+  /** How long Connect waits for the frontier to reach the client's maxObservedTs. */
+  readonly connectFrontierWaitMs: number;
   /** The newest ts announced to the handler: every session's results are valid there. */
   readonly currentTs: number;
   /** Resolves true once `currentTs >= ts`, false after `timeoutMs`. */
@@ -257,7 +258,7 @@ export class Session {
     const observed = message.maxObservedTs ?? 0;
     // A client that has seen ts T (from this node before a restart, or from another node)
     // is never served an older state: wait for this node's frontier, or say it is behind.
-    if (observed > this.host.currentTs && !(await this.host.waitForTs(observed, CONNECT_FRONTIER_WAIT_MS))) {
+    if (observed > this.host.currentTs && !(await this.host.waitForTs(observed, this.host.connectFrontierWaitMs))) {
       if (this.state === "closed") return;
       const behind = new CairnError(
         "REPLICA_BEHIND",

@@ -1,6 +1,6 @@
 import { CairnError } from "../base/errors.js";
 import { systemClock, type Clock } from "../base/clock.js";
-import { SERVER_DRAIN_MS_MAX, SESSION_OVER_LIMITS_MS_MAX } from "../base/limits.js";
+import { CONNECT_FRONTIER_WAIT_MS, SERVER_DRAIN_MS_MAX, SESSION_OVER_LIMITS_MS_MAX } from "../base/limits.js";
 import { IntervalIndex, type IntervalHandle } from "../model/IntervalIndex.js";
 import type { KeyRange } from "../model/KeyRange.js";
 import type { Segment } from "../segments/Segment.js";
@@ -24,6 +24,8 @@ export interface SyncHandlerOptions {
   readonly overLimitsMsMax?: number;
   /** How often sessions are checked for overstayed limits and expired tokens. */
   readonly sweepIntervalMs?: number;
+  /** How long Connect waits for the frontier to reach the client's maxObservedTs (default CONNECT_FRONTIER_WAIT_MS). */
+  readonly connectFrontierWaitMs?: number;
 }
 
 /** What one connection gets from the handler: frames in, and a call when its socket closed. */
@@ -87,7 +89,7 @@ export class SyncHandler {
     this.log = options.log ?? (() => undefined);
     this.overLimitsMsMax = options.overLimitsMsMax ?? SESSION_OVER_LIMITS_MS_MAX;
     this.ts = options.backend.readTs;
-    this.host = this.sessionHost(options.verifier ?? null, options.outboxLimits ?? DEFAULT_OUTBOX_LIMITS);
+    this.host = this.sessionHost(options.verifier ?? null, options.outboxLimits ?? DEFAULT_OUTBOX_LIMITS, options.connectFrontierWaitMs ?? CONNECT_FRONTIER_WAIT_MS);
     this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 1_000);
     this.sweeper.unref?.();
   }
@@ -225,7 +227,7 @@ export class SyncHandler {
     for (const session of [...this.sessions]) session.fatal(stopping, CLOSE_CODES.goingAway);
   }
 
-  private sessionHost(verifier: TokenVerifier | null, outboxLimits: OutboxLimits): SessionHost {
+  private sessionHost(verifier: TokenVerifier | null, outboxLimits: OutboxLimits, connectFrontierWaitMs: number): SessionHost {
     const handler = this;
     return {
       backend: this.backend,
@@ -233,6 +235,7 @@ export class SyncHandler {
       shared: this.shared,
       recent: this.recent,
       outboxLimits,
+      connectFrontierWaitMs,
       get currentTs() {
         return handler.ts;
       },

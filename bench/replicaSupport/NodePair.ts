@@ -1,0 +1,105 @@
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CairnError } from "../../src/base/errors.js";
+import type { EndpointAddress } from "../commitSupport/RemoteEndpoint.js";
+import { BenchSocket } from "../syncSupport/BenchSocket.js";
+import { primeCounter, sequentialBumps } from "../syncSupport/sequentialBumps.js";
+import { NodeChild } from "./NodeChild.js";
+
+/**
+ * The writer refreshes its list of replicas every 10 s (startNode's registry interval):
+ * a new replica gets hints at most this long after it registered.
+ */
+export const HINT_TARGET_WAIT_MS_MAX = 15_000;
+/** How long a replica may take to reach the writer's position when nothing else is asked of it. */
+export const CATCH_UP_WAIT_MS_MAX = 120_000;
+
+export interface NodePairOptions {
+  readonly name: string;
+  readonly endpoint: EndpointAddress;
+  /** Where both nodes' local directories go. */
+  readonly directory: string;
+  /** The deployment's key prefix, its own per pair. */
+  readonly prefix: string;
+  readonly appPath: string;
+  readonly wakeHints: boolean;
+  readonly pollIntervalMs: number;
+}
+
+/**
+ * One deployment with two `cairn serve` children: its writer, and a replica of it (started
+ * once the writer has created the deployment). Both get the same admin key; with
+ * `wakeHints: false` both run with `--no-wake-hints`.
+ */
+export class NodePair {
+  private constructor(
+    readonly name: string,
+    readonly writer: NodeChild,
+    readonly replica: NodeChild,
+    readonly wakeHints: boolean,
+  ) {}
+
+  /** Starts the writer, then the replica; a replica that fails to start stops the writer again. */
+  static async start(options: NodePairOptions): Promise<NodePair> {
+    const common = { endpoint: options.endpoint, prefix: options.prefix, appPath: options.appPath, wakeHints: options.wakeHints };
+    const writer = await NodeChild.start({ ...common, name: `${options.name} writer`, role: "writer", localDirectory: join(options.directory, `${options.name}-writer`) });
+    try {
+      const replica = await NodeChild.start({
+        ...common,
+        name: `${options.name} replica`,
+        role: "replica",
+        localDirectory: join(options.directory, `${options.name}-replica`),
+        pollIntervalMs: options.pollIntervalMs,
+      });
+      return new NodePair(options.name, writer, replica, options.wakeHints);
+    } catch (error) {
+      await writer.stop();
+      throw error;
+    }
+  }
+
+  /**
+   * With hints on: bumps a probe counter once a second until the writer's hint counter
+   * grows, i.e. until its registry refresh has found the replica. Returns how long that took.
+   */
+  async awaitHintTarget(mutator: BenchSocket): Promise<number> {
+    const startedMs = performance.now();
+    const probe = await primeCounter(mutator, "probe");
+    for (;;) {
+      const before = (await this.writer.adminStatus()).hints?.sent ?? 0;
+      await sequentialBumps(mutator, probe, 1);
+      await sleep(250);
+      const after = (await this.writer.adminStatus()).hints?.sent ?? 0;
+      if (after > before) return performance.now() - startedMs;
+      if (performance.now() - startedMs > HINT_TARGET_WAIT_MS_MAX) {
+        throw new CairnError("TIMEOUT", `${this.name}: the writer sent no wake hint within ${HINT_TARGET_WAIT_MS_MAX} ms of the replica starting`);
+      }
+      await sleep(750);
+    }
+  }
+
+  /** Resolves once the replica has applied the writer's last segment; returns that seqno. */
+  async awaitReplicaCaughtUp(timeoutMs = CATCH_UP_WAIT_MS_MAX): Promise<number> {
+    const target = (await this.writer.shardHealth()).appliedSeqno;
+    const startedMs = performance.now();
+    for (;;) {
+      const shard = await this.replica.shardHealth();
+      if (shard.appliedSeqno >= target) return target;
+      if (performance.now() - startedMs > timeoutMs) {
+        throw new CairnError("TIMEOUT", `${this.name}: the replica stayed at seqno ${shard.appliedSeqno}, the writer is at ${target} (last error: ${shard.lastError?.message ?? "none"})`);
+      }
+      await sleep(100);
+    }
+  }
+
+  /** Stops the replica, then the writer; returns the exit codes that were not 0. */
+  async stop(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const node of [this.replica, this.writer]) {
+      const code = await node.stop();
+      if (code !== 0) problems.push(`${node.name} exited with ${code}`);
+    }
+    return problems;
+  }
+}
