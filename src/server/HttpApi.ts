@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { CairnError } from "../base/errors.js";
-import { PROTOCOL_NAME_CHARS_MAX } from "../base/limits.js";
+import { CONNECT_FRONTIER_WAIT_MS, PROTOCOL_NAME_CHARS_MAX } from "../base/limits.js";
 import type { UserIdentity } from "../functions/index.js";
 import { decodeValue, encodeValue } from "../model/ValueJson.js";
 import { errorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
@@ -26,6 +26,8 @@ export interface HttpApiOptions {
   readonly hinted?: (hints: readonly { readonly shard: number; readonly seqno: number }[]) => void;
   /** Resolves true once the node's frontier reaches `ts` (a query's `minTs`). */
   readonly waitForTs?: (ts: number, timeoutMs: number) => Promise<boolean>;
+  /** How long a query's `minTs` waits (default CONNECT_FRONTIER_WAIT_MS, as a session's Connect). */
+  readonly frontierWaitMs?: number;
 }
 
 const callSchema = z.strictObject({
@@ -45,9 +47,6 @@ const forwardedSchema = callSchema.omit({ minTs: true }).extend({
 const hintsSchema = z.strictObject({
   hints: z.array(z.strictObject({ shard: z.number().int().min(0).max(65_535), seqno: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })).max(1024),
 });
-
-/** How long a query with `minTs` waits for a lagging node before REPLICA_BEHIND. */
-const QUERY_MIN_TS_WAIT_MS = 5_000;
 
 type Call = z.infer<typeof callSchema>;
 type Kind = "query" | "mutation" | "action";
@@ -151,7 +150,7 @@ export class HttpApi {
   }
 
   private async waitForFrontier(minTs: number, backend: SyncBackend): Promise<void> {
-    const reached = this.options.waitForTs === undefined ? false : await this.options.waitForTs(minTs, QUERY_MIN_TS_WAIT_MS);
+    const reached = this.options.waitForTs === undefined ? false : await this.options.waitForTs(minTs, this.options.frontierWaitMs ?? CONNECT_FRONTIER_WAIT_MS);
     if (!reached) {
       throw new CairnError("REPLICA_BEHIND", `this node has applied the log through ts ${backend.readTs}, older than minTs ${minTs}; retry, or ask another node`, {
         details: { frontierTs: backend.readTs, minTs },

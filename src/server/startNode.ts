@@ -58,6 +58,8 @@ export interface NodeOptions {
   /** Registry refresh cadence (default 10 s; entries live three times as long). */
   readonly registryIntervalMs?: number;
   readonly engineTuning?: Partial<ShardEngineTuning>;
+  /** How long a client that has seen a newer ts than this node waits for it (Connect, a query's minTs). */
+  readonly frontierWaitMs?: number;
 }
 
 export interface RunningNode {
@@ -178,7 +180,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       metrics,
       clock,
     );
-    const sync = new SyncHandler({ backend, verifier: options.verifier, log, clock });
+    const sync = new SyncHandler({ backend, verifier: options.verifier, log, clock, ...(options.frontierWaitMs !== undefined ? { connectFrontierWaitMs: options.frontierWaitMs } : {}) });
     handler = sync;
     stopping.push(() => sync.close(0));
     // The sync handler hears of every applied segment before anything else does (the
@@ -269,6 +271,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       metrics,
       forwardedTo: meteredBackend(local, metrics, clock),
       waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
+      ...(options.frontierWaitMs !== undefined ? { frontierWaitMs: options.frontierWaitMs } : {}),
       ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.wake(hint.seqno)) } : {}),
     });
 

@@ -91,6 +91,33 @@ describe("the server", () => {
     expect(await status.json()).toMatchObject({ role: "writer", sync: { sessions: 0 } });
   });
 
+  it("guards node-to-node calls with the admin key; runs forwarded calls as client calls with the identity given", async () => {
+    const server = await node({ adminKey: "admin-secret", frontierWaitMs: 50 });
+    const admin = { authorization: "Admin admin-secret" };
+    const forwarded = { path: "notes:add", args: { channel: "f", body: "forwarded" }, identity: { subject: "alice" }, clientId: "replica-client", seq: 1 };
+    expect(await post(server.url, "/api/internal/forward/mutation", forwarded)).toMatchObject({ status: 403, body: { error: { code: "FORBIDDEN" } } });
+    expect(await post(server.url, "/api/internal/forward/mutation", forwarded, { authorization: "Admin wrong" })).toMatchObject({ status: 403 });
+    const first = await post(server.url, "/api/internal/forward/mutation", forwarded, admin);
+    expect(first).toMatchObject({ status: 200, body: { value: "forwarded".length } });
+    // The receipt key travelled: a retry of a lost answer is answered from it, not run again.
+    expect(await post(server.url, "/api/internal/forward/mutation", forwarded, admin)).toMatchObject({ status: 200, body: { value: "forwarded".length, replayed: true, ts: first.body["ts"] } });
+    expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: "f" } })).toMatchObject({ body: { value: ["forwarded"] } });
+    expect(await post(server.url, "/api/internal/forward/action", { path: "users:echo", args: { text: "hi" }, identity: { subject: "alice" } }, admin)).toMatchObject({ status: 200, body: { value: "alice: hi" } });
+    expect(await post(server.url, "/api/internal/forward/action", { path: "users:whoami", args: {}, identity: { subject: "alice" } }, admin)).toMatchObject({ status: 404, body: { error: { code: "FUNCTION_NOT_FOUND" } } });
+    expect(await post(server.url, "/api/internal/forward/query", { path: "notes:list", args: {}, identity: null }, admin)).toMatchObject({ status: 404 });
+    expect(await post(server.url, "/api/internal/forward/mutation", { ...forwarded, identity: { subject: "" } }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+    expect(await post(server.url, "/api/internal/forward/mutation", "{not json", admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3 }] })).toMatchObject({ status: 403 });
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3 }] }, admin)).toMatchObject({ status: 200 });
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: -1, seqno: 3 }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+
+    // A caller that has seen a ts this node has not reached is told so rather than served older data.
+    const ahead = Number(first.body["ts"]) + 1_000_000;
+    expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: "f" }, minTs: ahead })).toMatchObject({ status: 503, body: { error: { code: "REPLICA_BEHIND" } } });
+    expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: "f" }, minTs: first.body["ts"] })).toMatchObject({ status: 200, body: { value: ["forwarded"] } });
+  });
+
   it("exports Prometheus metrics for commits, flushes, store calls and sessions", async () => {
     const server = await node();
     const client = await SocketClient.open(server.url);
