@@ -16,6 +16,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { apiOf } from "../../src/client/index.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { openObjectStore } from "../../src/objectstore/index.js";
+import { readLog } from "../../src/segments/logReader.js";
 import { createNodeClient } from "../../src/client/node.js";
 import type { CairnClient } from "../../src/client/CairnClient.js";
 import type { functions } from "../sync/syncApp.js";
@@ -121,6 +122,10 @@ interface Health {
   readonly nodeId: string;
   readonly shards: readonly ShardHealth[];
   readonly stalenessMs: number | null;
+}
+
+async function deploymentIdOf(node: ServeProcess): Promise<string> {
+  return ((await (await fetch(`${node.url}api/health`)).json()) as { deploymentId: string }).deploymentId;
 }
 
 async function health(node: ServeProcess): Promise<Health> {
@@ -248,6 +253,45 @@ describe("a replica over a directory bucket, tried where it breaks", () => {
     expect(dropped).toBeGreaterThanOrEqual(2);
     expect((await post(writer, "query", "counters:get", { name: "once" })).body.value).toBe(1);
     expect((await post(replica, "query", "counters:get", { name: "once" })).body.value).toBe(1);
+  });
+
+  it("demotes a writer paused past its lease to a standby: it never writes again under its epoch, forwards, and keeps its sessions live", async () => {
+    const deployment = await directoryDeployment();
+    const tuning = ["--engine-tuning", FAST_LEASES];
+    const writer = await serve(deployment, "pause-w", tuning);
+    const standby = await serve(deployment, "pause-s", ["--standby", ...tuning]);
+    const onOldWriter = client(writer.url);
+    const seen = follow<string[]>((onUpdate) => onOldWriter.subscribe(api.notes.list, { channel: "p" }, onUpdate));
+    await onOldWriter.mutation(api.notes.add, { channel: "p", body: "before the pause" });
+    const oldEpoch = (await health(writer)).shards[0]!.epoch;
+
+    writer.pause();
+    await eventually(async () => (await health(standby)).role === "writer", { timeoutMs: 30_000 });
+    await client(standby.url).mutation(api.notes.add, { channel: "p", body: "by the new writer" });
+    writer.resume();
+
+    // Its next heartbeat finds the newer epoch: it stops writing and follows instead.
+    await eventually(async () => (await health(writer)).shards[0]!.state !== "writing", { timeoutMs: 30_000 });
+    const demoted = await health(writer);
+    expect(demoted.role).toBe("standby");
+    expect(demoted.shards[0]!.epoch).toBeGreaterThan(oldEpoch);
+    expect(writer.output).toMatch(/fenced .*no longer writing it/);
+    // Its session sees the new writer's commit through its tail, and its mutations go to the new writer.
+    await eventually(() => seen()?.includes("by the new writer") === true);
+    await onOldWriter.mutation(api.notes.add, { channel: "p", body: "through the demoted node" });
+    expect(await notes(standby, "p")).toEqual(["before the pause", "by the new writer", "through the demoted node"]);
+    expect(seen()).toEqual(["before the pause", "by the new writer", "through the demoted node"]);
+    // Nothing in the log after the takeover was written under the old epoch.
+    const store = await openObjectStore(deployment.bucketDirectory!);
+    try {
+      const epochs: number[] = [];
+      for await (const segment of readLog(store, { deploymentId: await deploymentIdOf(standby), shard: 0, fromSeqno: 0, concurrency: 4 })) epochs.push(segment.header.epoch);
+      const fence = epochs.indexOf(oldEpoch + 1);
+      expect(fence).toBeGreaterThan(0);
+      expect(epochs.slice(fence).every((epoch) => epoch > oldEpoch)).toBe(true);
+    } finally {
+      await store.close();
+    }
   });
 
   it("survives GC deleting segments it had not read: restores the snapshot and re-runs its subscriptions", async () => {
