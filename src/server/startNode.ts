@@ -328,6 +328,31 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     // Stopped before the server: no takeover while the node drains.
     const stopWatchers = () => Promise.all(watchers.map((watcher) => watcher.stop())).then(() => undefined);
 
+    // A writer prunes local history in its maintenance driver; a follower here, on the same cadence.
+    const pruneStop = new AbortController();
+    const pruneLoop = (async () => {
+      const intervalMs = sharded.engines[0]!.tuning.maintenanceIntervalMs;
+      while (!pruneStop.signal.aborted) {
+        try {
+          await clock.sleep(intervalMs, pruneStop.signal);
+        } catch {
+          return;
+        }
+        for (const shardEngine of sharded.engines) {
+          if (shardEngine.state.kind === "writing" || shardEngine.state.kind === "closed") continue;
+          try {
+            await shardEngine.pruneLocal();
+          } catch (error) {
+            log(`shard ${shardEngine.shard}: pruning local history failed: ${(error as Error).message}`);
+          }
+        }
+      }
+    })();
+    stopping.push(async () => {
+      pruneStop.abort();
+      await pruneLoop;
+    });
+
     const registry = new NodeRegistry(store, sharded.deploymentId, nodeId, systemRandom);
     const registryIntervalMs = options.registryIntervalMs ?? REGISTRY_INTERVAL_MS_DEFAULT;
     const registryStop = new AbortController();
