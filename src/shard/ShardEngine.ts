@@ -117,6 +117,8 @@ export class ShardEngine {
   private maintenance: Promise<unknown> = Promise.resolve();
   private catchingUp: Promise<unknown> = Promise.resolve();
   private transitions: Promise<unknown> = Promise.resolve();
+  /** An acquire is between taking the lease and recording its fence. */
+  private acquiring = false;
   private gcRuns = 0;
   private lastGcAtMs = 0;
   private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
@@ -213,9 +215,19 @@ export class ShardEngine {
    * skips the manifest GET when the next slot is empty (see CatchUpOptions).
    */
   catchUpToTail(options: { readonly refreshWhenEmpty?: boolean } = {}): Promise<CatchUpReport> {
-    const run = this.catchingUp.then(() => this.catchUpOnce(options.refreshWhenEmpty ?? true));
+    // A follower's read must not run beside an acquire's fence append (it could apply the
+    // fence before the acquirer does): while acquiring, the acquirer alone reads the log.
+    return this.serializeCatchUp(() => (this.acquiring ? Promise.resolve(this.idleReport()) : this.catchUpOnce(options.refreshWhenEmpty ?? true)));
+  }
+
+  private serializeCatchUp(job: () => Promise<CatchUpReport>): Promise<CatchUpReport> {
+    const run = this.catchingUp.then(job);
     this.catchingUp = run.catch(() => undefined);
     return run;
+  }
+
+  private idleReport(): CatchUpReport {
+    return { restoredFromSeqno: null, segmentsApplied: 0, segmentsSkipped: 0, tail: this.validator.position.nextSeqno };
   }
 
   private async catchUpOnce(refreshWhenEmpty: boolean): Promise<CatchUpReport> {
@@ -264,8 +276,9 @@ export class ShardEngine {
     const epoch = acquired.epoch;
     const owner = { nodeId: this.options.nodeId, epoch };
     let fence: Segment;
+    this.acquiring = true;
     try {
-      await this.catchUpToTail();
+      await this.serializeCatchUp(() => this.catchUpOnce(true));
       fence = await this.append(epoch, "fence", 0, (hybridClock) => markerStamp(hybridClock.next()));
       const verdict = await this.verifyCreated(fence, epoch);
       if (verdict.kind !== "durable" || verdict.newerEpoch) {
@@ -278,6 +291,8 @@ export class ShardEngine {
     } catch (error) {
       await this.abandonLease(epoch, error);
       throw error;
+    } finally {
+      this.acquiring = false;
     }
     this.recentWrites.reset(fence.header.maxTs);
     this.currentState = { kind: "writing", epoch };
