@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { CairnError, hasErrorCode } from "../base/errors.js";
+import { CairnError, hasErrorCode, isCasConflict } from "../base/errors.js";
 import type { Random } from "../base/random.js";
 import { bucketLayout } from "../manifest/bucketLayout.js";
-import { CasObject, jsonCasCodec } from "../manifest/CasObject.js";
+import { CasObject, jsonCasCodec, type CasSnapshot } from "../manifest/CasObject.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 
 /**
@@ -40,6 +40,8 @@ const NODES_SCANNED_MAX = 256;
 
 export class NodeRegistry {
   private readonly object: CasObject<NodeEntry>;
+  /** The entry as this node last wrote it: a renewal CASes against it without a GET first. */
+  private written: CasSnapshot<NodeEntry> | null = null;
 
   constructor(
     private readonly store: ObjectStore,
@@ -56,18 +58,28 @@ export class NodeRegistry {
     const fields = { deploymentId: this.deploymentId, nodeId: this.nodeId, url: entry.url, role: entry.role, expiresAt: Math.floor(nowMs + ttlMs), updatedAt: Math.floor(nowMs) };
     const checked = nodeEntrySchema.omit({ version: true, nonce: true }).safeParse(fields);
     if (!checked.success) throw new CairnError("INVALID_ARGUMENT", `invalid node entry: ${z.prettifyError(checked.error)}`);
+    if (this.written !== null) {
+      try {
+        this.written = await this.object.replace(this.written, checked.data);
+        return;
+      } catch (error) {
+        // Someone else changed or deleted it: read it back below.
+        if (!isCasConflict(error)) throw error;
+      }
+    }
     try {
-      await this.object.update(() => checked.data);
+      this.written = await this.object.update(() => checked.data);
     } catch (error) {
       // An entry someone wrote by hand in another shape: replace it rather than never register.
       if (!hasErrorCode(error, "NODE_ENTRY_INVALID")) throw error;
       await this.store.delete(this.object.key);
-      await this.object.update(() => checked.data);
+      this.written = await this.object.update(() => checked.data);
     }
   }
 
   /** Removes this node's entry (graceful shutdown): writers stop hinting it at once. */
   async remove(): Promise<void> {
+    this.written = null;
     await this.store.delete(this.object.key);
   }
 
