@@ -52,6 +52,9 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
   const verifier = tokenVerifier(options);
   const role = roleOf(options);
+  if (options.nodeId !== undefined && !/^[A-Za-z0-9._-]{1,128}$/.test(options.nodeId)) {
+    throw new CairnError("INVALID_ARGUMENT", `--node-id must be 1–128 letters, digits, '.', '_' or '-' (it names the node's registry entry and watermarks), not ${JSON.stringify(options.nodeId)}`);
+  }
   const engineTuning = parseEngineTuning(options.engineTuning);
   if (options.advertiseUrl !== undefined && !(/^https?:\/\//.test(options.advertiseUrl) && URL.canParse(options.advertiseUrl))) {
     throw new CairnError("INVALID_ARGUMENT", `--advertise-url must be an http(s) URL, not ${JSON.stringify(options.advertiseUrl)}`);

@@ -35,6 +35,9 @@ export type NodeRole = NodeEntry["role"];
 const nodeEntryCodec = jsonCasCodec(nodeEntrySchema, "NODE_ENTRY_INVALID", "node entry");
 const NODE_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
+/** How long an expired entry stays for operators to see before a scan deletes it. */
+const EXPIRED_ENTRY_KEPT_MS = 60 * 60 * 1000;
+
 /** Entries to read at most per scan: a bucket flooded with entries must not stall the writer. */
 const NODES_SCANNED_MAX = 256;
 
@@ -96,6 +99,9 @@ export class NodeRegistry {
         const snapshot = await new CasObject(this.store, listed.key, nodeEntryCodec, this.random).read();
         const entry = snapshot?.value;
         if (entry !== undefined && entry.nodeId === nodeId && entry.deploymentId === this.deploymentId && entry.expiresAt > nowMs) entries.push(entry);
+        // A node that crashed never removes its entry: long-expired ones are cleared so
+        // that leftovers do not crowd live nodes out of the scan bound.
+        else if (entry !== undefined && entry.deploymentId === this.deploymentId && entry.expiresAt < nowMs - EXPIRED_ENTRY_KEPT_MS) await this.store.delete(listed.key);
       } catch (error) {
         if (!hasErrorCode(error, "NODE_ENTRY_INVALID")) throw error;
       }

@@ -133,9 +133,11 @@ export class ShardTailer {
   start(): void {
     if (this.state === "tailing" || this.stopping.signal.aborted) return;
     this.state = "tailing";
-    this.loop ??= this.run().finally(() => (this.loop = null));
     this.watermarkDue();
-    this.wake();
+    // A loop already running (a restart after stop is refused above) is only woken; a new
+    // one polls at once by itself.
+    if (this.loop !== null) this.wake();
+    else this.loop = this.run().finally(() => (this.loop = null));
   }
 
   /** A hint that the log grew (a writer's wake hint, or a commit this node forwarded). */
@@ -204,6 +206,16 @@ export class ShardTailer {
         this.options.onError?.(error, "watermark");
       }
     }
+  }
+
+  /**
+   * Deletes this node's watermark once any publish in flight has landed (a node that took
+   * over the shard: its own GC must not wait for it).
+   */
+  async removeWatermark(): Promise<void> {
+    this.publishedSeqno = null;
+    await this.watermarkWork;
+    await this.options.engine.watermarkStore.remove(this.options.consumerId);
   }
 
   // ---- the poll loop -------------------------------------------------------------------

@@ -50,6 +50,7 @@ export class WakeHintSender {
   private readonly timeoutMs: number;
   private readonly fetch: typeof fetch;
   private closed = false;
+  private rotation = 0;
 
   constructor(private readonly options: WakeHintSenderOptions) {
     this.concurrencyMax = options.concurrencyMax ?? 16;
@@ -74,7 +75,12 @@ export class WakeHintSender {
   /** The log of `shard` grew to `seqno`: tell every replica, without waiting. */
   hint(shard: number, seqno: number): void {
     if (this.closed) return;
-    for (const state of this.targets.values()) {
+    // Start at a rotating target: over the in-flight bound, the same replicas must not be
+    // the ones dropped every time.
+    const states = [...this.targets.values()];
+    const first = states.length === 0 ? 0 : this.rotation++ % states.length;
+    for (let at = 0; at < states.length; at++) {
+      const state = states[(first + at) % states.length]!;
       state.pending.set(shard, Math.max(state.pending.get(shard) ?? -1, seqno));
       this.pump(state);
     }

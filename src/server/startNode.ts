@@ -216,7 +216,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           if (event.type === "acquired") {
             if (shardEngine === engine) writingChanged();
             // A writer needs no watermark of its own (its GC would wait for it).
-            void shardEngine.watermarkStore.remove(nodeId).catch(() => undefined);
+            void (tailers[event.shard]?.removeWatermark() ?? shardEngine.watermarkStore.remove(nodeId)).catch(() => undefined);
           }
           return;
         case "fenced":

@@ -18,6 +18,7 @@ import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
 import type { CommitResult } from "../../src/shard/WriteUnit.js";
 import { memoryBucket, s3EndpointBucket } from "../support/bucketFactories.js";
 import { eventually, Gate } from "../support/Gate.js";
+import type { DocumentId } from "../../src/model/DocumentId.js";
 import { commitMany, insertUnit, type HarnessNode, type ShardHarness } from "../support/shardHarness.js";
 import { fsBucket, RecordingClock, replicaHarnessPerTest, turns } from "./replicaSupport.js";
 
@@ -31,85 +32,113 @@ interface Rig {
   readonly writer: HarnessNode;
   readonly follower: HarnessNode;
   readonly tailer: ShardTailer;
-  /** The tailer's clock: a recording view of the harness's manual clock. */
+  /** The tailer's clock: the harness's manual clock, recording the poll loop's waits. */
   readonly clock: RecordingClock;
   /** What the follower engine's listeners registered before the tailer saw. */
   readonly applied: Segment[];
   readonly restored: number[];
   readonly errors: { readonly error: unknown; readonly during: "poll" | "watermark" }[];
-  commit(body?: unknown): Promise<CommitResult & { readonly id: ReturnType<ShardHarness["newId"]> }>;
-  /** Waits for the tailer's next sleep (made after the poll before it ended) and returns its ms. */
-  nextSleep(): Promise<number>;
+  commit(body?: unknown): Promise<CommitResult & { readonly id: DocumentId }>;
+  /**
+   * Waits until the poll loop sleeps again after the last wait this returned (it polled
+   * once or more since), and returns that new wait's ms.
+   */
+  asleep(): Promise<number>;
+  /** Loop waits made so far (the ones asleep() already saw and any since). */
+  sleepCount(): number;
   /** How often the follower GET `key` since the last `resetReads`. */
   reads(key: string): number;
   resetReads(): void;
 }
 
+interface RigOptions {
+  readonly tuning?: Partial<TailerTuning>;
+  readonly publishWatermarks?: boolean;
+  readonly writerTuning?: Partial<ShardEngineTuning>;
+  readonly commitsBefore?: number;
+}
+
+/** The waits the poll loop can make with TUNING: firstBackoffMs doubling to idlePollMs. */
+const LOOP_WAITS = new Set([10, 20, 40, 80]);
+
+/**
+ * Writer "w" with a few commits, follower "f" opened after them (caught up), and a tailer
+ * on f (not started) whose listeners come after the test's own.
+ */
+async function buildRig(h: ShardHarness, cleanup: (step: () => unknown) => void, options: RigOptions = {}): Promise<Rig> {
+  const writer = await h.writer("w", options.writerTuning ?? {});
+  await commitMany(writer, h, options.commitsBefore ?? 2);
+  const follower = await h.node("f");
+  const clock = new RecordingClock(h.clock, (ms) => LOOP_WAITS.has(ms));
+  const applied: Segment[] = [];
+  const restored: number[] = [];
+  const errors: { error: unknown; during: "poll" | "watermark" }[] = [];
+  follower.engine.onSegmentApplied((segment) => applied.push(segment));
+  follower.engine.onRestored((ts) => restored.push(ts));
+  const tailer = new ShardTailer({
+    engine: follower.engine,
+    consumerId: "f",
+    clock,
+    tuning: { ...TUNING, ...options.tuning },
+    onError: (error, during) => errors.push({ error, during }),
+    publishWatermarks: options.publishWatermarks ?? false,
+  });
+  cleanup(() => {
+    follower.store.releaseAll();
+    return tailer.stop();
+  });
+  let seen = 0;
+  return {
+    h,
+    writer,
+    follower,
+    tailer,
+    clock,
+    applied,
+    restored,
+    errors,
+    commit: async (body = {}) => {
+      const id = h.newId();
+      const result = await writer.engine.commit(insertUnit(writer.engine, id, body));
+      return { ...result, id };
+    },
+    asleep: async () => {
+      await turns(1); // a sleep the test just ended (advance, wake) settles first
+      await eventually(() => clock.sleeps.length > seen && clock.sleeping);
+      seen = clock.sleeps.length;
+      return clock.sleeps[seen - 1]!;
+    },
+    sleepCount: () => clock.sleeps.length,
+    reads: (key) => follower.store.reads.filter((read) => read === key).length,
+    resetReads: () => void follower.store.reads.splice(0),
+  };
+}
+
+/** Lets the tailer poll until it waits idlePollMs between polls. */
+async function settleAtIdle(r: Rig): Promise<void> {
+  let delayMs = await r.asleep();
+  while (delayMs < TUNING.idlePollMs) {
+    r.h.clock.advance(delayMs);
+    delayMs = await r.asleep();
+  }
+}
+
+async function watermarkOf(r: Rig): Promise<number | null> {
+  return (await r.follower.engine.watermarkStore.read("f"))?.appliedSeqno ?? null;
+}
+
+/** Successful writes of f's watermark object. */
+const consumerWrites = (r: Rig) => r.follower.store.writes.filter((key) => key === CONSUMER_KEY).length;
+
 describe.each([memoryBucket, fsBucket, s3EndpointBucket])("shard tailer on $name", (factory) => {
   const { setup, cleanup } = replicaHarnessPerTest(factory);
 
-  async function rig(
-    options: { tuning?: Partial<TailerTuning>; publishWatermarks?: boolean; writerTuning?: Partial<ShardEngineTuning>; commitsBefore?: number } = {},
-  ): Promise<Rig> {
-    const h = await setup();
-    const writer = await h.writer("w", options.writerTuning ?? {});
-    await commitMany(writer, h, options.commitsBefore ?? 2);
-    const follower = await h.node("f"); // caught up at open
-    const clock = new RecordingClock(h.clock);
-    const applied: Segment[] = [];
-    const restored: number[] = [];
-    const errors: { error: unknown; during: "poll" | "watermark" }[] = [];
-    follower.engine.onSegmentApplied((segment) => applied.push(segment));
-    follower.engine.onRestored((ts) => restored.push(ts));
-    const tailer = new ShardTailer({
-      engine: follower.engine,
-      consumerId: "f",
-      clock,
-      tuning: { ...TUNING, ...options.tuning },
-      onError: (error, during) => errors.push({ error, during }),
-      publishWatermarks: options.publishWatermarks ?? false,
-    });
-    cleanup(() => {
-      follower.store.releaseAll();
-      return tailer.stop();
-    });
-    return {
-      h,
-      writer,
-      follower,
-      tailer,
-      clock,
-      applied,
-      restored,
-      errors,
-      commit: async (body = {}) => {
-        const id = h.newId();
-        const result = await writer.engine.commit(insertUnit(writer.engine, id, body));
-        return { ...result, id };
-      },
-      nextSleep: async () => {
-        const index = clock.sleeps.length;
-        await eventually(() => clock.sleeps.length > index);
-        return clock.sleeps[index]!;
-      },
-      reads: (key) => follower.store.reads.filter((read) => read === key).length,
-      resetReads: () => void follower.store.reads.splice(0),
-    };
-  }
-
-  /** Lets the tailer poll until it waits idlePollMs between polls. */
-  async function settleAtIdle(r: Rig): Promise<void> {
-    let delayMs = await r.nextSleep();
-    while (delayMs < TUNING.idlePollMs) {
-      r.h.clock.advance(delayMs);
-      delayMs = await r.nextSleep();
-    }
-  }
+  const rig = async (options: RigOptions = {}) => buildRig(await setup(), cleanup, options);
 
   it("delivers each commit to the follower's earlier listeners, in log order, before waitFor resolves; nothing before a manifest read after the GET", async () => {
     const r = await rig();
     r.tailer.start();
-    await r.nextSleep();
+    await r.asleep();
     const gate = new Gate();
     // The next manifest GET is held: the segment is read, but its slot is not yet judged.
     r.follower.store.inject({ operations: ["get"], keyPattern: /manifest$/, once: true, effect: { until: gate.promise } });
@@ -127,6 +156,7 @@ describe.each([memoryBucket, fsBucket, s3EndpointBucket])("shard tailer on $name
     gate.open();
     await waiting;
     expect(outcome).toEqual({ reached: true, seen: [first.seqno], value: JSON.stringify({ n: 1 }) });
+    await r.asleep();
     expect(r.tailer.status()).toMatchObject({ state: "tailing", appliedSeqno: first.seqno, frontierTs: first.ts, segmentsApplied: 1, lastError: null, restores: 0 });
 
     // Several commits, one waiter each: every waiter resolves true, listeners saw all in order.
@@ -140,6 +170,7 @@ describe.each([memoryBucket, fsBucket, s3EndpointBucket])("shard tailer on $name
     );
     r.tailer.wake(later[2]!.seqno);
     await Promise.all(waiters);
+    await r.asleep();
     expect(r.applied.map((segment) => segment.header.seqno)).toEqual([first.seqno, ...later.map((commit) => commit.seqno)]);
     expect(results.every((result) => result.seen === 4)).toBe(true);
     expect(r.follower.engine.position).toEqual(r.writer.engine.position);
@@ -175,75 +206,13 @@ describe.each([memoryBucket, fsBucket, s3EndpointBucket])("shard tailer on $name
 describe("shard tailer (memory bucket)", () => {
   const { setup, cleanup } = replicaHarnessPerTest(memoryBucket);
 
-  async function rig(
-    options: { tuning?: Partial<TailerTuning>; publishWatermarks?: boolean; writerTuning?: Partial<ShardEngineTuning>; commitsBefore?: number } = {},
-  ): Promise<Rig> {
-    const h = await setup();
-    const writer = await h.writer("w", options.writerTuning ?? {});
-    await commitMany(writer, h, options.commitsBefore ?? 2);
-    const follower = await h.node("f");
-    const clock = new RecordingClock(h.clock);
-    const applied: Segment[] = [];
-    const restored: number[] = [];
-    const errors: { error: unknown; during: "poll" | "watermark" }[] = [];
-    follower.engine.onSegmentApplied((segment) => applied.push(segment));
-    follower.engine.onRestored((ts) => restored.push(ts));
-    const tailer = new ShardTailer({
-      engine: follower.engine,
-      consumerId: "f",
-      clock,
-      tuning: { ...TUNING, ...options.tuning },
-      onError: (error, during) => errors.push({ error, during }),
-      publishWatermarks: options.publishWatermarks ?? false,
-    });
-    cleanup(() => {
-      follower.store.releaseAll();
-      return tailer.stop();
-    });
-    return {
-      h,
-      writer,
-      follower,
-      tailer,
-      clock,
-      applied,
-      restored,
-      errors,
-      commit: async (body = {}) => {
-        const id = h.newId();
-        const result = await writer.engine.commit(insertUnit(writer.engine, id, body));
-        return { ...result, id };
-      },
-      nextSleep: async () => {
-        const index = clock.sleeps.length;
-        await eventually(() => clock.sleeps.length > index);
-        return clock.sleeps[index]!;
-      },
-      reads: (key) => follower.store.reads.filter((read) => read === key).length,
-      resetReads: () => void follower.store.reads.splice(0),
-    };
-  }
-
-  async function settleAtIdle(r: Rig): Promise<void> {
-    let delayMs = await r.nextSleep();
-    while (delayMs < TUNING.idlePollMs) {
-      r.h.clock.advance(delayMs);
-      delayMs = await r.nextSleep();
-    }
-  }
-
-  /** Where the tailer's sleeps hold a watermark wait, they are told apart by `ms`. */
-  async function watermarkOf(r: Rig): Promise<number | null> {
-    return (await r.follower.engine.watermarkStore.read("f"))?.appliedSeqno ?? null;
-  }
-
-  const consumerWrites = (r: Rig) => r.follower.store.writes.filter((key) => key === CONSUMER_KEY).length;
+  const rig = async (options: RigOptions = {}) => buildRig(await setup(), cleanup, options);
 
   describe("waitFor", () => {
     it("resolves true at once when the frontier is already there, false once the timeout passed on the clock", async () => {
       const r = await rig();
       r.tailer.start();
-      await r.nextSleep();
+      await r.asleep();
       let now: boolean | undefined;
       void r.tailer.waitFor(r.follower.engine.readTs, 1_000_000).then((reached) => (now = reached));
       await turns(5);
@@ -288,9 +257,10 @@ describe("shard tailer (memory bucket)", () => {
       const next = r.follower.engine.position.nextSeqno;
       r.resetReads();
       r.tailer.start();
-      // The first poll also reads the manifest: the tailer has not read it yet.
-      expect(await r.nextSleep()).toBe(TUNING.firstBackoffMs);
-      expect(r.follower.store.reads).toEqual([segmentKey(next), MANIFEST_KEY]);
+      // Polling at start also reads the manifest once: the tailer has not read it yet.
+      expect(await r.asleep()).toBe(TUNING.firstBackoffMs);
+      expect(r.reads(MANIFEST_KEY)).toBe(1);
+      expect(new Set(r.follower.store.reads)).toEqual(new Set([segmentKey(next), MANIFEST_KEY]));
 
       const expectedDelays = [20, 40, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80, 80];
       let delayMs = TUNING.firstBackoffMs;
@@ -300,7 +270,7 @@ describe("shard tailer (memory bucket)", () => {
         r.resetReads();
         r.h.clock.advance(delayMs);
         sinceManifestMs += delayMs;
-        expect(await r.nextSleep()).toBe(expected);
+        expect(await r.asleep()).toBe(expected);
         const refreshDue = sinceManifestMs >= TUNING.manifestRefreshMs;
         expect(r.follower.store.reads).toEqual(refreshDue ? [segmentKey(next), MANIFEST_KEY] : [segmentKey(next)]);
         if (refreshDue) {
@@ -315,10 +285,10 @@ describe("shard tailer (memory bucket)", () => {
       // Two segments appear; the poll that applies them is followed by another at once.
       const commits = [await r.commit(), await r.commit()];
       r.resetReads();
-      const sleepsBefore = r.clock.sleeps.length;
+      const sleepsBefore = r.sleepCount();
       r.h.clock.advance(delayMs);
-      expect(await r.nextSleep()).toBe(TUNING.firstBackoffMs);
-      expect(r.clock.sleeps.length).toBe(sleepsBefore + 1);
+      expect(await r.asleep()).toBe(TUNING.firstBackoffMs);
+      expect(r.sleepCount()).toBe(sleepsBefore + 1);
       expect(r.follower.engine.position.nextSeqno).toBe(commits[1]!.seqno + 1);
       // The applying poll probed the tail slot, and so did the one right after it.
       expect(r.reads(segmentKey(commits[1]!.seqno + 1))).toBe(2);
@@ -332,15 +302,15 @@ describe("shard tailer (memory bucket)", () => {
       await settleAtIdle(r);
       const next = r.follower.engine.position.nextSeqno;
       r.resetReads();
-      const sleeps = r.clock.sleeps.length;
+      const sleeps = r.sleepCount();
       r.tailer.wake();
-      expect(await r.nextSleep()).toBe(TUNING.idlePollMs);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
       expect(r.reads(segmentKey(next))).toBe(1);
 
       // A stale hint (a seqno this node already has) changes nothing.
       r.tailer.wake(next - 1);
       await turns();
-      expect(r.clock.sleeps.length).toBe(sleeps + 1);
+      expect(r.sleepCount()).toBe(sleeps + 1);
       expect(r.reads(segmentKey(next))).toBe(1);
 
       // A hint for a new segment: applied without the clock moving.
@@ -350,17 +320,17 @@ describe("shard tailer (memory bucket)", () => {
 
       // A hint that arrives while a poll is on the wire (its GET answered "empty" before the
       // commit landed) makes the tailer poll again as soon as that poll ends.
-      await r.nextSleep();
+      await r.asleep();
       r.follower.store.inject({ operations: ["get"], keyPattern: /\/log\//, once: true, effect: { pauseAfterMs: 5 } });
       r.tailer.wake();
       await eventually(() => r.clock.pending === 0 && r.h.clock.pendingSleepers === 1);
       const late = await r.commit();
       r.tailer.wake(late.seqno);
-      const sleepsDuringPoll = r.clock.sleeps.length;
+      const sleepsDuringPoll = r.sleepCount();
       r.h.clock.advance(5); // the held answer (404) arrives; no tailer wait is due within 5 ms
       await eventually(() => r.follower.engine.position.nextSeqno === late.seqno + 1);
-      expect(await r.nextSleep()).toBe(TUNING.firstBackoffMs);
-      expect(r.clock.sleeps.length).toBe(sleepsDuringPoll + 1);
+      expect(await r.asleep()).toBe(TUNING.firstBackoffMs);
+      expect(r.sleepCount()).toBe(sleepsDuringPoll + 1);
     });
   });
 
@@ -373,14 +343,14 @@ describe("shard tailer (memory bucket)", () => {
     }
 
     /** The follower must stay where it was, serve its old state, and retry at idlePollMs. */
-    async function expectStuckAndRetrying(r: Rig, slot: number, code: string, kept: { id: ReturnType<ShardHarness["newId"]>; ts: number }) {
+    async function expectStuckAndRetrying(r: Rig, slot: number, code: string, kept: { id: DocumentId; ts: number }) {
       const before = r.follower.engine.position;
       r.resetReads();
       r.h.clock.advance(TUNING.idlePollMs);
-      expect(await r.nextSleep()).toBe(TUNING.idlePollMs);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
       const status = r.tailer.status();
       expect(status.lastError?.code).toBe(code);
-      expect(errorKindOf({ code })).toBe("Corruption");
+      expect(errorKindOf(r.errors[0]?.error)).toBe("Corruption");
       expect(r.errors.map((entry) => [entry.during, (entry.error as { code?: string }).code])).toEqual([["poll", code]]);
       expect(r.follower.engine.position).toEqual(before);
       expect(r.applied).toEqual([]);
@@ -389,7 +359,7 @@ describe("shard tailer (memory bucket)", () => {
       expect(stalenessMs).toBeGreaterThan(0);
       for (let retry = 1; retry <= 3; retry++) {
         r.h.clock.advance(TUNING.idlePollMs);
-        expect(await r.nextSleep()).toBe(TUNING.idlePollMs);
+        expect(await r.asleep()).toBe(TUNING.idlePollMs);
         expect(r.reads(segmentKey(slot))).toBe(retry + 1);
         expect(r.tailer.status().stalenessMs).toBe(stalenessMs + retry * TUNING.idlePollMs);
         expect(r.follower.engine.position).toEqual(before);
@@ -402,7 +372,7 @@ describe("shard tailer (memory bucket)", () => {
       const kept = await r.commit({ kept: true });
       r.tailer.wake(kept.seqno);
       await eventually(() => r.follower.engine.position.nextSeqno === kept.seqno + 1);
-      await r.nextSleep();
+      await r.asleep();
       r.applied.splice(0);
       const slot = kept.seqno + 1;
       await r.h.bucket.create(segmentKey(slot), new TextEncoder().encode("not a segment at all"));
@@ -415,7 +385,7 @@ describe("shard tailer (memory bucket)", () => {
       expect(repaired.seqno).toBe(slot);
       r.h.clock.advance(TUNING.idlePollMs);
       await eventually(() => r.follower.engine.position.nextSeqno === slot + 1);
-      await r.nextSleep();
+      await r.asleep();
       expect(r.tailer.status()).toMatchObject({ lastError: null, stalenessMs: 0 });
     });
 
@@ -427,7 +397,7 @@ describe("shard tailer (memory bucket)", () => {
       const kept = await r.commit({ kept: true });
       r.tailer.wake(kept.seqno);
       await eventually(() => r.follower.engine.position.nextSeqno === kept.seqno + 1);
-      await r.nextSleep();
+      await r.asleep();
       r.applied.splice(0);
       const position = r.follower.engine.position;
       const slot = position.nextSeqno;
@@ -448,10 +418,16 @@ describe("shard tailer (memory bucket)", () => {
       const reached = r.tailer.waitFor(good.ts, 60_000);
       r.h.clock.advance(TUNING.idlePollMs);
       await expect(reached).resolves.toBe(true);
-      expect(await r.nextSleep()).toBe(TUNING.idlePollMs);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
       expect(r.follower.engine.position.nextSeqno).toBe(good.seqno + 1);
       expect(r.applied.map((segment) => segment.header.seqno)).toEqual([good.seqno]);
-      expect(r.tailer.status()).toMatchObject({ appliedSeqno: good.seqno, segmentsApplied: 1, lastError: { code: "SEGMENT_INVALID" } });
+      expect(r.tailer.status()).toMatchObject({ appliedSeqno: good.seqno, frontierTs: good.ts, lastError: { code: "SEGMENT_INVALID" } });
+      // The next polls retry the corrupt slot only.
+      r.resetReads();
+      r.h.clock.advance(TUNING.idlePollMs);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
+      expect(r.follower.store.reads.filter((key) => key.includes("/log/"))).toEqual([segmentKey(good.seqno + 1)]);
+      expect(r.applied).toHaveLength(1);
     });
   });
 
@@ -473,8 +449,7 @@ describe("shard tailer (memory bucket)", () => {
       expect(r.restored).toEqual([pointer.ts]);
       expect(r.tailer.status()).toMatchObject({ restores: 1, appliedSeqno: after.seqno });
       expect(r.follower.local.get(collected[0]!.id, r.follower.engine.readTs)).not.toBeNull();
-      // The restore and the apply are published as the new watermark (once its interval passed).
-      r.h.clock.advance(TUNING.watermarkIntervalMs);
+      // The last publish was a minute ago: the restored and applied position is published at once.
       await eventually(() => consumerWrites(r) === 2);
       expect(await watermarkOf(r)).toBe(after.seqno);
     });
@@ -483,10 +458,10 @@ describe("shard tailer (memory bucket)", () => {
       const r = await rig();
       r.tailer.start();
       // Poll 0 (t = 0) read the manifest; then polls at 10, 30, 70, 150, 230, 310, 390, 470.
-      expect(await r.nextSleep()).toBe(10);
+      expect(await r.asleep()).toBe(10);
       const committed = await r.commit({ last: true });
-      // Hide the commit from the tailer's cheap polls until it is collected: hold nothing,
-      // just collect it before the clock moves.
+      // The clock stands still, so no poll sees this commit before GC deletes its segment:
+      // the tailer's next slot is empty for good, and nothing follows it.
       const pointer = (await r.writer.engine.snapshotNow())!;
       await r.writer.engine.collectGarbageNow();
       expect(await r.h.bucket.get(segmentKey(committed.seqno))).toBeNull();
@@ -495,7 +470,7 @@ describe("shard tailer (memory bucket)", () => {
       while (elapsedMs + delayMs < TUNING.manifestRefreshMs) {
         r.h.clock.advance(delayMs);
         elapsedMs += delayMs;
-        delayMs = await r.nextSleep();
+        delayMs = await r.asleep();
         expect(r.tailer.status().restores).toBe(0);
         expect(r.follower.engine.position.nextSeqno).toBe(committed.seqno);
       }
@@ -520,10 +495,10 @@ describe("shard tailer (memory bucket)", () => {
       expect(r.reads(MANIFEST_KEY)).toBeGreaterThanOrEqual(1);
       expect(r.follower.engine.position).toEqual(r.writer.engine.position);
       // A plain wake (no seqno) on a quiet tail does not buy a manifest read.
-      await r.nextSleep();
+      await r.asleep();
       r.resetReads();
       r.tailer.wake();
-      await r.nextSleep();
+      await r.asleep();
       expect(r.reads(MANIFEST_KEY)).toBe(0);
     });
   });
@@ -551,7 +526,7 @@ describe("shard tailer (memory bucket)", () => {
       // Quiet: time passes, nothing is applied, nothing is written.
       for (let step = 0; step < 5; step++) {
         r.h.clock.advance(TUNING.watermarkIntervalMs);
-        await r.nextSleep();
+        await r.asleep();
       }
       expect(consumerWrites(r)).toBe(2);
       // The interval has long passed: the next apply publishes without waiting.
@@ -568,7 +543,6 @@ describe("shard tailer (memory bucket)", () => {
       r.tailer.wake(first.seqno);
       await eventually(() => r.follower.engine.position.nextSeqno === first.seqno + 1);
       r.h.clock.advance(TUNING.watermarkIntervalMs);
-      await eventually(async () => true);
       await eventually(() => consumerWrites(r) === 2);
       expect(await watermarkOf(r)).toBe(first.seqno);
       const unread = [await r.commit(), await r.commit()];
@@ -599,7 +573,7 @@ describe("shard tailer (memory bucket)", () => {
       await r.follower.engine.commit(insertUnit(r.follower.engine, r.h.newId(), { by: "f" }));
       for (let step = 0; step < 4; step++) {
         r.h.clock.advance(TUNING.idlePollMs);
-        await r.nextSleep();
+        await r.asleep();
       }
       await turns();
       expect(consumerWrites(r)).toBe(1);
@@ -610,12 +584,12 @@ describe("shard tailer (memory bucket)", () => {
       await r.follower.engine.relinquish();
       r.resetReads();
       r.h.clock.advance(TUNING.idlePollMs);
-      await r.nextSleep();
+      await r.asleep();
       expect(r.reads(segmentKey(r.follower.engine.position.nextSeqno))).toBe(1);
       expect(r.tailer.status().state).toBe("tailing");
     });
 
-    it("stop({removeWatermark: true}) removes it; stop() leaves it", async () => {
+    it("stop({removeWatermark: true}) removes the watermark", async () => {
       const removing = await rig({ publishWatermarks: true });
       removing.tailer.start();
       await eventually(() => consumerWrites(removing) === 1);
@@ -642,18 +616,18 @@ describe("shard tailer (memory bucket)", () => {
       r.follower.store.inject({ operations: ["get"], effect: "unreachable" });
       const committed = await r.commit({ during: "outage" });
       r.h.clock.advance(TUNING.idlePollMs);
-      expect(await r.nextSleep()).toBe(TUNING.idlePollMs);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
       expect(r.tailer.status().lastError?.code).toBe("STORE_UNREACHABLE");
       expect(r.errors.map((entry) => [entry.during, (entry.error as { code?: string }).code])).toEqual([["poll", "STORE_UNREACHABLE"]]);
       expect(r.follower.engine.position.nextSeqno).toBe(committed.seqno);
       r.h.clock.advance(TUNING.idlePollMs);
-      expect(await r.nextSleep()).toBe(TUNING.idlePollMs);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
       expect(r.errors).toHaveLength(2);
       expect(r.applied).toEqual([]);
       r.follower.store.clear();
       r.h.clock.advance(TUNING.idlePollMs);
       await eventually(() => r.follower.engine.position.nextSeqno === committed.seqno + 1);
-      await r.nextSleep();
+      await r.asleep();
       expect(r.tailer.status()).toMatchObject({ lastError: null, stalenessMs: 0, segmentsApplied: 1 });
       expect(r.errors).toHaveLength(2);
     });
@@ -666,7 +640,7 @@ describe("shard tailer (memory bucket)", () => {
       const committed = await r.commit();
       r.resetReads();
       r.tailer.wake(committed.seqno);
-      expect(await r.nextSleep()).toBe(TUNING.idlePollMs);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
       expect(r.reads(segmentKey(committed.seqno))).toBe(1);
       expect(r.tailer.status().lastError?.code).toBe("STORE_TRANSIENT");
       expect(r.follower.engine.position.nextSeqno).toBe(committed.seqno);
@@ -674,6 +648,32 @@ describe("shard tailer (memory bucket)", () => {
       r.follower.store.clear();
       r.tailer.wake(committed.seqno);
       await eventually(() => r.follower.engine.position.nextSeqno === committed.seqno + 1);
+    });
+
+    it("a writer fenced by a takeover goes back to tailing: its tailer catches it up to the new writer's log", async () => {
+      const h = await setup();
+      const a = await h.writer("a", { leaseTtlMs: 5_000 });
+      await commitMany(a, h, 1);
+      const clock = new RecordingClock(h.clock, (ms) => LOOP_WAITS.has(ms));
+      const tailer = new ShardTailer({ engine: a.engine, consumerId: "a", clock, tuning: TUNING, publishWatermarks: false });
+      cleanup(() => tailer.stop());
+      tailer.start();
+      expect(tailer.status()).toMatchObject({ state: "paused", stalenessMs: 0 });
+      a.store.reads.splice(0);
+      h.clock.advance(5_001);
+      const b = await h.writer("b", { leaseTtlMs: 5_000 });
+      const byB = h.newId();
+      const committed = await b.engine.commit(insertUnit(b.engine, byB, { by: "b" }));
+      expect(a.store.reads.filter((key) => key.includes("/log/"))).toEqual([]); // paused: no polls
+      await expect(a.engine.commit(insertUnit(a.engine, h.newId(), { stale: true }))).rejects.toSatisfy((error: unknown) => hasErrorCode(error, "FENCED"));
+      expect(a.engine.state.kind).toBe("fenced");
+      expect(a.engine.readTs).toBeLessThan(committed.ts);
+      const reached = tailer.waitFor(committed.ts, 60_000);
+      tailer.wake(); // what startNode does on "fenced"
+      await expect(reached).resolves.toBe(true);
+      expect(a.engine.position).toEqual(b.engine.position);
+      expect(a.local.get(byB, a.engine.readTs)?.value).toBe(JSON.stringify({ by: "b" }));
+      expect(tailer.status()).toMatchObject({ state: "tailing", lastError: null, appliedSeqno: committed.seqno });
     });
 
     it("stop() waits for the poll in progress; a stopped tailer makes no more requests, and start() does not revive it", async () => {

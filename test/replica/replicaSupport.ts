@@ -13,14 +13,21 @@ import { ShardHarness, type BucketFactory } from "../support/shardHarness.js";
  * before the harness closes the engines under them.
  */
 
-/** A view of a base clock that records every sleep made through it. */
+/**
+ * A view of a base clock that records the sleeps made through it whose `ms` `tracked`
+ * accepts (a tailer's poll waits, told apart from its waitFor timeouts by their values).
+ */
 export class RecordingClock implements Clock {
-  /** The `ms` of every sleep asked for, in order. */
+  /** The `ms` of every tracked sleep asked for, in order. */
   readonly sleeps: number[] = [];
-  /** Sleeps not yet settled (resolved or aborted). */
+  /** Tracked sleeps not yet settled (resolved or aborted). */
   pending = 0;
+  private lastSettled = true;
 
-  constructor(private readonly base: Clock) {}
+  constructor(
+    private readonly base: Clock,
+    private readonly tracked: (ms: number) => boolean = () => true,
+  ) {}
 
   nowMs(): number {
     return this.base.nowMs();
@@ -30,11 +37,20 @@ export class RecordingClock implements Clock {
     return this.base.monotonicMs();
   }
 
+  /** Whether the newest tracked sleep is still going on (its sleeper waits in it). */
+  get sleeping(): boolean {
+    return !this.lastSettled;
+  }
+
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (!this.tracked(ms)) return this.base.sleep(ms, signal);
     this.sleeps.push(ms);
     this.pending++;
+    this.lastSettled = false;
+    const index = this.sleeps.length;
     const settled = () => {
       this.pending--;
+      if (index === this.sleeps.length) this.lastSettled = true;
     };
     const sleeping = this.base.sleep(ms, signal);
     sleeping.then(settled, settled);
@@ -75,10 +91,13 @@ export function replicaHarnessPerTest(factory: BucketFactory): {
   let harness: ShardHarness | undefined;
   let steps: (() => Promise<unknown> | unknown)[] = [];
   afterEach(async () => {
-    for (const step of steps.reverse()) await step();
-    steps = [];
-    await harness?.close();
-    harness = undefined;
+    try {
+      for (const step of steps.reverse()) await step();
+    } finally {
+      steps = [];
+      await harness?.close();
+      harness = undefined;
+    }
   });
   return {
     setup: async () => {
