@@ -1,9 +1,12 @@
 /**
  * What a benchmark must undo whatever happens (children to stop, temp dirs to remove):
- * closers run in reverse order, each whatever the others did, each at most once.
+ * closers run in reverse order, each whatever the others did, each at most once. Runs
+ * are serialized: a run asked for while one is going (a signal handler's and the main
+ * path's `finally`) resolves only after both are done, so no caller exits mid-way.
  */
 export class Cleanup {
   private readonly steps: { readonly name: string; readonly run: () => unknown }[] = [];
+  private running: Promise<void> = Promise.resolve();
 
   constructor(private readonly report: (message: string) => void) {}
 
@@ -12,14 +15,9 @@ export class Cleanup {
   }
 
   /** Runs (and forgets) the steps added since `mark` only, newest first. */
-  async runSince(mark: number): Promise<void> {
-    for (const step of this.steps.splice(mark).reverse()) {
-      try {
-        await step.run();
-      } catch (error) {
-        this.report(`cleanup: ${step.name} failed: ${String(error)}`);
-      }
-    }
+  runSince(mark: number): Promise<void> {
+    this.running = this.running.then(() => this.runSteps(mark));
+    return this.running;
   }
 
   /** The number of steps so far, for `runSince`. */
@@ -29,5 +27,15 @@ export class Cleanup {
 
   run(): Promise<void> {
     return this.runSince(0);
+  }
+
+  private async runSteps(mark: number): Promise<void> {
+    for (const step of this.steps.splice(mark).reverse()) {
+      try {
+        await step.run();
+      } catch (error) {
+        this.report(`cleanup: ${step.name} failed: ${String(error)}`);
+      }
+    }
   }
 }

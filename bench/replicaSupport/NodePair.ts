@@ -2,16 +2,23 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../../src/base/errors.js";
+import type { ConsumerWatermark } from "../../src/gc/ConsumerWatermarks.js";
+import type { ObjectStore } from "../../src/objectstore/index.js";
+import { TAILER_DEFAULTS } from "../../src/replica/ShardTailer.js";
 import type { EndpointAddress } from "../commitSupport/RemoteEndpoint.js";
 import { BenchSocket } from "../syncSupport/BenchSocket.js";
 import { primeCounter, sequentialBumps } from "../syncSupport/sequentialBumps.js";
+import { readWatermark } from "./bucketState.js";
 import { NodeChild } from "./NodeChild.js";
 
 /**
- * The writer refreshes its list of replicas every 10 s (startNode's registry interval):
- * a new replica gets hints at most this long after it registered.
+ * The writer refreshes its list of replicas on the registry's cadence (startNode's
+ * REGISTRY_INTERVAL_MS_DEFAULT: 30 s, 10 s before), so a new replica gets hints within
+ * that; this bound leaves 15 s of margin over the 30 s.
  */
-export const HINT_TARGET_WAIT_MS_MAX = 15_000;
+export const HINT_TARGET_WAIT_MS_MAX = 45_000;
+/** A replica publishes its watermark at most once per watermarkIntervalMs after applying; this long plus margin. */
+export const WATERMARK_WAIT_MS_MAX = TAILER_DEFAULTS.watermarkIntervalMs + 10_000;
 /** How long a replica may take to reach the writer's position when nothing else is asked of it. */
 export const CATCH_UP_WAIT_MS_MAX = 120_000;
 
@@ -90,6 +97,25 @@ export class NodePair {
         throw new CairnError("TIMEOUT", `${this.name}: the replica stayed at seqno ${shard.appliedSeqno}, the writer is at ${target} (last error: ${shard.lastError?.message ?? "none"})`);
       }
       await sleep(100);
+    }
+  }
+
+  /**
+   * Resolves once the replica's watermark in the bucket (`bucket` is the deployment's
+   * prefix) shows its position: from then on the writer's GC keeps every segment after it,
+   * and no deferred watermark PUT is pending.
+   */
+  async awaitReplicaWatermark(bucket: ObjectStore): Promise<ConsumerWatermark> {
+    const { nodeId } = await this.replica.health();
+    const startedMs = performance.now();
+    for (;;) {
+      const position = (await this.replica.shardHealth()).appliedSeqno;
+      const watermark = await readWatermark(bucket, nodeId);
+      if (watermark !== null && watermark.appliedSeqno >= position) return watermark;
+      if (performance.now() - startedMs > WATERMARK_WAIT_MS_MAX) {
+        throw new CairnError("TIMEOUT", `${this.name}: the replica's watermark shows ${watermark?.appliedSeqno ?? "nothing"} after ${WATERMARK_WAIT_MS_MAX} ms, its position is ${position}`);
+      }
+      await sleep(500);
     }
   }
 

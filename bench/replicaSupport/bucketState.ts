@@ -9,8 +9,10 @@ import type { ObjectStore } from "../../src/objectstore/index.js";
 /**
  * Read-only looks at a deployment's shard 0 in the bucket, from the benchmark's own
  * store client (so they are not counted among the nodes' calls): its manifest (logStart,
- * the snapshot pointer) and a replica's consumer watermark, which holds the writer's GC
- * back from the segments that replica has yet to apply.
+ * the snapshot pointer), a replica's consumer watermark, which holds the writer's GC
+ * back from the segments that replica has yet to apply, and the version of a node's
+ * registry entry. Every CAS write raises an object's `version` by one, so the versions'
+ * growth over a window counts that object's PUTs exactly.
  */
 export interface ShardBucketState {
   readonly logStart: number;
@@ -27,6 +29,16 @@ export async function readShardState(store: ObjectStore): Promise<ShardBucketSta
   if (snapshot === null) throw new CairnError("INTERNAL", "the deployment has no manifest for shard 0");
   const manifest = snapshot.value;
   return { logStart: manifest.logStart, tailHint: manifest.tailHint, snapshotSeqno: manifest.snapshot?.seqno ?? null };
+}
+
+/** The version of `nodes/{nodeId}`, or null when the node has no entry. */
+export async function readNodeEntryVersion(store: ObjectStore, nodeId: string): Promise<number | null> {
+  const result = await store.get(bucketLayout.node(nodeId));
+  if (result === null) return null;
+  if (result === "not-modified") throw new CairnError("INTERNAL", "an unconditional GET answered not-modified");
+  const version = (JSON.parse(new TextDecoder().decode(result.body)) as { version?: unknown }).version;
+  if (typeof version !== "number") throw new CairnError("INTERNAL", `the registry entry of ${nodeId} has no version`);
+  return version;
 }
 
 export async function readWatermark(store: ObjectStore, consumerId: string): Promise<ConsumerWatermark | null> {

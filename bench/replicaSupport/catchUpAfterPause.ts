@@ -5,7 +5,7 @@ import type { Random } from "../../src/base/random.js";
 import type { ObjectStore } from "../../src/objectstore/index.js";
 import { SHARD_ENGINE_DEFAULTS } from "../../src/shard/engineOptions.js";
 import { round } from "../commitSupport/LatencySummary.js";
-import { readShardState, readWatermark, type ShardBucketState } from "./bucketState.js";
+import { readShardState, type ShardBucketState } from "./bucketState.js";
 import { DocumentLoad, type DocumentLoadFigures } from "./DocumentLoad.js";
 import type { NodePair } from "./NodePair.js";
 import { byRequestClass, difference, parseStoreCalls, type RequestClass } from "./storeCalls.js";
@@ -22,8 +22,8 @@ export interface CatchUpFigures {
   readonly pauseSeconds: number;
   /** The replica's position when it was stopped, and its watermark in the bucket then. */
   readonly pausedAtSeqno: number;
-  readonly watermarkSeqno: number | null;
-  readonly watermarkAgeMs: number | null;
+  readonly watermarkSeqno: number;
+  readonly watermarkAgeMs: number;
   /** The writer's load during the pause. */
   readonly load: DocumentLoadFigures;
   /** The writer's last seqno when the load stopped: what the replica had to reach. */
@@ -31,12 +31,20 @@ export interface CatchUpFigures {
   readonly segments: number;
   readonly documents: number;
   readonly documentsPerSegment: number;
-  /** SIGCONT → the replica's /api/health first shows a seqno past pausedAtSeqno. */
+  /** SIGCONT → the replica's first /api/health answer (it answers between catch-up rounds). */
+  readonly firstAnswerMs: number;
+  /**
+   * SIGCONT → its /api/health first shows a seqno past pausedAtSeqno. A catch-up round
+   * (up to 1,024 segments) is applied at once after its manifest read, so this is the end
+   * of the first round, not the first GET.
+   */
   readonly firstProgressMs: number;
   /** SIGCONT → its /api/health shows targetSeqno. */
   readonly catchUpMs: number;
   readonly segmentsPerSecond: number;
   readonly documentsPerSecond: number;
+  /** Each change of the replica's appliedSeqno as /api/health showed it: ms after SIGCONT. */
+  readonly progress: readonly { readonly atMs: number; readonly appliedSeqno: number }[];
   /** The replica's store calls from just before the pause to caught up, by request class. */
   readonly replicaRequests: Record<RequestClass, number>;
   readonly replicaGetsPerSegment: number;
@@ -56,8 +64,6 @@ export interface CatchUpFigures {
 
 /** How often the replica's health is read while it catches up. */
 const CATCH_UP_POLL_MS = 50;
-/** How long the replica's watermark may take to show its position (it publishes at most once a second after applying). */
-const WATERMARK_WAIT_MS_MAX = 5_000;
 /** Bound on the catch-up itself. */
 const CATCH_UP_MS_MAX = 600_000;
 /** Progress lines during the pause this often. */
@@ -76,8 +82,7 @@ const PROGRESS_EVERY_MS = 30_000;
 export async function measureCatchUp(pair: NodePair, bucket: ObjectStore, options: CatchUpOptions): Promise<CatchUpFigures> {
   const { progress } = options;
   await pair.awaitReplicaCaughtUp();
-  const { nodeId } = await pair.replica.health();
-  const watermark = await awaitWatermark(pair, bucket, nodeId);
+  const watermark = await pair.awaitReplicaWatermark(bucket);
   const load = await DocumentLoad.open(pair.writer.syncUrl, options.loadWriters, options.documentBytes, options.random);
   try {
     const writerMark = pair.writer.mark();
@@ -104,17 +109,19 @@ export async function measureCatchUp(pair: NodePair, bucket: ObjectStore, option
     return {
       pauseSeconds: options.pauseSeconds,
       pausedAtSeqno,
-      watermarkSeqno: watermark?.appliedSeqno ?? null,
-      watermarkAgeMs: watermark === null ? null : Date.now() - watermark.updatedAt,
+      watermarkSeqno: watermark.appliedSeqno,
+      watermarkAgeMs: Date.now() - watermark.updatedAt,
       load: loadFigures,
       targetSeqno,
       segments,
       documents: loadFigures.mutations,
       documentsPerSegment: round(loadFigures.mutations / Math.max(1, segments), 2),
+      firstAnswerMs: round(timing.firstAnswerMs, 1),
       firstProgressMs: round(timing.firstProgressMs, 1),
       catchUpMs: round(timing.catchUpMs, 1),
       segmentsPerSecond: round(segments / seconds, 1),
       documentsPerSecond: round(loadFigures.mutations / seconds, 1),
+      progress: timing.progress,
       replicaRequests: calls,
       replicaGetsPerSegment: round(calls.GET / Math.max(1, segments), 3),
       bucketAtResume,
@@ -132,29 +139,25 @@ export async function measureCatchUp(pair: NodePair, bucket: ObjectStore, option
   }
 }
 
-/** Waits (up to WATERMARK_WAIT_MS_MAX) until the replica's watermark in the bucket shows its position. */
-async function awaitWatermark(pair: NodePair, bucket: ObjectStore, nodeId: string) {
-  const startedMs = performance.now();
-  for (;;) {
-    const position = (await pair.replica.shardHealth()).appliedSeqno;
-    const watermark = await readWatermark(bucket, nodeId);
-    if (watermark !== null && watermark.appliedSeqno >= position) return watermark;
-    if (performance.now() - startedMs > WATERMARK_WAIT_MS_MAX) {
-      throw new CairnError("INTERNAL", `the replica's watermark shows ${watermark?.appliedSeqno ?? "nothing"}, its position is ${position}: GC would not keep what it needs`);
-    }
-    await sleep(250);
-  }
+interface ResumeTiming {
+  readonly firstAnswerMs: number;
+  readonly firstProgressMs: number;
+  readonly catchUpMs: number;
+  readonly progress: { readonly atMs: number; readonly appliedSeqno: number }[];
 }
 
-async function resumeAndAwait(pair: NodePair, pausedAtSeqno: number, targetSeqno: number): Promise<{ firstProgressMs: number; catchUpMs: number }> {
+/** SIGCONT, then the replica's /api/health every CATCH_UP_POLL_MS until it shows `targetSeqno`. */
+async function resumeAndAwait(pair: NodePair, pausedAtSeqno: number, targetSeqno: number): Promise<ResumeTiming> {
   const resumedMs = performance.now();
   pair.replica.resume();
-  let firstProgressMs: number | null = null;
+  let firstAnswerMs: number | null = null;
+  const progress: { atMs: number; appliedSeqno: number }[] = [];
   for (;;) {
     const shard = await pair.replica.shardHealth();
     const elapsedMs = performance.now() - resumedMs;
-    if (firstProgressMs === null && shard.appliedSeqno > pausedAtSeqno) firstProgressMs = elapsedMs;
-    if (shard.appliedSeqno >= targetSeqno) return { firstProgressMs: firstProgressMs ?? elapsedMs, catchUpMs: elapsedMs };
+    firstAnswerMs ??= elapsedMs;
+    if (shard.appliedSeqno !== (progress.at(-1)?.appliedSeqno ?? pausedAtSeqno)) progress.push({ atMs: round(elapsedMs, 1), appliedSeqno: shard.appliedSeqno });
+    if (shard.appliedSeqno >= targetSeqno) return { firstAnswerMs, firstProgressMs: progress[0]?.atMs ?? elapsedMs, catchUpMs: elapsedMs, progress };
     if (elapsedMs > CATCH_UP_MS_MAX) throw new CairnError("TIMEOUT", `the replica reached seqno ${shard.appliedSeqno} of ${targetSeqno} in ${CATCH_UP_MS_MAX} ms`);
     await sleep(CATCH_UP_POLL_MS);
   }

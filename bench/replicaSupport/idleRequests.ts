@@ -1,18 +1,20 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ObjectStore } from "../../src/objectstore/index.js";
+import { TAILER_DEFAULTS } from "../../src/replica/ShardTailer.js";
 import { round } from "../commitSupport/LatencySummary.js";
 import type { RemoteEndpoint } from "../commitSupport/RemoteEndpoint.js";
 import { idleRequestCosts, type IdleRequestCosts } from "../commitSupport/requestCosts.js";
-import type { NodeChild } from "./NodeChild.js";
+import { readNodeEntryVersion, readWatermark } from "./bucketState.js";
 import type { NodePair } from "./NodePair.js";
 import { byRequestClass, difference, dollarsOf, parseStoreCalls, scaled, type RequestClass, type StoreCallCounts } from "./storeCalls.js";
 
 /**
- * Quiet time before the window: past the tailer's backoff ramp after the last segment
- * (~1.7 s) and the watermark publish that follows an apply (at most 1 s later), so the
- * window sees the steady idle cadence only.
+ * Quiet time before the window, once the replica's watermark shows its position (so no
+ * deferred watermark PUT is pending): past the tailer's backoff ramp after the last
+ * segment (~1.7 s), so the window sees the steady idle cadence only.
  */
-export const IDLE_SETTLE_MS = 5_000;
+export const IDLE_SETTLE_MS = 3_000;
 /** Progress lines during the window this often. */
 const PROGRESS_EVERY_MS = 30_000;
 const HOURS_PER_MONTH = 24 * 30;
@@ -31,17 +33,23 @@ export interface IdleRequestFigures {
   readonly pollIntervalMs: number;
   readonly replica: NodeIdleRequests & {
     /**
-     * The node registry's share (DESIGN.md §9): each refresh, every 10 s, is one GET and
-     * one PUT of `nodes/{id}` (a CAS update), so its GETs are taken to equal the PUTs of an
-     * idle replica (whose watermark PUTs only follow an apply).
+     * The replica's PUTs told apart by object, from the growth of the objects' CAS
+     * versions over the window: its node registry entry (`nodes/{id}`, the node's, not the
+     * shard's) and its consumer watermark (`s0/consumers/{id}`, published only after an
+     * apply); anything else is `otherPutsPerHour`.
      */
-    readonly registryGetsPerHour: number;
-    /** The rest: the shard's tailing (a GET of the next slot per poll, a manifest GET every 15 s). */
-    readonly tailGetsPerShardHour: number;
+    readonly registryPutsPerHour: number;
+    readonly watermarkPutsPerHour: number;
+    readonly otherPutsPerHour: number;
+    /**
+     * The shard's tailing as the tailer's cadence predicts it: a GET of the next slot per
+     * poll (idle poll + one ~20 ms GET) and a manifest GET every manifestRefreshMs.
+     */
+    readonly expectedTailGetsPerHour: number;
     /** The replica's staleness at the end of the window (how long ago its copy was last known complete). */
     readonly stalenessMsAtEnd: number | null;
   };
-  /** The idle writer beside it (heartbeats, registry, GC), for comparison. */
+  /** The idle writer beside it (heartbeats, registry, hint-target scans, GC), for comparison. */
   readonly writer: NodeIdleRequests;
   /** Every request the endpoint served in the window (both nodes), from its own counters. */
   readonly endpoint: IdleRequestCosts;
@@ -50,11 +58,16 @@ export interface IdleRequestFigures {
 /**
  * Phase 2: with nothing committed, the replica's (and the writer's) object-store calls
  * over `seconds`, from their /metrics before and after, scaled to an hour. The replica is
- * alone on its shard, so its calls per hour are per shard-hour.
+ * alone on its shard, so its calls per hour are per shard-hour. `bucket` is the
+ * deployment's prefix, read by this process (its reads are outside both nodes' counts,
+ * and made before the endpoint's counters are reset and after they are read).
  */
-export async function measureIdleRequests(pair: NodePair, endpoint: RemoteEndpoint, seconds: number, pollIntervalMs: number, progress: (message: string) => void): Promise<IdleRequestFigures> {
+export async function measureIdleRequests(pair: NodePair, endpoint: RemoteEndpoint, bucket: ObjectStore, seconds: number, pollIntervalMs: number, roundTripMs: number, progress: (message: string) => void): Promise<IdleRequestFigures> {
   await pair.awaitReplicaCaughtUp();
+  await pair.awaitReplicaWatermark(bucket);
   await sleep(IDLE_SETTLE_MS);
+  const { nodeId } = await pair.replica.health();
+  const versionsBefore = await objectVersions(bucket, nodeId);
   const replicaBefore = parseStoreCalls(await pair.replica.metrics());
   const writerBefore = parseStoreCalls(await pair.writer.metrics());
   await endpoint.resetCounters();
@@ -67,15 +80,20 @@ export async function measureIdleRequests(pair: NodePair, endpoint: RemoteEndpoi
   const writerCalls = difference(parseStoreCalls(await pair.writer.metrics()), writerBefore);
   const measuredSeconds = (performance.now() - startedMs) / 1000;
   const endpointCosts = idleRequestCosts(await endpoint.counters(), measuredSeconds);
+  const versionsAfter = await objectVersions(bucket, nodeId);
+  const factor = 3600 / measuredSeconds;
   const replica = perHour(replicaCalls, measuredSeconds);
-  const registryGetsPerHour = replica.requestsPerHour.PUT;
+  const registryPuts = versionsAfter.registry - versionsBefore.registry;
+  const watermarkPuts = versionsAfter.watermark - versionsBefore.watermark;
   return {
     measuredSeconds: round(measuredSeconds, 1),
     pollIntervalMs,
     replica: {
       ...replica,
-      registryGetsPerHour,
-      tailGetsPerShardHour: round(replica.requestsPerHour.GET - registryGetsPerHour, 1),
+      registryPutsPerHour: round(registryPuts * factor, 1),
+      watermarkPutsPerHour: round(watermarkPuts * factor, 1),
+      otherPutsPerHour: round((replicaCalls.create + replicaCalls.casPut - registryPuts - watermarkPuts) * factor, 1),
+      expectedTailGetsPerHour: round(3_600_000 / (pollIntervalMs + roundTripMs) + 3_600_000 / TAILER_DEFAULTS.manifestRefreshMs, 0),
       stalenessMsAtEnd: (await pair.replica.health()).stalenessMs,
     },
     writer: perHour(writerCalls, measuredSeconds),
@@ -83,9 +101,10 @@ export async function measureIdleRequests(pair: NodePair, endpoint: RemoteEndpoi
   };
 }
 
-/** Reads a node's calls so far (for windows measured elsewhere). */
-export async function storeCallsOf(node: NodeChild): Promise<StoreCallCounts> {
-  return parseStoreCalls(await node.metrics());
+/** The CAS versions of the replica's registry entry and watermark (0 for an object that does not exist). */
+async function objectVersions(bucket: ObjectStore, nodeId: string): Promise<{ registry: number; watermark: number }> {
+  const [registry, watermark] = await Promise.all([readNodeEntryVersion(bucket, nodeId), readWatermark(bucket, nodeId)]);
+  return { registry: registry ?? 0, watermark: watermark?.version ?? 0 };
 }
 
 function perHour(calls: StoreCallCounts, seconds: number): NodeIdleRequests {

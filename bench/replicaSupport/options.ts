@@ -56,11 +56,12 @@ export const REPLICA_BENCH_DEFAULTS: ReplicaBenchOptions = {
 
 /** What --quick changes (everything else keeps its default). */
 export const QUICK_PRESET: Partial<ReplicaBenchOptions> = {
-  samples: 12,
-  warmups: 2,
+  samples: 8,
+  warmups: 1,
   serverWarmupCommits: 50,
-  idleSeconds: 20,
-  pauseSeconds: 30,
+  // One renewal of the node registry (every 30 s) falls inside it.
+  idleSeconds: 30,
+  pauseSeconds: 20,
 };
 
 type NumericOption = { [K in keyof ReplicaBenchOptions]: ReplicaBenchOptions[K] extends number ? K : never }[keyof ReplicaBenchOptions];
