@@ -144,6 +144,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     // Tables live on shard 0 until the sharding issue routes them by shard key.
     const engine = sharded.engines[0]!;
     const runtime = new FunctionRuntime({ app, catalog, shard: engine });
+    log(`functions run on shard ${engine.shard}; tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number})`).join(", ")}`);
     const local = runtimeBackend(sharded.deploymentId, runtime, engine);
     const forwarder = new WriteForwarder({
       adminKey: options.adminKey,
