@@ -43,12 +43,21 @@ export function printReport(summary: ReplicaBenchSummary, options: ReplicaBenchO
 function header(summary: ReplicaBenchSummary, options: ReplicaBenchOptions): TableLine[] {
   const { store } = summary;
   const polling = store.pollingDeploymentDocuments === null ? "" : `; deployment polling/ (--no-wake-hints on both nodes): ${store.pollingDeploymentDocuments} counter documents`;
+  const inserted = summary.catchUp === null ? "the bench app's counters" : `the bench app's counters and phase 3's ${count(summary.catchUp.documents)} inserts`;
+  const loads = [
+    ...(options.phases.includes(1)
+      ? [
+          `phase 1 sequential (one bump in flight, raw protocol clients), each bump after a pause uniform in [${seconds(options.spacingMinMs)}, ${seconds(options.spacingMaxMs)}] s from when the replica's client saw the previous one` +
+            ` (past the tailer's 25 → 800 ms backoff ramp, so it polls at its ${count(options.pollIntervalMs)} ms idle interval, at a random phase of it)`,
+        ]
+      : []),
+    ...(options.phases.includes(2) ? ["phase 2 none (nothing committed)"] : []),
+    ...(options.phases.includes(3) ? [`phase 3 ${options.loadWriters} closed-loop writers on the writer, one ~${options.documentBytes}-byte document per mutation`] : []),
+  ];
   return [
     `bench:replica — a writer and a replica (\`cairn serve\`, \`cairn serve --replica\`, each a child process) over the S3 test endpoint (child process), ${summary.latencyModel}`,
-    `store: deployment hints/ (wake hints on): ${count(store.hintsDeploymentDocuments)} documents (the bench app's counters and phase 3's inserts), a log of ${count(store.hintsDeploymentSegments)} segments, one shard${polling}; every node's local store in a temp dir`,
-    `load: phase 1 sequential (one bump in flight, raw protocol clients), each bump after a pause uniform in [${seconds(options.spacingMinMs)}, ${seconds(options.spacingMaxMs)}] s from when the replica's client saw the previous one` +
-      ` (past the tailer's 25 → 800 ms backoff ramp, so it polls at its ${count(options.pollIntervalMs)} ms idle interval, at a random phase of it);` +
-      ` phase 3 ${options.loadWriters} closed-loop writers on the writer, one ~${options.documentBytes}-byte document per mutation; ${options.serverWarmupCommits} warm-up commits per writer, latency off, first`,
+    `store: deployment hints/ (wake hints on): ${count(store.hintsDeploymentDocuments)} documents (${inserted}), a log of ${count(store.hintsDeploymentSegments)} segments, one shard${polling}; every node's local store in a temp dir`,
+    `load: ${loads.join("; ")}; first ${options.serverWarmupCommits} warm-up commits per writer, latency off`,
   ];
 }
 

@@ -42,6 +42,9 @@ export interface TailerTuning {
   readonly watermarkIntervalMs: number;
 }
 
+/** A watermark unchanged for this long is published again (well inside the 24 h consumer TTL). */
+const WATERMARK_RENEWAL_MS = 60 * 60 * 1000;
+
 export const TAILER_DEFAULTS: TailerTuning = {
   idlePollMs: 1_000,
   firstBackoffMs: 25,
@@ -252,7 +255,10 @@ export class ShardTailer {
       this.segmentsApplied += report.segmentsApplied;
       this.caughtUpAtMs = startedMs;
       this.lastError = null;
-      if (report.segmentsApplied > 0 || report.restoredFromSeqno !== null) this.watermarkDue();
+      // A quiet replica renews its watermark now and then: one silent for the consumer TTL
+      // (24 h) would no longer hold GC back although the replica is alive.
+      const renewalDue = startedMs - this.publishedAtMs >= WATERMARK_RENEWAL_MS;
+      if (report.segmentsApplied > 0 || report.restoredFromSeqno !== null || renewalDue) this.watermarkDue(renewalDue);
       if (read > 0) return 0;
       return previousDelayMs === 0 ? this.tuning.firstBackoffMs : Math.min(previousDelayMs * 2, this.tuning.idlePollMs);
     } catch (error) {
@@ -290,8 +296,9 @@ export class ShardTailer {
   }
 
   /** Publishes the watermark now, or once the interval since the last publish has passed. */
-  private watermarkDue(): void {
+  private watermarkDue(renewal = false): void {
     if (!(this.options.publishWatermarks ?? true) || this.watermarkScheduled) return;
+    if (renewal) this.publishedSeqno = null;
     this.watermarkScheduled = true;
     this.watermarkWork = this.watermarkWork.then(async () => {
       const { clock } = this.options;

@@ -92,7 +92,9 @@ export async function catchUp(options: CatchUpOptions): Promise<CatchUpReport> {
       return { restoredFromSeqno: null, segmentsApplied: 0, segmentsSkipped: 0, tail: validator.position.nextSeqno };
     }
     const current = await manifest.refresh();
-    if (current.logStart > validator.position.nextSeqno) {
+    // Also when a snapshot appeared far ahead while this reader was away (a replica
+    // resumed after a pause): restoring it beats replaying thousands of segments.
+    if (current.logStart > validator.position.nextSeqno || needsRestore(current, validator.position.nextSeqno, options.restoreLagSegments)) {
       counts.restoredFromSeqno = await restoreCurrentSnapshot(options, current, counts);
     }
     applyRound(options, round.segments, current, counts);
