@@ -1,4 +1,5 @@
 import type { Clock } from "../base/clock.js";
+import { ConditionWaiters } from "../base/ConditionWaiters.js";
 import { CairnError, hasErrorCode } from "../base/errors.js";
 import type { ConsumerWatermarks } from "../gc/ConsumerWatermarks.js";
 import type { Segment } from "../segments/Segment.js";
@@ -116,7 +117,7 @@ export class ShardTailer {
   private watermarkScheduled = false;
   private watermarkWork: Promise<void> = Promise.resolve();
   private readonly stopping = new AbortController();
-  private waiters: { ts: number; resolve: (reached: boolean) => void }[] = [];
+  private readonly waiters: ConditionWaiters;
   private readonly unlisten: (() => void)[];
 
   constructor(private readonly options: ShardTailerOptions) {
@@ -125,6 +126,7 @@ export class ShardTailer {
       if (!Number.isSafeInteger(value) || value < 1) throw new CairnError("INVALID_ARGUMENT", `tailer ${name} must be a positive integer of ms, got ${String(value)}`);
     }
     const { engine } = options;
+    this.waiters = new ConditionWaiters(options.clock);
     this.unlisten = [engine.onSegmentApplied(() => this.advanced()), engine.onRestored(() => this.advanced())];
   }
 
@@ -156,23 +158,7 @@ export class ShardTailer {
    * applied and announced), false if `timeoutMs` passed first.
    */
   waitFor(ts: number, timeoutMs: number): Promise<boolean> {
-    if (this.options.engine.readTs >= ts) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const waiter = { ts, resolve };
-      this.waiters.push(waiter);
-      const controller = new AbortController();
-      void this.options.clock.sleep(timeoutMs, controller.signal).then(
-        () => {
-          this.waiters = this.waiters.filter((candidate) => candidate !== waiter);
-          resolve(this.options.engine.readTs >= ts);
-        },
-        () => undefined,
-      );
-      waiter.resolve = (reached) => {
-        controller.abort();
-        resolve(reached);
-      };
-    });
+    return this.waiters.wait(() => this.options.engine.readTs >= ts, timeoutMs);
   }
 
   status(): TailerStatus {
@@ -201,7 +187,7 @@ export class ShardTailer {
     await this.loop;
     for (const unlisten of this.unlisten) unlisten();
     await this.watermarkWork;
-    for (const waiter of this.waiters.splice(0)) waiter.resolve(this.options.engine.readTs >= waiter.ts);
+    this.waiters.settleAll();
     if (options.removeWatermark && (this.options.publishWatermarks ?? true)) {
       try {
         await this.options.engine.watermarkStore.remove(this.options.consumerId);
@@ -287,12 +273,7 @@ export class ShardTailer {
 
   /** Called after each applied segment or restore, once the engine's earlier listeners ran. */
   private advanced(): void {
-    const ts = this.options.engine.readTs;
-    if (this.waiters.length === 0) return;
-    const reached = this.waiters.filter((waiter) => waiter.ts <= ts);
-    if (reached.length === 0) return;
-    this.waiters = this.waiters.filter((waiter) => waiter.ts > ts);
-    for (const waiter of reached) waiter.resolve(true);
+    this.waiters.notify();
   }
 
   /** Publishes the watermark now, or once the interval since the last publish has passed. */

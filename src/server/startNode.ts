@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { systemClock, type Clock } from "../base/clock.js";
+import { ConditionWaiters } from "../base/ConditionWaiters.js";
 import { CairnError, hasErrorCode } from "../base/errors.js";
 import { systemRandom } from "../base/random.js";
 import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
@@ -154,22 +155,10 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     });
     let tailers: ShardTailer[] = [];
     let acquiringAtStart = role === "writer";
-    const writingWaiters = new Set<() => void>();
-    const awaitWriting = (timeoutMs: number) =>
-      new Promise<boolean>((resolveWait) => {
-        if (engine.state.kind === "writing") return resolveWait(true);
-        const controller = new AbortController();
-        const done = () => {
-          writingWaiters.delete(done);
-          controller.abort();
-          resolveWait(engine.state.kind === "writing");
-        };
-        writingWaiters.add(done);
-        clock.sleep(timeoutMs, controller.signal).then(done, () => undefined);
-      });
-    const writingChanged = () => {
-      for (const waiter of [...writingWaiters]) waiter();
-    };
+    const writingWaiters = new ConditionWaiters(clock);
+    const awaitWriting = (timeoutMs: number) => writingWaiters.wait(() => engine.state.kind === "writing", timeoutMs);
+    // An acquire ended (or the one at start failed): every waiter learns whether writes run here now.
+    const writingChanged = () => writingWaiters.settleAll();
     const backend = meteredBackend(
       nodeBackend({
         local,

@@ -1,5 +1,6 @@
 import { CairnError } from "../base/errors.js";
 import { systemClock, type Clock } from "../base/clock.js";
+import { ConditionWaiters } from "../base/ConditionWaiters.js";
 import { CONNECT_FRONTIER_WAIT_MS, SERVER_DRAIN_MS_MAX, SESSION_OVER_LIMITS_MS_MAX } from "../base/limits.js";
 import { IntervalIndex, type IntervalHandle } from "../model/IntervalIndex.js";
 import type { KeyRange } from "../model/KeyRange.js";
@@ -80,12 +81,13 @@ export class SyncHandler {
   private droppedBefore = 0;
   private transitionsCommitted = 0;
   private accepting = true;
-  private frontierWaiters: { readonly ts: number; readonly resolve: (reached: boolean) => void }[] = [];
+  private readonly frontierWaiters: ConditionWaiters;
   private sweeper: ReturnType<typeof setInterval> | null;
 
   constructor(options: SyncHandlerOptions) {
     this.backend = options.backend;
     this.clock = options.clock ?? systemClock;
+    this.frontierWaiters = new ConditionWaiters(this.clock);
     this.log = options.log ?? (() => undefined);
     this.overLimitsMsMax = options.overLimitsMsMax ?? SESSION_OVER_LIMITS_MS_MAX;
     this.ts = options.backend.readTs;
@@ -135,33 +137,11 @@ export class SyncHandler {
    * or for a client that has seen a newer state than it has.
    */
   waitForTs(ts: number, timeoutMs: number): Promise<boolean> {
-    if (this.ts >= ts) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const controller = new AbortController();
-      const waiter = {
-        ts,
-        resolve: (reached: boolean) => {
-          controller.abort();
-          resolve(reached);
-        },
-      };
-      this.frontierWaiters.push(waiter);
-      this.clock.sleep(timeoutMs, controller.signal).then(
-        () => {
-          this.frontierWaiters = this.frontierWaiters.filter((candidate) => candidate !== waiter);
-          resolve(this.ts >= ts);
-        },
-        () => undefined,
-      );
-    });
+    return this.frontierWaiters.wait(() => this.ts >= ts, timeoutMs);
   }
 
   private frontierReached(): void {
-    if (this.frontierWaiters.length === 0) return;
-    const reached = this.frontierWaiters.filter((waiter) => waiter.ts <= this.ts);
-    if (reached.length === 0) return;
-    this.frontierWaiters = this.frontierWaiters.filter((waiter) => waiter.ts > this.ts);
-    for (const waiter of reached) waiter.resolve(true);
+    this.frontierWaiters.notify();
   }
 
   /** Writes applied at `ts` (all keys as points or ranges of the query keyspaces). */
