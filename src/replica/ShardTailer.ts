@@ -14,7 +14,7 @@ export interface TailedEngine {
   readonly position: LogPosition;
   readonly readTs: number;
   readonly watermarkStore: ConsumerWatermarks;
-  catchUpToTail(options?: { readonly refreshWhenEmpty?: boolean }): Promise<CatchUpReport>;
+  catchUpToTail(options?: { readonly refreshWhenEmpty?: boolean; readonly vouched?: ReadonlyMap<number, string> }): Promise<CatchUpReport>;
   onSegmentApplied(listener: (segment: Segment) => void): () => void;
   onRestored(listener: (frontierTs: number) => void): () => void;
 }
@@ -45,6 +45,9 @@ export interface TailerTuning {
 
 /** A watermark unchanged for this long is published again (well inside the 24 h consumer TTL). */
 const WATERMARK_RENEWAL_MS = 60 * 60 * 1000;
+
+/** Vouched hashes kept ahead of the position; older ones (the lowest seqnos) are dropped. */
+const VOUCHED_MAX = 256;
 
 export const TAILER_DEFAULTS: TailerTuning = {
   idlePollMs: 1_000,
@@ -91,7 +94,9 @@ export interface TailerStatus {
  *
  * Polling is adaptive: at once again after a poll that applied something, then waits
  * doubling from firstBackoffMs to idlePollMs while the tail is quiet. `wake` (a writer's
- * hint) cuts a wait short. A failed poll (unreachable bucket, corrupt segment) is
+ * hint) cuts a wait short; a hint that carries the segment's hash (its writer verified
+ * it durable) lets the round apply that segment without a manifest read (CatchUpOptions
+ * `vouched`). A failed poll (unreachable bucket, corrupt segment) is
  * reported, retried at idlePollMs, and never applies anything; the local copy keeps
  * serving what it has, and `status().stalenessMs` says how old that is.
  *
@@ -107,6 +112,8 @@ export class ShardTailer {
   private wakeRequested = false;
   /** A hint named a seqno past the local position: if its slot reads empty, GC may have passed us. */
   private hintedPastPosition = false;
+  /** Segment hashes the writer's hints vouched for, by seqno, at or past the position. */
+  private readonly vouched = new Map<number, string>();
   private lastManifestReadMs = Number.NEGATIVE_INFINITY;
   private caughtUpAtMs: number | null = null;
   private lastError: unknown = null;
@@ -145,10 +152,15 @@ export class ShardTailer {
     else this.loop = this.run().finally(() => (this.loop = null));
   }
 
-  /** A hint that the log grew (a writer's wake hint, or a commit this node forwarded). */
-  wake(seqno?: number): void {
+  /**
+   * A hint that the log grew: a writer's wake hint (`seqno`, and `hash` when the writer
+   * verified that segment durable; only pass a hash from an authenticated writer), or a
+   * commit this node forwarded.
+   */
+  wake(seqno?: number, hash?: string): void {
     if (seqno !== undefined && seqno < this.options.engine.position.nextSeqno) return;
     if (seqno !== undefined) this.hintedPastPosition = true;
+    if (seqno !== undefined && hash !== undefined) this.vouch(seqno, hash);
     this.wakeRequested = true;
     this.sleeping?.abort();
   }
@@ -234,12 +246,15 @@ export class ShardTailer {
     const refreshWhenEmpty = this.hintedPastPosition || startedMs - this.lastManifestReadMs >= this.tuning.manifestRefreshMs;
     this.hintedPastPosition = false;
     try {
-      const report = await engine.catchUpToTail({ refreshWhenEmpty });
+      const report = await engine.catchUpToTail({ refreshWhenEmpty, ...(this.vouched.size > 0 ? { vouched: this.vouched } : {}) });
+      this.forgetVouchedBehind();
       const read = report.segmentsApplied + report.segmentsSkipped;
-      if (refreshWhenEmpty || read > 0 || report.restoredFromSeqno !== null) this.lastManifestReadMs = startedMs;
+      // A round that ended at a vouched segment (tail null) skipped the manifest read.
+      if ((report.tail !== null && (refreshWhenEmpty || read > 0)) || report.restoredFromSeqno !== null) this.lastManifestReadMs = startedMs;
       if (report.restoredFromSeqno !== null) this.restores++;
       this.segmentsApplied += report.segmentsApplied;
-      this.caughtUpAtMs = startedMs;
+      // A round that ended at a vouched segment did not look past it.
+      if (report.tail !== null) this.caughtUpAtMs = startedMs;
       this.lastError = null;
       // A quiet replica renews its watermark now and then: one silent for the consumer TTL
       // (24 h) would no longer hold GC back although the replica is alive.
@@ -249,11 +264,23 @@ export class ShardTailer {
       return previousDelayMs === 0 ? this.tuning.firstBackoffMs : Math.min(previousDelayMs * 2, this.tuning.idlePollMs);
     } catch (error) {
       // Nothing of a failed round is applied past what validated; the store keeps serving.
+      this.forgetVouchedBehind();
       if (hasErrorCode(error, "INTERNAL") && engine.state.kind === "writing") return this.tuning.idlePollMs;
       this.lastError = error;
       this.options.onError?.(error, "poll");
       return this.tuning.idlePollMs;
     }
+  }
+
+  private vouch(seqno: number, hash: string): void {
+    this.vouched.set(seqno, hash);
+    this.forgetVouchedBehind();
+    while (this.vouched.size > VOUCHED_MAX) this.vouched.delete(Math.min(...this.vouched.keys()));
+  }
+
+  private forgetVouchedBehind(): void {
+    const next = this.options.engine.position.nextSeqno;
+    for (const seqno of this.vouched.keys()) if (seqno < next) this.vouched.delete(seqno);
   }
 
   private async sleep(ms: number): Promise<void> {

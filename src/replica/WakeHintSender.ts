@@ -1,12 +1,14 @@
 /**
- * A writer's best-effort wake hints (DESIGN.md §9): after each commit, `{shard, seqno}`
- * goes to every replica the registry names, so that it GETs the new segment at once
- * instead of at its next poll.
+ * A writer's best-effort wake hints (DESIGN.md §9): after each commit, `{shard, seqno,
+ * hash}` goes to every replica the registry names, so that it GETs the new segment at
+ * once instead of at its next poll. The hash is of a segment the writer verified durable:
+ * a replica whose GET returns exactly those bytes applies them without reading the
+ * manifest (CatchUpOptions `vouched`).
  *
  * Invariants:
  * - `hint` never waits and never throws: commits are never delayed by replicas.
  * - At most one hint per target is on the wire; hints made meanwhile collapse into the
- *   newest seqno per shard, sent when that request ends. So a slow or dead replica costs
+ *   newest per shard, sent when that request ends. So a slow or dead replica costs
  *   one pending request, however fast the writer commits.
  * - At most `concurrencyMax` hint requests are in flight in all; a hint over that bound
  *   is dropped (the replica's poll picks the segment up).
@@ -33,11 +35,18 @@ export interface WakeHintStats {
   readonly dropped: number;
 }
 
+/** The log of `shard` reached `seqno`; `hash`: that segment's, verified durable by the writer. */
+export interface WakeHint {
+  readonly shard: number;
+  readonly seqno: number;
+  readonly hash?: string;
+}
+
 interface TargetState {
   readonly target: WakeHintTarget;
   inFlight: boolean;
-  /** Newest seqno per shard not yet sent. */
-  readonly pending: Map<number, number>;
+  /** Newest hint per shard not yet sent. */
+  readonly pending: Map<number, WakeHint>;
 }
 
 export class WakeHintSender {
@@ -72,8 +81,8 @@ export class WakeHintSender {
     return this.targets.size;
   }
 
-  /** The log of `shard` grew to `seqno`: tell every replica, without waiting. */
-  hint(shard: number, seqno: number): void {
+  /** The log of `hint.shard` grew to `hint.seqno`: tell every replica, without waiting. */
+  hint(hint: WakeHint): void {
     if (this.closed) return;
     // Start at a rotating target: over the in-flight bound, the same replicas must not be
     // the ones dropped every time.
@@ -81,7 +90,8 @@ export class WakeHintSender {
     const first = states.length === 0 ? 0 : this.rotation++ % states.length;
     for (let at = 0; at < states.length; at++) {
       const state = states[(first + at) % states.length]!;
-      state.pending.set(shard, Math.max(state.pending.get(shard) ?? -1, seqno));
+      const pending = state.pending.get(hint.shard);
+      if (pending === undefined || pending.seqno < hint.seqno) state.pending.set(hint.shard, hint);
       this.pump(state);
     }
   }
@@ -102,7 +112,7 @@ export class WakeHintSender {
       state.pending.clear();
       return;
     }
-    const hints = [...state.pending].map(([shard, seqno]) => ({ shard, seqno }));
+    const hints = [...state.pending.values()];
     state.pending.clear();
     state.inFlight = true;
     this.inFlight++;
@@ -113,7 +123,7 @@ export class WakeHintSender {
     });
   }
 
-  private async send(target: WakeHintTarget, hints: readonly { shard: number; seqno: number }[]): Promise<void> {
+  private async send(target: WakeHintTarget, hints: readonly WakeHint[]): Promise<void> {
     try {
       const response = await this.fetch(new URL("api/internal/hint", target.url), {
         method: "POST",

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { CairnError } from "../base/errors.js";
 import { CONNECT_FRONTIER_WAIT_MS, PROTOCOL_NAME_CHARS_MAX } from "../base/limits.js";
 import type { UserIdentity } from "../functions/index.js";
+import type { WakeHint } from "../replica/WakeHintSender.js";
 import { decodeValue, encodeValue } from "../model/ValueJson.js";
 import { errorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { httpStatusOf } from "./httpStatus.js";
@@ -23,7 +24,7 @@ export interface HttpApiOptions {
    */
   readonly forwardedTo?: SyncBackend;
   /** Wake hints from the writer (`POST /api/internal/hint`); absent: hints are refused. */
-  readonly hinted?: (hints: readonly { readonly shard: number; readonly seqno: number }[]) => void;
+  readonly hinted?: (hints: readonly WakeHint[]) => void;
   /** Resolves true once the node's frontier reaches `ts` (a query's `minTs`). */
   readonly waitForTs?: (ts: number, timeoutMs: number) => Promise<boolean>;
   /** How long a query's `minTs` waits (default CONNECT_FRONTIER_WAIT_MS, as a session's Connect). */
@@ -45,7 +46,15 @@ const forwardedSchema = callSchema.omit({ minTs: true }).extend({
 });
 
 const hintsSchema = z.strictObject({
-  hints: z.array(z.strictObject({ shard: z.number().int().min(0).max(65_535), seqno: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER) })).max(1024),
+  hints: z
+    .array(
+      z.strictObject({
+        shard: z.number().int().min(0).max(65_535),
+        seqno: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+        hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+      }),
+    )
+    .max(1024),
 });
 
 type Call = z.infer<typeof callSchema>;

@@ -201,13 +201,13 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       if (shardEngine === undefined) return;
       switch (event.type) {
         case "flushed":
+          hintSender?.hint({ shard: event.shard, seqno: event.seqno, hash: event.hash });
+          return;
         case "acquired":
-          hintSender?.hint(event.shard, shardEngine.position.nextSeqno - 1);
-          if (event.type === "acquired") {
-            if (shardEngine === engine) writingChanged();
-            // A writer needs no watermark of its own (its GC would wait for it).
-            void (tailers[event.shard]?.removeWatermark() ?? shardEngine.watermarkStore.remove(nodeId)).catch(() => undefined);
-          }
+          hintSender?.hint({ shard: event.shard, seqno: event.fenceSeqno, hash: event.fenceHash });
+          if (shardEngine === engine) writingChanged();
+          // A writer needs no watermark of its own (its GC would wait for it).
+          void (tailers[event.shard]?.removeWatermark() ?? shardEngine.watermarkStore.remove(nodeId)).catch(() => undefined);
           return;
         case "fenced":
         case "poisoned":
@@ -266,7 +266,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       forwardedTo: meteredBackend(local, metrics, clock),
       waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
       ...(options.frontierWaitMs !== undefined ? { frontierWaitMs: options.frontierWaitMs } : {}),
-      ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.wake(hint.seqno)) } : {}),
+      ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.wake(hint.seqno, hint.hash)) } : {}),
     });
 
     for (const shardEngine of sharded.engines) {

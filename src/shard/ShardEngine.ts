@@ -9,7 +9,7 @@ import { LogValidator, type LogPosition } from "../segments/LogValidator.js";
 import { EMPTY_RECORD_BATCH, type RecordBatch } from "../segments/recordCodec.js";
 import { encodeSegment, type Segment, type SegmentKind } from "../segments/Segment.js";
 import { writeSnapshot } from "../snapshots/writeSnapshot.js";
-import { catchUp, type CatchUpProgress, type CatchUpReport } from "./catchUp.js";
+import { catchUp, type CatchUpOptions, type CatchUpProgress, type CatchUpReport } from "./catchUp.js";
 import { checkLocalPosition } from "./checkLocalPosition.js";
 import { judgeCreatedSegment, type CommitVerdict } from "./commitVerdict.js";
 import type { HybridClock } from "./HybridClock.js";
@@ -65,6 +65,9 @@ import {
  * - On open, a local file whose position the bucket does not confirm is rebuilt from the
  *   bucket (event "local-rebuilt"), never trusted.
  */
+/** What a follower's catch-up may skip (see CatchUpOptions). */
+export type FollowerCatchUpOptions = Pick<CatchUpOptions, "refreshWhenEmpty" | "vouched">;
+
 export type EngineState =
   | { readonly kind: "following" }
   | { readonly kind: "writing"; readonly epoch: number }
@@ -74,7 +77,8 @@ export type EngineState =
 
 export type EngineEvent =
   | { readonly type: "progress"; readonly shard: number; readonly progress: CatchUpProgress }
-  | { readonly type: "acquired"; readonly shard: number; readonly epoch: number; readonly fenceSeqno: number }
+  /** `fenceHash`: the fence segment's hash; it is verified durable (wake hints vouch for it). */
+  | { readonly type: "acquired"; readonly shard: number; readonly epoch: number; readonly fenceSeqno: number; readonly fenceHash: string }
   | { readonly type: "relinquished"; readonly shard: number; readonly epoch: number }
   | { readonly type: "fenced"; readonly shard: number; readonly error: CairnError }
   | { readonly type: "poisoned"; readonly shard: number; readonly error: CairnError }
@@ -83,8 +87,20 @@ export type EngineEvent =
   | { readonly type: "local-rebuilt"; readonly shard: number; readonly reason: string }
   | { readonly type: "pruned"; readonly shard: number; readonly minReadableTs: number; readonly rowsRemoved: number }
   | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown }
-  /** A segment this writer created is durable and applied: `units` commits in `bytes`, `flushMs` from create to verified. */
-  | { readonly type: "flushed"; readonly shard: number; readonly kind: SegmentKind; readonly units: number; readonly bytes: number; readonly flushMs: number };
+  /**
+   * A segment this writer created is verified durable and applied: `units` commits in
+   * `bytes` at `seqno` (its hash `hash`), `flushMs` from create to verified.
+   */
+  | {
+      readonly type: "flushed";
+      readonly shard: number;
+      readonly kind: SegmentKind;
+      readonly seqno: number;
+      readonly hash: string;
+      readonly units: number;
+      readonly bytes: number;
+      readonly flushMs: number;
+    };
 
 interface QueuedUnit {
   readonly unit: WriteUnit;
@@ -211,13 +227,13 @@ export class ShardEngine {
 
   /**
    * Reads new segments as a follower (replica tailing, or before acquire). Calls are
-   * serialized: the log position admits one reader at a time. `refreshWhenEmpty: false`
-   * skips the manifest GET when the next slot is empty (see CatchUpOptions).
+   * serialized: the log position admits one reader at a time. See CatchUpOptions for
+   * `refreshWhenEmpty` and `vouched`.
    */
-  catchUpToTail(options: { readonly refreshWhenEmpty?: boolean } = {}): Promise<CatchUpReport> {
+  catchUpToTail(options: FollowerCatchUpOptions = {}): Promise<CatchUpReport> {
     // A follower's read must not run beside an acquire's fence append (it could apply the
     // fence before the acquirer does): while acquiring, the acquirer alone reads the log.
-    return this.serializeCatchUp(() => (this.acquiring ? Promise.resolve(this.idleReport()) : this.catchUpOnce(options.refreshWhenEmpty ?? true)));
+    return this.serializeCatchUp(() => (this.acquiring ? Promise.resolve(this.idleReport()) : this.catchUpOnce(options)));
   }
 
   private serializeCatchUp(job: () => Promise<CatchUpReport>): Promise<CatchUpReport> {
@@ -230,7 +246,7 @@ export class ShardEngine {
     return { restoredFromSeqno: null, segmentsApplied: 0, segmentsSkipped: 0, tail: this.validator.position.nextSeqno };
   }
 
-  private async catchUpOnce(refreshWhenEmpty: boolean): Promise<CatchUpReport> {
+  private async catchUpOnce(options: FollowerCatchUpOptions): Promise<CatchUpReport> {
     this.assertNotClosed();
     if (this.currentState.kind === "writing") {
       throw new CairnError("INTERNAL", "the writer's local store is the log's tail; it does not catch up");
@@ -246,7 +262,8 @@ export class ShardEngine {
       onProgress: (progress) => this.emit({ type: "progress", shard: this.shard, progress }),
       onApplied: (segment) => this.notifyApplied(segment),
       onRestored: (frontierTs) => this.notifyRestored(frontierTs),
-      refreshWhenEmpty,
+      refreshWhenEmpty: options.refreshWhenEmpty ?? true,
+      ...(options.vouched ? { vouched: options.vouched } : {}),
     });
     this.options.hybridClock.observe(this.validator.position.lastMaxTs);
     if (report.restoredFromSeqno !== null) this.recentWrites.reset(this.validator.position.lastMaxTs);
@@ -278,7 +295,7 @@ export class ShardEngine {
     let fence: Segment;
     this.acquiring = true;
     try {
-      await this.serializeCatchUp(() => this.catchUpOnce(true));
+      await this.serializeCatchUp(() => this.catchUpOnce({}));
       fence = await this.append(epoch, "fence", 0, (hybridClock) => markerStamp(hybridClock.next()));
       const verdict = await this.verifyCreated(fence, epoch);
       if (verdict.kind !== "durable" || verdict.newerEpoch) {
@@ -299,7 +316,7 @@ export class ShardEngine {
     this.accepting = true;
     this.committedSinceHeartbeat = false;
     this.startDrivers();
-    this.emit({ type: "acquired", shard: this.shard, epoch, fenceSeqno: fence.header.seqno });
+    this.emit({ type: "acquired", shard: this.shard, epoch, fenceSeqno: fence.header.seqno, fenceHash: fence.hash });
   }
 
   /** A takeover that failed halfway gives the lease back, so others need not wait it out. */
@@ -569,6 +586,8 @@ export class ShardEngine {
         type: "flushed",
         shard: this.shard,
         kind,
+        seqno: segment.header.seqno,
+        hash: segment.hash,
         units: batch.length,
         bytes: segment.bytes.byteLength,
         flushMs: this.options.clock.monotonicMs() - startedMs,

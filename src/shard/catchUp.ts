@@ -27,6 +27,12 @@ import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
  *   (logStart moved past it), it restores the newer snapshot and reads on from there.
  * - Every round refreshes the manifest, also when its reads failed, so an error never
  *   leaves the cached manifest older than the last segment read.
+ * - The one exception to the manifest read: a round all of whose segments are *vouched*
+ *   (their writer verified them durable, and the bytes read hash to what it named) is
+ *   applied without it. Verification was that same manifest read, made by the writer
+ *   after its create; the hash proves the bytes are the ones it judged, not a zombie's
+ *   late create into a collected slot. Such a round ends at the newest vouched segment
+ *   without probing the slot after it: the caller's next round does that.
  */
 export interface CatchUpOptions {
   readonly store: ObjectStore;
@@ -49,6 +55,12 @@ export interface CatchUpOptions {
    * it checks on its own slower cadence.
    */
   readonly refreshWhenEmpty?: boolean;
+  /**
+   * Hashes of segments, by seqno, that their writer verified durable (the wake hints of
+   * an authenticated writer). Only ever an optimisation: a segment whose bytes hash to
+   * anything else is judged by a manifest read like any other.
+   */
+  readonly vouched?: ReadonlyMap<number, string>;
 }
 
 export type CatchUpProgress =
@@ -59,8 +71,11 @@ export interface CatchUpReport {
   readonly restoredFromSeqno: number | null;
   readonly segmentsApplied: number;
   readonly segmentsSkipped: number;
-  /** The first empty slot: where the next segment goes. */
-  readonly tail: number;
+  /**
+   * The first empty slot: where the next segment goes. Null when the last round ended at
+   * the newest vouched segment and the slot after it was not read.
+   */
+  readonly tail: number | null;
 }
 
 /** Bounds restores caused by GC racing a slow reader; each one makes real progress. */
@@ -72,6 +87,8 @@ interface ReadRound {
   readonly end:
     | { readonly kind: "empty-slot"; readonly seqno: number }
     | { readonly kind: "bound" }
+    /** Stopped after the newest vouched seqno without reading the slot after it. */
+    | { readonly kind: "vouched-end" }
     /** A read failed (a transient error, or a segment that fails its checks) at `seqno`. */
     | { readonly kind: "failed"; readonly seqno: number; readonly error: unknown };
 }
@@ -90,6 +107,10 @@ export async function catchUp(options: CatchUpOptions): Promise<CatchUpReport> {
     const round = await readRound(options);
     if (options.refreshWhenEmpty === false && round.segments.length === 0 && round.end.kind === "empty-slot" && counts.restores === 0) {
       return { restoredFromSeqno: null, segmentsApplied: 0, segmentsSkipped: 0, tail: validator.position.nextSeqno };
+    }
+    if (round.end.kind === "vouched-end" && round.segments.every((segment) => isVouched(options, segment))) {
+      applyRound(options, round.segments, manifest.current, counts);
+      return { restoredFromSeqno: counts.restoredFromSeqno, segmentsApplied: counts.segmentsApplied, segmentsSkipped: counts.segmentsSkipped, tail: null };
     }
     const current = await manifest.refresh();
     // Also when a snapshot appeared far ahead while this reader was away (a replica
@@ -121,12 +142,16 @@ async function readRound(options: CatchUpOptions): Promise<ReadRound> {
   const segments: Segment[] = [];
   let bytes = 0;
   let seqno = validator.position.nextSeqno;
+  const roundEnd = seqno + CATCH_UP_ROUND_SEGMENTS_MAX - 1;
+  // Only the newest segments end a round early: a reader far behind reads on to the tail.
+  const newest = newestVouched(options.vouched, seqno, roundEnd);
+  const lastVouched = newest !== null && newest >= manifest.current.tailHint ? newest : null;
   const log = readLog(options.store, {
     deploymentId: options.deploymentId,
     shard: manifest.shard,
     fromSeqno: seqno,
     concurrency: options.fetchConcurrency,
-    knownTail: Math.min(manifest.current.tailHint, seqno + CATCH_UP_ROUND_SEGMENTS_MAX - 1),
+    knownTail: Math.min(Math.max(manifest.current.tailHint, lastVouched ?? -1), roundEnd),
   });
   try {
     for await (const segment of log) {
@@ -136,6 +161,7 @@ async function readRound(options: CatchUpOptions): Promise<ReadRound> {
       if (segments.length >= CATCH_UP_ROUND_SEGMENTS_MAX || bytes >= CATCH_UP_ROUND_BYTES_MAX) {
         return { segments, end: { kind: "bound" } };
       }
+      if (lastVouched !== null && seqno > lastVouched) return { segments, end: { kind: "vouched-end" } };
     }
     return { segments, end: { kind: "empty-slot", seqno } };
   } catch (error) {
@@ -165,6 +191,17 @@ function applyRound(
     }
     options.onProgress?.({ phase: "replay", shard: validator.shard, seqno, tailHint: current.tailHint });
   }
+}
+
+/** The highest vouched seqno in [from, to], or null. */
+function newestVouched(vouched: ReadonlyMap<number, string> | undefined, from: number, to: number): number | null {
+  let newest: number | null = null;
+  for (const seqno of vouched?.keys() ?? []) if (seqno >= from && seqno <= to && (newest === null || seqno > newest)) newest = seqno;
+  return newest;
+}
+
+function isVouched(options: CatchUpOptions, segment: Segment): boolean {
+  return options.vouched?.get(segment.header.seqno) === segment.hash;
 }
 
 function needsRestore(manifest: Manifest, nextSeqno: number, restoreLagSegments: number): boolean {

@@ -334,6 +334,111 @@ describe("shard tailer (memory bucket)", () => {
     });
   });
 
+  describe("wake hints that vouch for a segment (its hash, from the writer that verified it)", () => {
+    async function quietRig() {
+      const r = await rig();
+      r.tailer.start();
+      await settleAtIdle(r);
+      r.resetReads();
+      return r;
+    }
+
+    /** Commits one unit and returns it with the hash the writer announces for its segment. */
+    async function commitVouched(r: Rig, body: unknown) {
+      const committed = await r.commit(body);
+      expect(r.writer.engine.position.nextSeqno).toBe(committed.seqno + 1);
+      return { ...committed, hash: r.writer.engine.position.lastHash! };
+    }
+
+    it("GETs the hinted segment and applies it with no manifest read and no GET of the slot after it; the next poll probes that slot", async () => {
+      const r = await quietRig();
+      const readsAtApply: string[][] = [];
+      r.follower.engine.onSegmentApplied(() => readsAtApply.push([...r.follower.store.reads]));
+      const committed = await commitVouched(r, { v: 1 });
+      const reached = r.tailer.waitFor(committed.ts, 60_000);
+      r.tailer.wake(committed.seqno, committed.hash);
+      await expect(reached).resolves.toBe(true);
+      expect(readsAtApply).toEqual([[segmentKey(committed.seqno)]]);
+      expect(await r.asleep()).toBe(TUNING.firstBackoffMs);
+      expect(r.follower.store.reads).toEqual([segmentKey(committed.seqno), segmentKey(committed.seqno + 1)]);
+      expect(r.follower.local.get(committed.id, committed.ts)?.value).toBe(JSON.stringify({ v: 1 }));
+      expect(r.tailer.status()).toMatchObject({ appliedSeqno: committed.seqno, lastError: null, segmentsApplied: 1 });
+      expect(r.follower.engine.position).toEqual(r.writer.engine.position);
+      // The vouched round skipped the manifest: the quiet tail's refresh cadence is unchanged.
+      let delayMs = TUNING.firstBackoffMs;
+      let elapsedMs = 0;
+      while (r.reads(MANIFEST_KEY) === 0) {
+        r.h.clock.advance(delayMs);
+        elapsedMs += delayMs;
+        delayMs = await r.asleep();
+      }
+      expect(elapsedMs).toBeLessThanOrEqual(TUNING.manifestRefreshMs + TUNING.idlePollMs);
+    });
+
+    it.each([
+      ["a hash that matches no segment", () => "0".repeat(64)],
+      ["the hash of the segment before it", (r: Rig) => r.follower.engine.position.lastHash!],
+    ])("a hint with %s is only a wake: the segment is applied after a manifest read, as without it", async (_name, forged) => {
+      const r = await quietRig();
+      const gate = new Gate();
+      r.follower.store.inject({ operations: ["get"], keyPattern: /manifest$/, once: true, effect: { until: gate.promise } });
+      const committed = await r.commit({ forged: true });
+      const reached = r.tailer.waitFor(committed.ts, 60_000);
+      r.tailer.wake(committed.seqno, forged(r));
+      await eventually(() => r.follower.store.held === 1);
+      await turns();
+      expect(r.applied).toEqual([]);
+      expect(r.follower.engine.position.nextSeqno).toBe(committed.seqno);
+      gate.open();
+      await expect(reached).resolves.toBe(true);
+      expect(r.applied.map((segment) => segment.header.seqno)).toEqual([committed.seqno]);
+      expect(r.errors).toEqual([]);
+    });
+
+    it("a vouched segment behind one that is not: the whole round waits for a manifest read", async () => {
+      const r = await quietRig();
+      const gate = new Gate();
+      r.follower.store.inject({ operations: ["get"], keyPattern: /manifest$/, once: true, effect: { until: gate.promise } });
+      const unhinted = await r.commit({ n: 1 });
+      const hinted = await commitVouched(r, { n: 2 });
+      const reached = r.tailer.waitFor(hinted.ts, 60_000);
+      r.tailer.wake(hinted.seqno, hinted.hash);
+      await eventually(() => r.follower.store.held === 1);
+      await turns();
+      expect(r.applied).toEqual([]);
+      gate.open();
+      await expect(reached).resolves.toBe(true);
+      expect(r.applied.map((segment) => segment.header.seqno)).toEqual([unhinted.seqno, hinted.seqno]);
+    });
+
+    it("a segment a zombie created in a collected slot is never applied, though the hint vouched for the slot's original", async () => {
+      const r = await quietRig();
+      // The clock stands still: the tailer reads none of this before GC deletes it.
+      const original = await commitVouched(r, { original: true });
+      const after = await commitVouched(r, { after: true });
+      const pointer = (await r.writer.engine.snapshotNow())!;
+      expect(await r.writer.engine.collectGarbageNow()).toMatchObject({ logStartAfter: after.seqno + 1 });
+      // A stalled create lands in the emptied slot: well formed, chained onto the follower's
+      // position, with the writer's epoch, but not the bytes the writer verified there.
+      const position = r.follower.engine.position;
+      expect(position.nextSeqno).toBe(original.seqno);
+      const epoch = r.writer.engine.state.kind === "writing" ? r.writer.engine.state.epoch : 0;
+      const ts = position.lastMaxTs + 1;
+      const stray = encodeSegment(
+        { deploymentId: r.h.deploymentId, shard: 0, seqno: original.seqno, epoch, kind: "tick", count: 0, minTs: ts, maxTs: ts, prevHash: position.lastHash, writer: "w" },
+        EMPTY_RECORD_BATCH,
+      );
+      await r.h.bucket.create(segmentKey(original.seqno), stray.bytes);
+      r.tailer.wake(original.seqno, original.hash);
+      await eventually(() => r.tailer.status().restores === 1);
+      expect(r.restored).toEqual([pointer.ts]);
+      expect(r.applied.map((segment) => segment.hash)).not.toContain(stray.hash);
+      expect(r.follower.engine.position).toEqual(r.writer.engine.position);
+      expect(r.follower.local.get(original.id, r.follower.engine.readTs)?.value).toBe(JSON.stringify({ original: true }));
+      expect(r.errors).toEqual([]);
+    });
+  });
+
   describe("corruption", () => {
     async function quietRig() {
       const r = await rig();

@@ -6,6 +6,7 @@
  * global bound past which hints are dropped, and replicas that are dead, slow or broken
  * costing the caller nothing. Everything is counted, nothing is timed.
  */
+import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -111,7 +112,9 @@ async function deadUrl(): Promise<string> {
   return `http://127.0.0.1:${port}/`;
 }
 
-const hintsOf = (request: ReceivedHint | undefined) => (request?.body as { hints: { shard: number; seqno: number }[] } | undefined)?.hints;
+/** A distinct 64-hex-digit hash per (shard, seqno). */
+const hashOf = (shard: number, seqno: number) => createHash("sha256").update(`${shard}/${seqno}`).digest("hex");
+const hintsOf = (request: ReceivedHint | undefined) => (request?.body as { hints: { shard: number; seqno: number; hash?: string }[] } | undefined)?.hints;
 
 describe("wake hint sender", () => {
   let server: ReplicaServer;
@@ -127,16 +130,16 @@ describe("wake hint sender", () => {
     return sender;
   }
 
-  it("POSTs {hints:[{shard, seqno}]} to {url}api/internal/hint with the admin key, and counts what was answered", async () => {
+  it("POSTs {hints:[{shard, seqno, hash}]} to {url}api/internal/hint with the admin key, and counts what was answered", async () => {
     const sender = await setup();
     sender.setTargets([server.target("a"), server.target("b")]);
     expect(sender.targetCount).toBe(2);
-    expect(sender.hint(3, 42)).toBeUndefined();
+    expect(sender.hint({ shard: 3, seqno: 42, hash: hashOf(3, 42) })).toBeUndefined();
     await eventually(() => sender.stats().sent === 2);
     for (const replica of ["a", "b"]) {
       const [request] = server.of(replica);
       expect(request).toMatchObject({ method: "POST", path: `/${replica}/api/internal/hint`, authorization: "Admin s3cret", contentType: "application/json" });
-      expect(request!.body).toEqual({ hints: [{ shard: 3, seqno: 42 }] });
+      expect(request!.body).toEqual({ hints: [{ shard: 3, seqno: 42, hash: hashOf(3, 42) }] });
     }
     expect(sender.stats()).toEqual({ sent: 2, failed: 0, dropped: 0 });
   });
@@ -145,24 +148,25 @@ describe("wake hint sender", () => {
     const sender = await setup();
     server.holding.add("a");
     sender.setTargets([server.target("a")]);
-    sender.hint(0, 1);
+    sender.hint({ shard: 0, seqno: 1 });
     await eventually(() => server.of("a").length === 1);
-    for (const [shard, seqno] of [[0, 2], [0, 5], [0, 3], [1, 7], [1, 6], [2, 0]] as const) sender.hint(shard, seqno);
+    for (const [shard, seqno] of [[0, 2], [0, 5], [0, 3], [1, 7], [1, 6], [2, 0]] as const) sender.hint({ shard, seqno, hash: hashOf(shard, seqno) });
     await turns();
     expect(server.of("a")).toHaveLength(1);
     server.of("a")[0]!.answer();
     await eventually(() => server.of("a").length === 2);
+    // Each collapsed hint keeps the hash of the segment it names, not of an older one.
     expect(hintsOf(server.of("a")[1])).toEqual([
-      { shard: 0, seqno: 5 },
-      { shard: 1, seqno: 7 },
-      { shard: 2, seqno: 0 },
+      { shard: 0, seqno: 5, hash: hashOf(0, 5) },
+      { shard: 1, seqno: 7, hash: hashOf(1, 7) },
+      { shard: 2, seqno: 0, hash: hashOf(2, 0) },
     ]);
     await turns();
     expect(server.of("a")).toHaveLength(2); // nothing else was pending
     server.of("a")[1]!.answer();
     await eventually(() => sender.stats().sent === 4);
     // A burst of hints while nothing is outstanding: one request now, one for the rest.
-    for (let seqno = 10; seqno < 200; seqno++) sender.hint(0, seqno);
+    for (let seqno = 10; seqno < 200; seqno++) sender.hint({ shard: 0, seqno });
     await eventually(() => server.of("a").length === 3);
     expect(hintsOf(server.of("a")[2])).toEqual([{ shard: 0, seqno: 10 }]);
     server.of("a")[2]!.answer();
@@ -178,12 +182,12 @@ describe("wake hint sender", () => {
     const sender = await setup();
     server.holding.add("slow");
     sender.setTargets([server.target("slow"), server.target("fast")]);
-    sender.hint(0, 1);
+    sender.hint({ shard: 0, seqno: 1 });
     await eventually(() => server.of("fast").length === 1 && server.of("slow").length === 1);
     await eventually(() => server.of("fast")[0]!.answered);
-    sender.hint(0, 2);
+    sender.hint({ shard: 0, seqno: 2 });
     await eventually(() => hintsOf(server.of("fast").at(-1))?.[0]?.seqno === 2);
-    sender.hint(0, 3);
+    sender.hint({ shard: 0, seqno: 3 });
     await eventually(() => hintsOf(server.of("fast").at(-1))?.[0]?.seqno === 3);
     expect(server.of("slow")).toHaveLength(1);
     server.of("slow")[0]!.answer();
@@ -195,12 +199,12 @@ describe("wake hint sender", () => {
     const sender = await setup({ concurrencyMax: 2 });
     for (const replica of ["a", "b", "c"]) server.holding.add(replica);
     sender.setTargets([server.target("a"), server.target("b"), server.target("c")]);
-    sender.hint(0, 1);
+    sender.hint({ shard: 0, seqno: 1 });
     await eventually(() => server.received.length === 2);
     expect(sender.stats()).toEqual({ sent: 0, failed: 0, dropped: 1 });
     expect(server.of("c")).toEqual([]);
     // a and b keep theirs pending behind the outstanding request; c is over the bound again.
-    sender.hint(0, 2);
+    sender.hint({ shard: 0, seqno: 2 });
     expect(sender.stats().dropped).toBe(2);
     await turns();
     expect(server.received).toHaveLength(2);
@@ -217,7 +221,7 @@ describe("wake hint sender", () => {
     expect(server.of("c")).toEqual([]);
     // A drop is not sticky: with one replica fewer, the next hint fits the bound and reaches c.
     sender.setTargets([server.target("b"), server.target("c")]);
-    sender.hint(0, 3);
+    sender.hint({ shard: 0, seqno: 3 });
     await eventually(() => sender.stats().sent === 6);
     expect(hintsOf(server.of("c")[0])).toEqual([{ shard: 0, seqno: 3 }]);
     expect(sender.stats()).toEqual({ sent: 6, failed: 0, dropped: 2 });
@@ -235,7 +239,7 @@ describe("wake hint sender", () => {
       server.target("ok"),
     ]);
     let returned: unknown = "not returned";
-    expect(() => (returned = sender.hint(0, 1))).not.toThrow();
+    expect(() => (returned = sender.hint({ shard: 0, seqno: 1 }))).not.toThrow();
     expect(returned).toBeUndefined();
     await eventually(() => sender.stats().sent + sender.stats().failed === 4);
     expect(sender.stats()).toEqual({ sent: 1, failed: 3, dropped: 0 });
@@ -243,7 +247,7 @@ describe("wake hint sender", () => {
     await turns();
     expect(server.of("broken")).toHaveLength(1);
     // Nothing is stuck behind a failure: the next hint goes to each again.
-    sender.hint(0, 2);
+    sender.hint({ shard: 0, seqno: 2 });
     await eventually(() => sender.stats().sent + sender.stats().failed === 8);
     expect(server.of("broken")).toHaveLength(2);
     expect(hintsOf(server.of("ok")[1])).toEqual([{ shard: 0, seqno: 2 }]);
@@ -253,10 +257,10 @@ describe("wake hint sender", () => {
     const sender = await setup({ timeoutMs: 100 });
     server.holding.add("silent");
     sender.setTargets([server.target("silent")]);
-    sender.hint(0, 1);
+    sender.hint({ shard: 0, seqno: 1 });
     await eventually(() => server.of("silent").length === 1);
-    sender.hint(0, 2);
-    sender.hint(0, 3);
+    sender.hint({ shard: 0, seqno: 2 });
+    sender.hint({ shard: 0, seqno: 3 });
     await eventually(() => server.of("silent").length === 2);
     expect(sender.stats()).toMatchObject({ sent: 0, failed: 1 });
     expect(hintsOf(server.of("silent")[1])).toEqual([{ shard: 0, seqno: 3 }]);
@@ -275,11 +279,11 @@ describe("wake hint sender", () => {
       }) as typeof fetch,
     });
     sender.setTargets([server.target("throws"), server.target("hangs"), server.target("ok")]);
-    expect(() => sender.hint(0, 1)).not.toThrow();
-    expect(() => sender.hint(0, 2)).not.toThrow();
+    expect(() => sender.hint({ shard: 0, seqno: 1 })).not.toThrow();
+    expect(() => sender.hint({ shard: 0, seqno: 2 })).not.toThrow();
     await eventually(() => sender.stats().sent === 2 && sender.stats().failed >= 1);
     // "hangs" stays at one outstanding call however many hints come.
-    for (let seqno = 3; seqno < 50; seqno++) sender.hint(0, seqno);
+    for (let seqno = 3; seqno < 50; seqno++) sender.hint({ shard: 0, seqno });
     await eventually(() => hintsOf(server.of("ok").at(-1))?.[0]?.seqno === 49);
     expect(calls).toBeLessThan(3 * 10);
     expect(server.of("hangs")).toEqual([]);
@@ -290,10 +294,10 @@ describe("wake hint sender", () => {
     server.holding.add("a");
     server.holding.add("gone");
     sender.setTargets([server.target("a"), server.target("gone")]);
-    sender.hint(0, 1);
+    sender.hint({ shard: 0, seqno: 1 });
     await eventually(() => server.received.length === 2);
     sender.setTargets([server.target("a"), server.target("gone")]); // a refresh of the registry, unchanged
-    sender.hint(0, 2);
+    sender.hint({ shard: 0, seqno: 2 });
     await turns();
     expect(server.of("a")).toHaveLength(1); // still one on the wire for a
     sender.setTargets([server.target("a")]);
@@ -306,7 +310,7 @@ describe("wake hint sender", () => {
     // a moves to a new URL while a request to the old one is outstanding: the new URL is hinted.
     server.holding.delete("a");
     sender.setTargets([{ nodeId: "a", url: `${server.origin}/a-moved/` }]);
-    sender.hint(0, 3);
+    sender.hint({ shard: 0, seqno: 3 });
     await eventually(() => server.of("a-moved").length === 1);
     expect(hintsOf(server.of("a-moved")[0])).toEqual([{ shard: 0, seqno: 3 }]);
   });
@@ -315,11 +319,11 @@ describe("wake hint sender", () => {
     const sender = await setup();
     server.holding.add("a");
     sender.setTargets([server.target("a")]);
-    sender.hint(0, 1);
+    sender.hint({ shard: 0, seqno: 1 });
     await eventually(() => server.of("a").length === 1);
-    sender.hint(0, 2);
+    sender.hint({ shard: 0, seqno: 2 });
     sender.close();
-    sender.hint(0, 3);
+    sender.hint({ shard: 0, seqno: 3 });
     server.of("a")[0]!.answer();
     await eventually(() => sender.stats().sent === 1);
     await turns();

@@ -111,6 +111,10 @@ describe("the server", () => {
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3 }] })).toMatchObject({ status: 403 });
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3 }] }, admin)).toMatchObject({ status: 200 });
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: -1, seqno: 3 }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash: "ab".repeat(32) }] }, admin)).toMatchObject({ status: 200 });
+    for (const hash of ["AB".repeat(32), "ab".repeat(31), 42, null]) {
+      expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+    }
 
     // A caller that has seen a ts this node has not reached is told so rather than served older data.
     const ahead = Number(first.body["ts"]) + 1_000_000;

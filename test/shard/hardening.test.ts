@@ -12,6 +12,7 @@ import { errorKindOf, hasErrorCode } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
+import { readSegment } from "../../src/segments/logReader.js";
 import type { WriteUnit } from "../../src/shard/WriteUnit.js";
 import { BUCKET_FACTORIES } from "../support/bucketFactories.js";
 import { eventually, Gate } from "../support/Gate.js";
@@ -92,6 +93,31 @@ describe.each(BUCKET_FACTORIES)("hardened shard log on $name", (factory) => {
     const reader = await h.node("reader");
     expect(reader.engine.position).toEqual(again.engine.position);
     expect(reader.local.get(zombieId, reader.engine.readTs)).toBeNull();
+  });
+
+  it("wake hints vouch only for segments their writer verified: the zombie's lost segment is never vouched, and the hash vouched for its slot does not admit the stray", async () => {
+    const h = await setup();
+    const { a, b, follower, zombieId, zombieSlot } = await strayBelowLogStart(h);
+    // The zombie's flush was judged lost, so it announced nothing a hint could carry.
+    expect(a.events.filter((event) => event.type === "flushed" && event.seqno >= zombieSlot)).toEqual([]);
+    // What b announced, by seqno: its fence (in the slot the stray now occupies) and its commits.
+    const vouched = new Map<number, string>();
+    for (const event of b.events) {
+      if (event.type === "acquired") vouched.set(event.fenceSeqno, event.fenceHash);
+      if (event.type === "flushed") vouched.set(event.seqno, event.hash);
+    }
+    expect([...vouched.keys()].sort((x, y) => x - y)).toEqual([zombieSlot, zombieSlot + 1, zombieSlot + 2, zombieSlot + 3]);
+    // Each announced hash is that of the bytes its writer created in that slot; the stray's differ.
+    for (const [seqno, hash] of vouched) {
+      const stored = await readSegment(h.bucket, { deploymentId: h.deploymentId, shard: 0, seqno });
+      if (seqno === zombieSlot) expect(stored?.hash).not.toBe(hash);
+      else expect(stored?.hash).toBe(hash);
+    }
+    // The follower's cached manifest predates GC; the stray fails the vouched hash, so the
+    // round is judged by a manifest read, which restores the snapshot instead.
+    await follower.engine.catchUpToTail({ vouched });
+    expect(follower.local.get(zombieId, follower.engine.readTs)).toBeNull();
+    expect(follower.engine.position).toEqual(b.engine.position);
   });
 
   it("a corrupt stray below logStart does not wedge a follower", async () => {
