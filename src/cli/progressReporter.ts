@@ -53,6 +53,7 @@ export function progressReporter(write: (line: string) => void): (event: EngineE
         write(`shard ${event.shard}: WARNING: the local copy disagrees with the bucket and is rebuilt from it: ${event.reason}`);
         return;
       case "pruned":
+      case "created":
       case "flushed":
         return;
       case "gc":

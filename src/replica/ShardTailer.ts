@@ -4,8 +4,10 @@ import { CairnError, hasErrorCode } from "../base/errors.js";
 import type { ConsumerWatermarks } from "../gc/ConsumerWatermarks.js";
 import type { Segment } from "../segments/Segment.js";
 import type { LogPosition } from "../segments/LogValidator.js";
-import type { CatchUpReport } from "../shard/catchUp.js";
+import type { CatchUpReport, Vouching } from "../shard/catchUp.js";
 import type { EngineState } from "../shard/ShardEngine.js";
+import type { WakeHint } from "./WakeHintSender.js";
+import { WriterVouches } from "./WriterVouches.js";
 
 /** What a tailer needs of its shard's engine (a ShardEngine in "following" state). */
 export interface TailedEngine {
@@ -14,7 +16,7 @@ export interface TailedEngine {
   readonly position: LogPosition;
   readonly readTs: number;
   readonly watermarkStore: ConsumerWatermarks;
-  catchUpToTail(options?: { readonly refreshWhenEmpty?: boolean; readonly vouched?: ReadonlyMap<number, string> }): Promise<CatchUpReport>;
+  catchUpToTail(options?: { readonly refreshWhenEmpty?: boolean; readonly vouching?: Vouching }): Promise<CatchUpReport>;
   onSegmentApplied(listener: (segment: Segment) => void): () => void;
   onRestored(listener: (frontierTs: number) => void): () => void;
 }
@@ -46,8 +48,12 @@ export interface TailerTuning {
 /** A watermark unchanged for this long is published again (well inside the 24 h consumer TTL). */
 const WATERMARK_RENEWAL_MS = 60 * 60 * 1000;
 
-/** Vouched hashes kept ahead of the position; older ones (the lowest seqnos) are dropped. */
-const VOUCHED_MAX = 256;
+/**
+ * How long a round waits for the vouch of a segment its writer announced it is verifying
+ * (one manifest read on the writer's side, running beside our GET) before it reads the
+ * manifest itself.
+ */
+const ANNOUNCED_VOUCH_WAIT_MS = 1_000;
 
 export const TAILER_DEFAULTS: TailerTuning = {
   idlePollMs: 1_000,
@@ -95,8 +101,9 @@ export interface TailerStatus {
  * Polling is adaptive: at once again after a poll that applied something, then waits
  * doubling from firstBackoffMs to idlePollMs while the tail is quiet. `wake` (a writer's
  * hint) cuts a wait short; a hint that carries the segment's hash (its writer verified
- * it durable) lets the round apply that segment without a manifest read (CatchUpOptions
- * `vouched`). A failed poll (unreachable bucket, corrupt segment) is
+ * it durable) lets the round apply that segment without a manifest read, and a hint that
+ * the writer is verifying a segment it created makes the round GET it at once and wait
+ * for that vouch (WriterVouches). A failed poll (unreachable bucket, corrupt segment) is
  * reported, retried at idlePollMs, and never applies anything; the local copy keeps
  * serving what it has, and `status().stalenessMs` says how old that is.
  *
@@ -110,10 +117,13 @@ export class ShardTailer {
   private loop: Promise<void> | null = null;
   private sleeping: AbortController | null = null;
   private wakeRequested = false;
-  /** A hint named a seqno past the local position: if its slot reads empty, GC may have passed us. */
-  private hintedPastPosition = false;
-  /** Segment hashes the writer's hints vouched for, by seqno, at or past the position. */
-  private readonly vouched = new Map<number, string>();
+  /**
+   * The highest seqno a hint named since the last poll began: if it is at or past the
+   * position and the next slot reads empty, GC may have passed us.
+   */
+  private hintedThrough = -1;
+  /** What the writer's hints vouched for, at or past the position. */
+  private readonly vouches: WriterVouches;
   private lastManifestReadMs = Number.NEGATIVE_INFINITY;
   private caughtUpAtMs: number | null = null;
   private lastError: unknown = null;
@@ -134,6 +144,7 @@ export class ShardTailer {
     }
     const { engine } = options;
     this.waiters = new ConditionWaiters(options.clock);
+    this.vouches = new WriterVouches(options.clock, ANNOUNCED_VOUCH_WAIT_MS);
     this.unlisten = [engine.onSegmentApplied(() => this.advanced()), engine.onRestored(() => this.advanced())];
   }
 
@@ -159,10 +170,20 @@ export class ShardTailer {
    */
   wake(seqno?: number, hash?: string): void {
     if (seqno !== undefined && seqno < this.options.engine.position.nextSeqno) return;
-    if (seqno !== undefined) this.hintedPastPosition = true;
-    if (seqno !== undefined && hash !== undefined) this.vouch(seqno, hash);
+    if (seqno !== undefined) this.hintedThrough = Math.max(this.hintedThrough, seqno);
+    if (seqno !== undefined && hash !== undefined) {
+      this.vouches.vouch(seqno, hash);
+      this.vouches.forgetBelow(this.options.engine.position.nextSeqno);
+    }
     this.wakeRequested = true;
     this.sleeping?.abort();
+  }
+
+  /** A wake hint of the shard's writer, authenticated (WakeHintSender). */
+  hinted(hint: WakeHint): void {
+    if (hint.seqno < this.options.engine.position.nextSeqno) return;
+    if (hint.verifying === true && hint.hash === undefined) this.vouches.announce(hint.seqno);
+    this.wake(hint.seqno, hint.hash);
   }
 
   /**
@@ -196,6 +217,7 @@ export class ShardTailer {
     this.state = "stopped";
     this.stopping.abort();
     this.sleeping?.abort();
+    this.vouches.settleAll();
     await this.loop;
     for (const unlisten of this.unlisten) unlisten();
     await this.watermarkWork;
@@ -243,11 +265,11 @@ export class ShardTailer {
     const { engine, clock } = this.options;
     const startedMs = clock.monotonicMs();
     // A hinted segment exists: finding our next slot empty then means it was collected.
-    const refreshWhenEmpty = this.hintedPastPosition || startedMs - this.lastManifestReadMs >= this.tuning.manifestRefreshMs;
-    this.hintedPastPosition = false;
+    const refreshWhenEmpty = this.hintedThrough >= engine.position.nextSeqno || startedMs - this.lastManifestReadMs >= this.tuning.manifestRefreshMs;
+    this.hintedThrough = -1;
     try {
-      const report = await engine.catchUpToTail({ refreshWhenEmpty, ...(this.vouched.size > 0 ? { vouched: this.vouched } : {}) });
-      this.forgetVouchedBehind();
+      const report = await engine.catchUpToTail({ refreshWhenEmpty, ...(this.vouches.size > 0 ? { vouching: this.vouches } : {}) });
+      this.vouches.forgetBelow(engine.position.nextSeqno);
       const read = report.segmentsApplied + report.segmentsSkipped;
       // A round that ended at a vouched segment (tail null) skipped the manifest read.
       if ((report.tail !== null && (refreshWhenEmpty || read > 0)) || report.restoredFromSeqno !== null) this.lastManifestReadMs = startedMs;
@@ -264,23 +286,12 @@ export class ShardTailer {
       return previousDelayMs === 0 ? this.tuning.firstBackoffMs : Math.min(previousDelayMs * 2, this.tuning.idlePollMs);
     } catch (error) {
       // Nothing of a failed round is applied past what validated; the store keeps serving.
-      this.forgetVouchedBehind();
+      this.vouches.forgetBelow(engine.position.nextSeqno);
       if (hasErrorCode(error, "INTERNAL") && engine.state.kind === "writing") return this.tuning.idlePollMs;
       this.lastError = error;
       this.options.onError?.(error, "poll");
       return this.tuning.idlePollMs;
     }
-  }
-
-  private vouch(seqno: number, hash: string): void {
-    this.vouched.set(seqno, hash);
-    this.forgetVouchedBehind();
-    while (this.vouched.size > VOUCHED_MAX) this.vouched.delete(Math.min(...this.vouched.keys()));
-  }
-
-  private forgetVouchedBehind(): void {
-    const next = this.options.engine.position.nextSeqno;
-    for (const seqno of this.vouched.keys()) if (seqno < next) this.vouched.delete(seqno);
   }
 
   private async sleep(ms: number): Promise<void> {

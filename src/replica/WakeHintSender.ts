@@ -3,7 +3,9 @@
  * hash}` goes to every replica the registry names, so that it GETs the new segment at
  * once instead of at its next poll. The hash is of a segment the writer verified durable:
  * a replica whose GET returns exactly those bytes applies them without reading the
- * manifest (CatchUpOptions `vouched`).
+ * manifest (CatchUpOptions `vouching`). A first hint `{shard, seqno, verifying}` goes
+ * out when the create landed, so that the replica's GET runs beside the writer's
+ * verification instead of after it.
  *
  * Invariants:
  * - `hint` never waits and never throws: commits are never delayed by replicas.
@@ -35,11 +37,16 @@ export interface WakeHintStats {
   readonly dropped: number;
 }
 
-/** The log of `shard` reached `seqno`; `hash`: that segment's, verified durable by the writer. */
+/**
+ * The log of `shard` reached `seqno`. `hash`: that segment's, verified durable by the
+ * writer. `verifying`: the segment was created and its verification is under way; a hint
+ * with its hash follows (or none, if it turned out not durable).
+ */
 export interface WakeHint {
   readonly shard: number;
   readonly seqno: number;
   readonly hash?: string;
+  readonly verifying?: true;
 }
 
 interface TargetState {
@@ -91,7 +98,8 @@ export class WakeHintSender {
     for (let at = 0; at < states.length; at++) {
       const state = states[(first + at) % states.length]!;
       const pending = state.pending.get(hint.shard);
-      if (pending === undefined || pending.seqno < hint.seqno) state.pending.set(hint.shard, hint);
+      // A newer seqno wins; at the same seqno, the verified hint replaces the "verifying" one.
+      if (pending === undefined || pending.seqno < hint.seqno || (pending.seqno === hint.seqno && hint.hash !== undefined)) state.pending.set(hint.shard, hint);
       this.pump(state);
     }
   }

@@ -52,6 +52,7 @@ const hintsSchema = z.strictObject({
         shard: z.number().int().min(0).max(65_535),
         seqno: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
         hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+        verifying: z.literal(true).optional(),
       }),
     )
     .max(1024),

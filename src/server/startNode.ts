@@ -200,6 +200,9 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       const shardEngine = sharded.engines[event.shard];
       if (shardEngine === undefined) return;
       switch (event.type) {
+        case "created":
+          hintSender?.hint({ shard: event.shard, seqno: event.seqno, verifying: true });
+          return;
         case "flushed":
           hintSender?.hint({ shard: event.shard, seqno: event.seqno, hash: event.hash });
           return;
@@ -266,7 +269,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       forwardedTo: meteredBackend(local, metrics, clock),
       waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
       ...(options.frontierWaitMs !== undefined ? { frontierWaitMs: options.frontierWaitMs } : {}),
-      ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.wake(hint.seqno, hint.hash)) } : {}),
+      ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.hinted(hint)) } : {}),
     });
 
     for (const shardEngine of sharded.engines) {

@@ -66,7 +66,7 @@ import {
  *   bucket (event "local-rebuilt"), never trusted.
  */
 /** What a follower's catch-up may skip (see CatchUpOptions). */
-export type FollowerCatchUpOptions = Pick<CatchUpOptions, "refreshWhenEmpty" | "vouched">;
+export type FollowerCatchUpOptions = Pick<CatchUpOptions, "refreshWhenEmpty" | "vouching">;
 
 export type EngineState =
   | { readonly kind: "following" }
@@ -87,6 +87,11 @@ export type EngineEvent =
   | { readonly type: "local-rebuilt"; readonly shard: number; readonly reason: string }
   | { readonly type: "pruned"; readonly shard: number; readonly minReadableTs: number; readonly rowsRemoved: number }
   | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown }
+  /**
+   * A segment this writer created landed at `seqno`; its verification (a manifest read)
+   * follows. Not yet known durable: nothing may be applied on its word alone.
+   */
+  | { readonly type: "created"; readonly shard: number; readonly seqno: number }
   /**
    * A segment this writer created is verified durable and applied: `units` commits in
    * `bytes` at `seqno` (its hash `hash`), `flushMs` from create to verified.
@@ -228,7 +233,7 @@ export class ShardEngine {
   /**
    * Reads new segments as a follower (replica tailing, or before acquire). Calls are
    * serialized: the log position admits one reader at a time. See CatchUpOptions for
-   * `refreshWhenEmpty` and `vouched`.
+   * `refreshWhenEmpty` and `vouching`.
    */
   catchUpToTail(options: FollowerCatchUpOptions = {}): Promise<CatchUpReport> {
     // A follower's read must not run beside an acquire's fence append (it could apply the
@@ -263,7 +268,7 @@ export class ShardEngine {
       onApplied: (segment) => this.notifyApplied(segment),
       onRestored: (frontierTs) => this.notifyRestored(frontierTs),
       refreshWhenEmpty: options.refreshWhenEmpty ?? true,
-      ...(options.vouched ? { vouched: options.vouched } : {}),
+      ...(options.vouching ? { vouching: options.vouching } : {}),
     });
     this.options.hybridClock.observe(this.validator.position.lastMaxTs);
     if (report.restoredFromSeqno !== null) this.recentWrites.reset(this.validator.position.lastMaxTs);
@@ -580,6 +585,7 @@ export class ShardEngine {
         const records = mergeBatches(batch.map((queued, index) => stampUnit(queued.unit, stamps[index]!)));
         return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
       });
+      this.emit({ type: "created", shard: this.shard, seqno: segment.header.seqno });
       fencedAfter = durableOrThrow(this.shard, segment, await this.verifyCreated(segment, epoch)).newerEpoch;
       this.ingestOwn(segment);
       this.emit({

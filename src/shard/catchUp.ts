@@ -20,7 +20,9 @@ import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
  *   seqno >= logStart (DESIGN.md §4 validity). GC raises logStart before it deletes, so
  *   such a segment is the slot's original, never a stalled zombie's late create into a
  *   collected slot. Segments are read in rounds (bounded by count and bytes), and each
- *   round ends with one conditional GET of the manifest before any of it is applied.
+ *   round ends with one conditional GET of the manifest before any of it is applied. It
+ *   is sent as soon as the round's first segment arrived, beside the GETs that look for
+ *   more; segments that arrive after it was sent are judged by another read.
  * - Nothing below logStart is judged: a segment there that is corrupt or breaks the chain
  *   is a stray, not corruption; the reader restores the snapshot instead.
  * - A reader never skips an empty slot. If the slot it stopped at was collected meanwhile
@@ -32,7 +34,10 @@ import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
  *   applied without it. Verification was that same manifest read, made by the writer
  *   after its create; the hash proves the bytes are the ones it judged, not a zombie's
  *   late create into a collected slot. Such a round ends at the newest vouched segment
- *   without probing the slot after it: the caller's next round does that.
+ *   without probing the slot after it: the caller's next round does that. A segment
+ *   whose vouch is on its way (its writer said it is verifying it) also ends a round, and
+ *   the round waits for the vouch (bounded by the giver) instead of reading the manifest;
+ *   if none comes, the manifest read judges as always.
  */
 export interface CatchUpOptions {
   readonly store: ObjectStore;
@@ -56,11 +61,37 @@ export interface CatchUpOptions {
    */
   readonly refreshWhenEmpty?: boolean;
   /**
-   * Hashes of segments, by seqno, that their writer verified durable (the wake hints of
-   * an authenticated writer). Only ever an optimisation: a segment whose bytes hash to
-   * anything else is judged by a manifest read like any other.
+   * What the shard's writer vouched for (the wake hints of an authenticated writer). Only
+   * ever an optimisation: a segment whose bytes hash to anything else is judged by a
+   * manifest read like any other.
    */
-  readonly vouched?: ReadonlyMap<number, string>;
+  readonly vouching?: Vouching;
+}
+
+/** Hashes of segments their writer verified durable, and vouches announced but not yet given. */
+export interface Vouching {
+  /** The hash the writer vouched for at `seqno`, if it did. */
+  hashAt(seqno: number): string | undefined;
+  /** Whether the writer said it is verifying the segment at `seqno` (a vouch should follow). */
+  expected(seqno: number): boolean;
+  /** Resolves once every one of `seqnos` is vouched for or no longer expected (the giver bounds the wait). */
+  settled(seqnos: readonly number[]): Promise<void>;
+  /** The highest seqno in [from, to] that is vouched for or expected, or null. */
+  newest(from: number, to: number): number | null;
+}
+
+/** A Vouching of hashes known up front, none expected. */
+export function fixedVouching(hashes: ReadonlyMap<number, string>): Vouching {
+  return {
+    hashAt: (seqno) => hashes.get(seqno),
+    expected: () => false,
+    settled: async () => undefined,
+    newest: (from, to) => {
+      let newest: number | null = null;
+      for (const seqno of hashes.keys()) if (seqno >= from && seqno <= to && (newest === null || seqno > newest)) newest = seqno;
+      return newest;
+    },
+  };
 }
 
 export type CatchUpProgress =
@@ -84,6 +115,13 @@ const CATCH_UP_RESTORES_MAX = 8;
 /** What one read round fetched: segments in seqno order from the position, and why it stopped. */
 interface ReadRound {
   readonly segments: readonly Segment[];
+  /**
+   * The manifest read the round started once its first segment's GET had completed (the
+   * round then goes on reading beside it), and how many of the segments had completed
+   * before it was sent: the segments it may judge. Null when the round read nothing, or
+   * began with a vouched segment.
+   */
+  readonly early: { readonly manifest: Promise<Manifest>; readonly covers: number } | null;
   readonly end:
     | { readonly kind: "empty-slot"; readonly seqno: number }
     | { readonly kind: "bound" }
@@ -108,11 +146,12 @@ export async function catchUp(options: CatchUpOptions): Promise<CatchUpReport> {
     if (options.refreshWhenEmpty === false && round.segments.length === 0 && round.end.kind === "empty-slot" && counts.restores === 0) {
       return { restoredFromSeqno: null, segmentsApplied: 0, segmentsSkipped: 0, tail: validator.position.nextSeqno };
     }
+    await settleExpectedVouches(options, round);
     if (round.end.kind === "vouched-end" && round.segments.every((segment) => isVouched(options, segment))) {
       applyRound(options, round.segments, manifest.current, counts);
       return { restoredFromSeqno: counts.restoredFromSeqno, segmentsApplied: counts.segmentsApplied, segmentsSkipped: counts.segmentsSkipped, tail: null };
     }
-    const current = await manifest.refresh();
+    const current = await judgingManifest(options, round);
     // Also when a snapshot appeared far ahead while this reader was away (a replica
     // resumed after a pause): restoring it beats replaying thousands of segments.
     if (current.logStart > validator.position.nextSeqno || needsRestore(current, validator.position.nextSeqno, options.restoreLagSegments)) {
@@ -140,11 +179,12 @@ export async function catchUp(options: CatchUpOptions): Promise<CatchUpReport> {
 async function readRound(options: CatchUpOptions): Promise<ReadRound> {
   const { validator, manifest } = options;
   const segments: Segment[] = [];
+  let early: ReadRound["early"] = null;
   let bytes = 0;
   let seqno = validator.position.nextSeqno;
   const roundEnd = seqno + CATCH_UP_ROUND_SEGMENTS_MAX - 1;
   // Only the newest segments end a round early: a reader far behind reads on to the tail.
-  const newest = newestVouched(options.vouched, seqno, roundEnd);
+  const newest = options.vouching?.newest(seqno, roundEnd) ?? null;
   const lastVouched = newest !== null && newest >= manifest.current.tailHint ? newest : null;
   const log = readLog(options.store, {
     deploymentId: options.deploymentId,
@@ -158,14 +198,17 @@ async function readRound(options: CatchUpOptions): Promise<ReadRound> {
       segments.push(segment);
       bytes += segment.bytes.byteLength;
       seqno++;
+      // The manifest read that judges this segment goes out now, beside the GETs that
+      // look for more (usually one finding the next slot empty), not after them.
+      if (segments.length === 1 && !isVouched(options, segment) && !options.vouching?.expected(segment.header.seqno)) early = startEarlyRead(manifest);
       if (segments.length >= CATCH_UP_ROUND_SEGMENTS_MAX || bytes >= CATCH_UP_ROUND_BYTES_MAX) {
-        return { segments, end: { kind: "bound" } };
+        return { segments, early, end: { kind: "bound" } };
       }
-      if (lastVouched !== null && seqno > lastVouched) return { segments, end: { kind: "vouched-end" } };
+      if (lastVouched !== null && seqno > lastVouched) return { segments, early, end: { kind: "vouched-end" } };
     }
-    return { segments, end: { kind: "empty-slot", seqno } };
+    return { segments, early, end: { kind: "empty-slot", seqno } };
   } catch (error) {
-    return { segments, end: { kind: "failed", seqno, error } };
+    return { segments, early, end: { kind: "failed", seqno, error } };
   }
 }
 
@@ -193,15 +236,44 @@ function applyRound(
   }
 }
 
-/** The highest vouched seqno in [from, to], or null. */
-function newestVouched(vouched: ReadonlyMap<number, string> | undefined, from: number, to: number): number | null {
-  let newest: number | null = null;
-  for (const seqno of vouched?.keys() ?? []) if (seqno >= from && seqno <= to && (newest === null || seqno > newest)) newest = seqno;
-  return newest;
+function startEarlyRead(manifest: ShardManifest): NonNullable<ReadRound["early"]> {
+  const read = manifest.refresh();
+  // Awaited by judgingManifest; a round that fails before then must not leave it unhandled.
+  read.catch(() => undefined);
+  return { manifest: read, covers: 1 };
+}
+
+/**
+ * A manifest read made after every segment of the round had been read: the early one if
+ * it covers them all, else a new one (after the early one settled, so reads stay ordered).
+ */
+async function judgingManifest(options: CatchUpOptions, round: ReadRound): Promise<Manifest> {
+  if (round.early !== null) {
+    if (round.early.covers >= round.segments.length) return round.early.manifest;
+    await round.early.manifest.catch(() => undefined);
+  }
+  return options.manifest.refresh();
 }
 
 function isVouched(options: CatchUpOptions, segment: Segment): boolean {
-  return options.vouched?.get(segment.header.seqno) === segment.hash;
+  return options.vouching?.hashAt(segment.header.seqno) === segment.hash;
+}
+
+/**
+ * A round of segments each vouched for or expected to be: waits for the expected vouches
+ * (the writer's verification is one manifest read, running beside our GET) rather than
+ * making that read itself. A round holding anything else is judged by the manifest anyway.
+ */
+async function settleExpectedVouches(options: CatchUpOptions, round: ReadRound): Promise<void> {
+  const vouching = options.vouching;
+  if (vouching === undefined || round.segments.length === 0 || round.early !== null) return;
+  const waiting: number[] = [];
+  for (const segment of round.segments) {
+    if (isVouched(options, segment)) continue;
+    if (!vouching.expected(segment.header.seqno)) return;
+    waiting.push(segment.header.seqno);
+  }
+  if (waiting.length > 0) await vouching.settled(waiting);
 }
 
 function needsRestore(manifest: Manifest, nextSeqno: number, restoreLagSegments: number): boolean {

@@ -290,9 +290,11 @@ describe("shard tailer (memory bucket)", () => {
       expect(await r.asleep()).toBe(TUNING.firstBackoffMs);
       expect(r.sleepCount()).toBe(sleepsBefore + 1);
       expect(r.follower.engine.position.nextSeqno).toBe(commits[1]!.seqno + 1);
-      // The applying poll probed the tail slot, and so did the one right after it.
+      // The applying poll probed the tail slot, and so did the one right after it. It read
+      // the manifest when the first segment had arrived (beside the GETs for more), and
+      // again because the second arrived after that read was sent.
       expect(r.reads(segmentKey(commits[1]!.seqno + 1))).toBe(2);
-      expect(r.reads(MANIFEST_KEY)).toBe(1);
+      expect(r.reads(MANIFEST_KEY)).toBe(2);
       expect(r.tailer.status().segmentsApplied).toBe(2);
     });
 
@@ -393,6 +395,58 @@ describe("shard tailer (memory bucket)", () => {
       await expect(reached).resolves.toBe(true);
       expect(r.applied.map((segment) => segment.header.seqno)).toEqual([committed.seqno]);
       expect(r.errors).toEqual([]);
+    });
+
+    it("a hint that the writer is verifying a segment: GETs it at once, then applies it on the vouch that follows, with no manifest read", async () => {
+      const r = await quietRig();
+      const committed = await commitVouched(r, { announced: true });
+      r.tailer.hinted({ shard: 0, seqno: committed.seqno, verifying: true });
+      await eventually(() => r.reads(segmentKey(committed.seqno)) === 1);
+      await turns();
+      // Read, not applied: the round waits for the vouch rather than reading the manifest.
+      expect(r.applied).toEqual([]);
+      expect(r.follower.store.reads).toEqual([segmentKey(committed.seqno)]);
+      const reached = r.tailer.waitFor(committed.ts, 60_000);
+      r.tailer.hinted({ shard: 0, seqno: committed.seqno, hash: committed.hash });
+      await expect(reached).resolves.toBe(true);
+      await r.asleep();
+      // Then the next poll probed the slot after it; the manifest was never read.
+      expect(r.follower.store.reads).toEqual([segmentKey(committed.seqno), segmentKey(committed.seqno + 1)]);
+      expect(r.follower.engine.position).toEqual(r.writer.engine.position);
+    });
+
+    it.each([
+      ["never comes", async (_r: Rig) => undefined],
+      ["comes with another hash", async (r: Rig) => r.tailer.hinted({ shard: 0, seqno: r.follower.engine.position.nextSeqno, hash: "0".repeat(64) })],
+    ])("an announced vouch that %s: the segment is judged by a manifest read and applied", async (_name, follow) => {
+      const r = await quietRig();
+      const committed = await r.commit({ announced: true });
+      r.tailer.hinted({ shard: 0, seqno: committed.seqno, verifying: true });
+      await eventually(() => r.reads(segmentKey(committed.seqno)) === 1);
+      await turns();
+      expect(r.applied).toEqual([]);
+      const reached = r.tailer.waitFor(committed.ts, 60_000);
+      await follow(r);
+      r.h.clock.advance(1_000); // the longest a round waits for an announced vouch
+      await expect(reached).resolves.toBe(true);
+      expect(r.reads(MANIFEST_KEY)).toBe(1);
+      expect(r.applied.map((segment) => segment.header.seqno)).toEqual([committed.seqno]);
+      expect(r.errors).toEqual([]);
+    });
+
+    it("without a vouch, the manifest read that judges a new segment goes out beside the GET looking for the next one", async () => {
+      const r = await quietRig();
+      const committed = await r.commit({ plain: true });
+      const probe = new Gate();
+      r.follower.store.inject({ operations: ["get"], keyPattern: new RegExp(`${segmentKey(committed.seqno + 1)}$`), once: true, effect: { until: probe.promise } });
+      const reached = r.tailer.waitFor(committed.ts, 60_000);
+      r.tailer.wake(committed.seqno);
+      await eventually(() => r.follower.store.held === 1 && r.reads(MANIFEST_KEY) === 1);
+      // Sent once the segment's GET had completed, before the probe of the next slot was.
+      expect(r.follower.store.reads.slice(0, 3)).toEqual([segmentKey(committed.seqno), MANIFEST_KEY, segmentKey(committed.seqno + 1)]);
+      probe.open();
+      await expect(reached).resolves.toBe(true);
+      expect(r.reads(MANIFEST_KEY)).toBe(1);
     });
 
     it("a vouched segment behind one that is not: the whole round waits for a manifest read", async () => {

@@ -178,6 +178,27 @@ describe("wake hint sender", () => {
     expect(sender.stats()).toEqual({ sent: 6, failed: 0, dropped: 0 });
   });
 
+  it("a pending \"verifying\" hint gives way to the verified hint of the same segment, never the other way round", async () => {
+    const sender = await setup();
+    server.holding.add("a");
+    sender.setTargets([server.target("a")]);
+    sender.hint({ shard: 0, seqno: 4, verifying: true });
+    await eventually(() => server.of("a").length === 1);
+    expect(hintsOf(server.of("a")[0])).toEqual([{ shard: 0, seqno: 4, verifying: true }]);
+    sender.hint({ shard: 0, seqno: 4, hash: hashOf(0, 4) });
+    sender.hint({ shard: 0, seqno: 5, verifying: true });
+    sender.hint({ shard: 0, seqno: 5, hash: hashOf(0, 5) });
+    sender.hint({ shard: 1, seqno: 9, hash: hashOf(1, 9) });
+    sender.hint({ shard: 1, seqno: 9, verifying: true }); // late: the verified hint stays
+    server.of("a")[0]!.answer();
+    await eventually(() => server.of("a").length === 2);
+    expect(hintsOf(server.of("a")[1])).toEqual([
+      { shard: 0, seqno: 5, hash: hashOf(0, 5) },
+      { shard: 1, seqno: 9, hash: hashOf(1, 9) },
+    ]);
+    server.of("a")[1]!.answer();
+  });
+
   it("a replica that holds its answer delays no other replica", async () => {
     const sender = await setup();
     server.holding.add("slow");

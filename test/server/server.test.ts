@@ -112,6 +112,8 @@ describe("the server", () => {
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3 }] }, admin)).toMatchObject({ status: 200 });
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: -1, seqno: 3 }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash: "ab".repeat(32) }] }, admin)).toMatchObject({ status: 200 });
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 4, verifying: true }] }, admin)).toMatchObject({ status: 200 });
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 4, verifying: false }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
     for (const hash of ["AB".repeat(32), "ab".repeat(31), 42, null]) {
       expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
     }

@@ -13,6 +13,7 @@ import { SeededRandom } from "../../src/base/random.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import { readSegment } from "../../src/segments/logReader.js";
+import { fixedVouching } from "../../src/shard/catchUp.js";
 import type { WriteUnit } from "../../src/shard/WriteUnit.js";
 import { BUCKET_FACTORIES } from "../support/bucketFactories.js";
 import { eventually, Gate } from "../support/Gate.js";
@@ -115,7 +116,7 @@ describe.each(BUCKET_FACTORIES)("hardened shard log on $name", (factory) => {
     }
     // The follower's cached manifest predates GC; the stray fails the vouched hash, so the
     // round is judged by a manifest read, which restores the snapshot instead.
-    await follower.engine.catchUpToTail({ vouched });
+    await follower.engine.catchUpToTail({ vouching: fixedVouching(vouched) });
     expect(follower.local.get(zombieId, follower.engine.readTs)).toBeNull();
     expect(follower.engine.position).toEqual(b.engine.position);
   });
