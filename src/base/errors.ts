@@ -93,6 +93,8 @@ export const ERROR_CODES = {
   FUNCTION_LIMIT_EXCEEDED: "InvalidInput",
   /** An index added to a table that holds data is being backfilled; it answers once that is done. */
   INDEX_NOT_READY: "Unavailable",
+  /** A mutation touched documents of more than one shard (or of a shard other than its own): nothing was written. */
+  CROSS_SHARD_MUTATION: "InvalidInput",
   // sync protocol and server
   /** A frame or request that is not valid JSON or not a message of the protocol. */
   PROTOCOL_INVALID: "InvalidInput",

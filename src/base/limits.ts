@@ -331,3 +331,6 @@ export const FORWARDED_WRITE_VISIBLE_WAIT_MS = 10_000;
 export const FORWARDED_MUTATION_TIMEOUT_MS = 60_000;
 /** … and a forwarded action (its 10 min run limit). */
 export const FORWARDED_ACTION_TIMEOUT_MS = 11 * 60_000;
+
+/** A deployment may have at most this many shards; each is a log and a SQLite file. */
+export const SHARDS_MAX = 256;

@@ -9,6 +9,10 @@ import { QueryChain } from "./QueryChain.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 import { withoutUndefinedFields } from "../model/withoutUndefinedFields.js";
 import { validateWith } from "./validate.js";
+import { compareBytes } from "../model/compareBytes.js";
+import type { Value } from "../model/Value.js";
+import { encodeIndexKey } from "../model/IndexKey.js";
+import { laneOfDocument, routeForDocument } from "./routing.js";
 
 /**
  * `ctx.db`: reads for queries and mutations, writes for mutations. Reads see the
@@ -43,7 +47,8 @@ export class DatabaseWriter extends DatabaseReader {
     this.reads.assertRunning();
     const table = this.reads.catalog.table(tableName);
     const fields = this.validated(table, value);
-    const id = newDocumentId(table.number, this.ids);
+    this.reads.checkLane(laneOfDocument(table, fields, this.reads.laneCount), () => `the new document of ${table.name} (${table.shardKey} ${JSON.stringify(fields[table.shardKey!])})`);
+    const id = newDocumentId(table.number, this.ids, routeForDocument(table, fields) ?? undefined);
     this.pending.write(id, table, null, { _id: id, _creationTime: this.creationTimeMs, ...fields } as DocumentObject);
     return id;
   }
@@ -76,6 +81,10 @@ export class DatabaseWriter extends DatabaseReader {
 
   private replaceWith(current: Existing, fields: Record<string, unknown>): void {
     const checked = this.validated(current.table, fields);
+    const shardKey = current.table.shardKey;
+    if (shardKey !== null && compareBytes(encodeIndexKey([checked[shardKey]]), encodeIndexKey([current.document[shardKey] as Value | undefined])) !== 0) {
+      throw invalid(`${current.table.name}.${shardKey} is the table's shard key: it decides the shard a document lives on and cannot change (insert a new document instead)`);
+    }
     const after = { _id: current.id, _creationTime: current.document._creationTime, ...checked } as DocumentObject;
     this.pending.write(current.id, current.table, this.before(current), after);
   }

@@ -22,12 +22,17 @@ import type { AnyFunction, Auth, UserIdentity } from "./registration.js";
 import { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
+import { laneOfValue } from "./routing.js";
 
 /**
- * Runs an app's functions against one shard (DESIGN.md §7).
+ * Runs an app's functions against the deployment's shards (DESIGN.md §7, §10).
  *
- * - A query reads the snapshot at `readTs` and returns its value with exactly the key
- *   ranges it read, for subscriptions.
+ * - A query reads every shard at one `readTs` (the shards' common frontier) and returns
+ *   its value with exactly the key ranges it read, for subscriptions.
+ * - A mutation runs on one shard: the lane of its `shardBy` value (shard 0 without one).
+ *   It reads that shard at the shard's own readTs and may touch nothing elsewhere
+ *   (CROSS_SHARD_MUTATION, nothing written); its commit and its receipt go to that
+ *   shard's log.
  * - A mutation is a serializable transaction by optimistic concurrency: it runs against
  *   the snapshot at the shard's readTs, then commits its writes with its read set; the
  *   engine refuses the commit (WRITE_CONFLICT) if any write committed or queued after
@@ -65,10 +70,19 @@ export interface ShardAccess {
   commit(unit: WriteUnit): Promise<CommitResult>;
 }
 
+/** Every shard of the deployment, in shard order, and the ts queries read all of them at. */
+export interface ShardSet {
+  readonly shards: readonly ShardAccess[];
+  /** One ts at which every shard's local copy is complete (DESIGN.md §5). */
+  readonly readTs: number;
+}
+
 export interface FunctionRuntimeOptions {
   readonly app: App;
   readonly catalog: Catalog;
-  readonly shard: ShardAccess;
+  /** A deployment of one shard, or `shards` for several (exactly one of the two). */
+  readonly shard?: ShardAccess;
+  readonly shards?: ShardSet;
   readonly clock?: Clock;
   readonly random?: Random;
   /** Longest run of a query or mutation handler (default FUNCTION_RUN_MS_MAX); then FUNCTION_TIMEOUT. */
@@ -131,7 +145,8 @@ type Attempt =
 export class FunctionRuntime {
   readonly app: App;
   readonly catalog: Catalog;
-  private readonly shard: ShardAccess;
+  private readonly shards: ShardSet;
+  private readonly locals: readonly LocalStore[];
   private readonly clock: Clock;
   private readonly random: Random;
   private readonly commitsInFlight = new Set<number>();
@@ -150,11 +165,34 @@ export class FunctionRuntime {
   constructor(options: FunctionRuntimeOptions) {
     this.app = options.app;
     this.catalog = options.catalog;
-    this.shard = options.shard;
+    this.shards = shardSetOf(options);
+    this.locals = this.shards.shards.map((shard) => shard.local);
     this.clock = options.clock ?? systemClock;
     this.random = options.random ?? systemRandom;
     this.functionRunMsMax = checkDuration(options.functionRunMsMax ?? FUNCTION_RUN_MS_MAX, "functionRunMsMax");
     this.actionRunMsMax = checkDuration(options.actionRunMsMax ?? ACTION_RUN_MS_MAX, "actionRunMsMax");
+  }
+
+  get shardCount(): number {
+    return this.shards.shards.length;
+  }
+
+  /**
+   * The shard a call of mutation `path` with `args` runs on (its shardBy lane), after the
+   * same checks the call makes: FUNCTION_NOT_FOUND, INVALID_ARGUMENT.
+   */
+  mutationShard(path: string, args: unknown = {}, options: CallOptions = {}): number {
+    const fn = this.app.lookup(path, "mutation", { internal: options.internal === true });
+    return this.laneOf(path, fn, this.validateArgs(fn, args));
+  }
+
+  /** A receipt of (clientId, seq) in any shard's local store (a mutation's receipt lives on its lane). */
+  receipt(clientId: string, seq: number): { ts: number; result: string } | null {
+    for (const local of this.locals) {
+      const found = local.receipt(clientId, seq);
+      if (found !== null) return found;
+    }
+    return null;
   }
 
   /** Commits refused with WRITE_CONFLICT so far (each was re-run or reported). */
@@ -179,12 +217,12 @@ export class FunctionRuntime {
    * (the failure may depend on it). Never rejects for the query's own errors.
    */
   async runQueryRecorded(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<RecordedQueryRun> {
-    const readTs = options.readTs ?? this.shard.readTs;
+    const readTs = options.readTs ?? this.shards.readTs;
     const recorder = new ReadRecorder();
     try {
       const fn = this.app.lookup(path, "query", { internal: options.internal === true });
       const checkedArgs = this.validateArgs(fn, args);
-      const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, null);
+      const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, null);
       const nowMs = this.clock.nowMs();
       const ctx = { db: new DatabaseReader(reads), auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null) };
       const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
@@ -234,11 +272,12 @@ export class FunctionRuntime {
     receipt: ReceiptKey | null,
   ): Promise<MutationRun> {
     const nowMs = this.clock.nowMs();
+    const lane = this.laneOf(path, fn, args);
     // Drawn on the first ctx.random() call of the first run, then the same in every re-run.
     const seed = { value: null as number | null };
     let again = null as { laneKey: string; ticket: number } | null;
     for (let attempt = 1; attempt <= MUTATION_ATTEMPTS_MAX; attempt++) {
-      const run = (inLane: boolean) => this.attempt(path, fn, args, options, receipt, { nowMs, seed, attempt, inLane });
+      const run = (inLane: boolean) => this.attempt(path, fn, args, options, receipt, { lane, nowMs, seed, attempt, inLane });
       const previous: { laneKey: string; ticket: number } | null = again;
       const outcome: Attempt =
         previous === null ? await run(false) : await this.inLane(previous.laneKey, () => this.afterBackoff(attempt, previous.ticket, () => run(true)));
@@ -256,11 +295,11 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
+    run: { lane: number; nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
   ): Promise<Attempt> {
     if (receipt !== null) {
       // A re-run looks again: the commit it lost to may have been this very mutation, sent twice.
-      const stored = this.shard.local.receipt(receipt.clientId, receipt.seq);
+      const stored = this.receipt(receipt.clientId, receipt.seq);
       if (stored !== null) return { kind: "done", run: mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null) };
     }
     const prepared = await this.prepare(path, fn, args, options, receipt, run);
@@ -272,7 +311,7 @@ export class FunctionRuntime {
       return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued };
     }
     try {
-      const { ts } = await this.commitTracked(prepared.unit);
+      const { ts } = await this.commitTracked(this.shards.shards[run.lane]!, prepared.unit);
       return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes) };
     } catch (error) {
       if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
@@ -294,18 +333,18 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { nowMs: number; seed: { value: number | null } },
+    run: { lane: number; nowMs: number; seed: { value: number | null } },
   ): Promise<{ value: Value; readTs: number; writes: ReturnType<PendingWrites["toWrites"]>; unit: WriteUnit | null; laneKey: string }> {
-    const readTs = this.shard.readTs;
+    const readTs = this.shards.shards[run.lane]!.readTs;
     const recorder = new ReadRecorder();
     const pending = new PendingWrites();
-    const reads = new SnapshotReads(this.shard.local, readTs, this.catalog, recorder, pending);
+    const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, pending, { lane: run.lane, path });
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
     const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed) };
     const value = await this.runHandler(path, fn, ctx, args, reads);
     const writes = pending.toWrites();
     const { documents, indexWrites } = writes;
-    const laneKey = recorder.firstReadKey() ?? documents[0]?.id ?? path;
+    const laneKey = `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
     if (documents.length === 0 && receipt === null) return { value, readTs, writes, unit: null, laneKey };
     const documentRangeConflict = recorder.documentRangeConflict();
     const unit: WriteUnit = {
@@ -354,11 +393,11 @@ export class FunctionRuntime {
    * Tickets increase and a Set iterates in insertion order, so the first ticket of
    * `commitsInFlight` is the oldest one still unsettled.
    */
-  private async commitTracked(unit: WriteUnit): Promise<CommitResult> {
+  private async commitTracked(shard: ShardAccess, unit: WriteUnit): Promise<CommitResult> {
     const ticket = ++this.commitsIssued;
     this.commitsInFlight.add(ticket);
     try {
-      return await this.shard.commit(unit);
+      return await shard.commit(unit);
     } finally {
       this.commitsInFlight.delete(ticket);
       this.wakeSettledWaiters();
@@ -434,6 +473,24 @@ export class FunctionRuntime {
     }
   }
 
+  /** The shard a mutation with (validated) `args` runs on: its shardBy lane, or 0. */
+  private laneOf(path: string, fn: AnyFunction, args: unknown): number {
+    const shardBy = fn.shardBy;
+    if (shardBy === null) return 0;
+    // Evaluated with one shard too, so that a shardBy that fails shows in development.
+    let value: unknown;
+    try {
+      value = shardBy.kind === "arg" ? (args as Record<string, unknown>)[shardBy.name] : shardBy.of(args);
+      if (value !== undefined) validateValue(value);
+    } catch (error) {
+      throw new CairnError("INVALID_ARGUMENT", `mutation ${path}: its shardBy ${shardBy.kind === "arg" ? `argument ${shardBy.name}` : "function"} gave no shard-key value: ${(error as Error).message}`, {
+        cause: error,
+        details: { path },
+      });
+    }
+    return this.shards.shards.length === 1 ? 0 : laneOfValue(value as Value | undefined, this.shards.shards.length);
+  }
+
   private validateArgs(fn: AnyFunction, args: unknown): unknown {
     return validateWith(fn.args, args, { noun: "argument", root: "args" }, this.catalog.tableNumberOf);
   }
@@ -460,6 +517,23 @@ export class FunctionRuntime {
     }
     return value;
   }
+}
+
+function shardSetOf(options: FunctionRuntimeOptions): ShardSet {
+  if ((options.shard === undefined) === (options.shards === undefined)) {
+    throw new CairnError("INVALID_ARGUMENT", "a FunctionRuntime runs on `shard` (one) or `shards` (several), exactly one of them");
+  }
+  if (options.shards !== undefined) {
+    if (options.shards.shards.length === 0) throw new CairnError("INVALID_ARGUMENT", "a FunctionRuntime needs at least one shard");
+    return options.shards;
+  }
+  const shard = options.shard!;
+  return {
+    shards: [shard],
+    get readTs() {
+      return shard.readTs;
+    },
+  };
 }
 
 interface ReceiptKey {

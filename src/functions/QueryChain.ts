@@ -8,6 +8,7 @@ import type { DocumentObject } from "./documents.js";
 import { documentIdRange, idKeyBytes } from "./documentIdRange.js";
 import { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 import { decodeCursor, encodeCursor } from "./paginationCursor.js";
+import { laneOfScan } from "./routing.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 
 export interface PaginationOptions {
@@ -113,14 +114,19 @@ export class QueryChain<Document = DocumentObject> {
       }
     }
     if (end !== null && compareBytes(start, end) >= 0) return { page: [], isDone: true, continueCursor: encodeCursor({ ...position, afterKey: null }) };
-    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, options.numItems);
+    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, options.numItems, this.lane());
     const afterKey = complete ? null : rows[rows.length - 1]!.key;
     return { page: rows.map((row) => row.document as Document), isDone: complete, continueCursor: encodeCursor({ ...position, afterKey }) };
   }
 
   private read(limit: number) {
     const { start, end } = this.range();
-    return this.reads.scan(this.table, this.index, start, end, this.direction, limit);
+    return this.reads.scan(this.table, this.index, start, end, this.direction, limit, this.lane());
+  }
+
+  /** The one lane this query's range can hold documents in, or null for all of them. */
+  private lane(): number | null {
+    return laneOfScan(this.table, this.index, this.builder?.bounds() ?? { equal: [] }, this.reads.laneCount);
   }
 
   private range(): { start: Uint8Array; end: Uint8Array | null } {

@@ -8,14 +8,21 @@ import { decodeDocument, type DocumentObject } from "./documents.js";
 import type { PendingRow, PendingWrites } from "./PendingWrites.js";
 import type { ReadRecorder } from "./ReadRecorder.js";
 import { idKeyBytes, idOfKeyBytes } from "./documentIdRange.js";
+import { crossShard, laneOfId } from "./routing.js";
 
 /**
- * One function run's reads: the local store at `readTs`, merged with the run's own
- * pending writes (mutations), each read recorded exactly.
+ * One function run's reads: the local stores of the deployment's lanes (one per shard)
+ * at `readTs`, merged with the run's own pending writes (mutations), each read recorded
+ * exactly. Keys are the same in every lane (a document lives in exactly one), so a scan
+ * over several lanes is their ordered merge and records one range, as with one lane.
  *
- * Invariant: a scan with a limit returns the first `limit` rows of the merged view. The
- * store is asked for `limit + pending.size` rows, because each pending document hides at
- * most one stored row of an index (its old entry), so enough survive the merge.
+ * Invariants:
+ * - A scan with a limit returns the first `limit` rows of the merged view. Each lane is
+ *   asked for `limit + pending.size` rows, because each pending document hides at most
+ *   one stored row of an index (its old entry), so enough survive the merge.
+ * - A mutation is confined to its lane: a read that needs another lane (a document that
+ *   lives there, a scan that is not fixed to the mutation's lane) fails with
+ *   CROSS_SHARD_MUTATION before it reads anything.
  */
 export interface ScanResult {
   readonly rows: readonly PendingRow[];
@@ -23,16 +30,37 @@ export interface ScanResult {
   readonly complete: boolean;
 }
 
+/** A mutation's lane: everything it touches must live there. */
+export interface Confinement {
+  readonly lane: number;
+  /** The mutation's path, for errors. */
+  readonly path: string;
+}
+
 export class SnapshotReads {
   private finished = false;
 
   constructor(
-    readonly local: LocalStore,
+    readonly lanes: readonly LocalStore[],
     readonly readTs: number,
     readonly catalog: Catalog,
     readonly recorder: ReadRecorder,
     readonly pending: PendingWrites | null,
-  ) {}
+    readonly confinement: Confinement | null = null,
+  ) {
+    if (lanes.length === 0) throw new CairnError("INTERNAL", "a run reads at least one lane");
+  }
+
+  get laneCount(): number {
+    return this.lanes.length;
+  }
+
+  /** CROSS_SHARD_MUTATION unless a mutation may touch `lane` (anything goes for a query). */
+  checkLane(lane: number | null, what: () => string): void {
+    const confinement = this.confinement;
+    if (confinement === null || lane === confinement.lane) return;
+    throw crossShard(confinement.path, confinement.lane, lane ?? "every", what());
+  }
 
   /**
    * Ends the run: a read or write after the handler returned (a call it did not await)
@@ -55,30 +83,40 @@ export class SnapshotReads {
     const { table, id: canonical } = this.catalog.tableOfId(id);
     const pending = this.pending?.get(canonical);
     if (pending !== undefined) return { table, id: canonical, document: pending.after === null ? null : structuredClone(pending.after), ts: null };
-    const version = this.local.get(canonical, this.readTs);
+    const lane = laneOfId(table, canonical, this.lanes.length);
+    this.checkLane(lane, () => `document ${canonical} of ${table.name}`);
+    const version = this.lanes[lane]!.get(canonical, this.readTs);
     this.recorder.countRows(1);
     this.recorder.document(table.number, canonical);
     if (version === null) return { table, id: canonical, document: null, ts: null };
     return { table, id: canonical, document: decodeDocument(canonical, version.value), ts: version.ts };
   }
 
-  /** The first `limit` rows of `index` in [start, end) in `order`, and the range they cover recorded. */
-  scan(table: TableInfo, index: IndexInfo, start: Uint8Array, end: Uint8Array | null, order: "asc" | "desc", limit: number): ScanResult {
+  /**
+   * The first `limit` rows of `index` in [start, end) in `order`, and the range they cover
+   * recorded. `lane`: the one lane the range can hold rows in (routing.laneOfScan), or
+   * null for every lane.
+   */
+  scan(table: TableInfo, index: IndexInfo, start: Uint8Array, end: Uint8Array | null, order: "asc" | "desc", limit: number, lane: number | null = null): ScanResult {
     this.assertRunning();
     if (index.state !== "ready") {
       throw new CairnError("INDEX_NOT_READY", `index ${table.name}.${index.name} is still being backfilled; it answers once every existing document is indexed`, {
         details: { table: table.name, index: index.name },
       });
     }
+    const lanes = this.lanes.length === 1 ? 0 : lane;
+    this.checkLane(lanes, () => `its query of ${table.name}.${index.name}${table.shardKey === null ? "" : ` (not fixed to one ${table.shardKey} by q.eq)`}`);
     if (limit === 0) return { rows: [], complete: false };
     const pendingRows = this.pending?.rowsIn(table, index, start, end, order) ?? [];
     const fetch = limit + (this.pending?.size ?? 0);
     const byId = index.kind === "documents";
-    const stored = byId
-      ? this.local
-          .documentScan(table.number, { start: idOfKeyBytes(start), end: end === null ? null : idOfKeyBytes(end) }, this.readTs, order, fetch)
-          .map((row) => ({ key: idKeyBytes(row.id), id: row.id, value: row.value }))
-      : this.local.indexScan(index.id, { start, end }, this.readTs, order, fetch);
+    const scanLane = (local: LocalStore) =>
+      byId
+        ? local
+            .documentScan(table.number, { start: idOfKeyBytes(start), end: end === null ? null : idOfKeyBytes(end) }, this.readTs, order, fetch)
+            .map((row) => ({ key: idKeyBytes(row.id), id: row.id, value: row.value }))
+        : local.indexScan(index.id, { start, end }, this.readTs, order, fetch);
+    const stored = lanes !== null ? scanLane(this.lanes[lanes]!) : mergeLanes(this.lanes.map(scanLane), order, fetch);
     this.recorder.countRows(stored.length);
     const storedRows: (PendingRow & { fromStore: true })[] = [];
     for (const row of stored) {
@@ -101,6 +139,23 @@ export class SnapshotReads {
     }
     return { rows: rows.map(({ key, document }) => ({ key, document })), complete };
   }
+}
+
+/** The first `limit` rows of several lanes' scans (each ordered by key) in key order. */
+function mergeLanes<Row extends { readonly key: Uint8Array }>(lanes: readonly (readonly Row[])[], order: "asc" | "desc", limit: number): Row[] {
+  const direction = order === "asc" ? 1 : -1;
+  const at = lanes.map(() => 0);
+  const out: Row[] = [];
+  while (out.length < limit) {
+    let best = -1;
+    for (let lane = 0; lane < lanes.length; lane++) {
+      const row = lanes[lane]![at[lane]!];
+      if (row !== undefined && (best === -1 || compareBytes(row.key, lanes[best]![at[best]!]!.key) * direction < 0)) best = lane;
+    }
+    if (best === -1) break;
+    out.push(lanes[best]![at[best]!++]!);
+  }
+  return out;
 }
 
 function merge(left: readonly PendingRow[], right: readonly PendingRow[], order: "asc" | "desc", limit: number): PendingRow[] {

@@ -5,7 +5,7 @@ import { indexRange } from "../model/IndexRange.js";
 import { successorKey } from "../model/KeyRange.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import type { WriteUnit } from "../shard/WriteUnit.js";
-import { markIndexReady, type Catalog } from "./catalog.js";
+import { markIndexReady, type Catalog, type IndexInfo } from "./catalog.js";
 import { decodeDocument, indexKeyOf } from "./documents.js";
 import type { ShardAccess } from "./FunctionRuntime.js";
 
@@ -17,7 +17,8 @@ import type { ShardAccess } from "./FunctionRuntime.js";
  * for every document it writes, and each batch here commits with the documents it
  * indexed as its read set, so a batch that raced a write to one of them fails with
  * WRITE_CONFLICT and is read and indexed again. Re-running after a crash is harmless: an
- * entry written twice is the same entry. Only the shard's writer runs it.
+ * entry written twice is the same entry. Only the writer of every shard runs it: an index
+ * is ready once each shard's documents have their entries.
  */
 export interface BackfillProgress {
   readonly table: string;
@@ -27,7 +28,8 @@ export interface BackfillProgress {
 
 export interface BackfillOptions {
   readonly catalog: Catalog;
-  readonly shard: ShardAccess;
+  /** Every shard of the deployment (this node writes them all). */
+  readonly shards: readonly ShardAccess[];
   readonly store: ObjectStore;
   readonly random: Random;
   readonly onProgress?: (progress: BackfillProgress) => void;
@@ -39,32 +41,9 @@ export async function backfillIndexes(options: BackfillOptions): Promise<Backfil
     for (const index of table.indexes.values()) {
       if (index.state !== "backfilling" || index.kind === "documents") continue;
       const byCreation = table.indexes.get("by_creation")!;
-      let { start } = indexRange(byCreation.id, { equal: [] });
-      const { end } = indexRange(byCreation.id, { equal: [] });
       let documents = 0;
-      let conflicts = 0;
-      for (;;) {
-        const readTs = options.shard.readTs;
-        const rows = options.shard.local.indexScan(byCreation.id, { start, end }, readTs, "asc", INDEX_BACKFILL_BATCH_DOCUMENTS);
-        if (rows.length === 0) break;
-        const indexWrites = rows.map((row) => ({ indexId: index.id, key: indexKeyOf(index, decodeDocument(row.id, row.value)), docId: row.id }));
-        const unit: WriteUnit = { readTs, documents: [], indexWrites, readSet: { documents: rows.map((row) => row.id) } };
-        try {
-          await options.shard.commit(unit);
-        } catch (error) {
-          if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
-          if (++conflicts >= MUTATION_ATTEMPTS_MAX) {
-            throw new CairnError("WRITE_CONFLICT", `backfilling ${table.name}.${index.name}: a batch lost ${conflicts} races with writes to its documents in a row; restart to resume`, {
-              cause: error,
-            });
-          }
-          continue;
-        }
-        conflicts = 0;
-        documents += rows.length;
-        options.onProgress?.({ table: table.name, index: index.name, documents });
-        if (rows.length < INDEX_BACKFILL_BATCH_DOCUMENTS) break;
-        start = successorKey(rows[rows.length - 1]!.key);
+      for (const shard of options.shards) {
+        documents += await backfillShard(options, shard, table.name, index, byCreation.id, documents);
       }
       await markIndexReady(options.store, options.random, index.id);
       index.state = "ready";
@@ -72,4 +51,36 @@ export async function backfillIndexes(options: BackfillOptions): Promise<Backfil
     }
   }
   return done;
+}
+
+/** Indexes every document of one shard; returns how many. `before`: documents of earlier shards (for progress). */
+async function backfillShard(options: BackfillOptions, shard: ShardAccess, tableName: string, index: IndexInfo, byCreationId: number, before: number): Promise<number> {
+      let { start } = indexRange(byCreationId, { equal: [] });
+      const { end } = indexRange(byCreationId, { equal: [] });
+      let documents = 0;
+      let conflicts = 0;
+      for (;;) {
+        const readTs = shard.readTs;
+        const rows = shard.local.indexScan(byCreationId, { start, end }, readTs, "asc", INDEX_BACKFILL_BATCH_DOCUMENTS);
+        if (rows.length === 0) break;
+        const indexWrites = rows.map((row) => ({ indexId: index.id, key: indexKeyOf(index, decodeDocument(row.id, row.value)), docId: row.id }));
+        const unit: WriteUnit = { readTs, documents: [], indexWrites, readSet: { documents: rows.map((row) => row.id) } };
+        try {
+          await shard.commit(unit);
+        } catch (error) {
+          if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
+          if (++conflicts >= MUTATION_ATTEMPTS_MAX) {
+            throw new CairnError("WRITE_CONFLICT", `backfilling ${tableName}.${index.name}: a batch lost ${conflicts} races with writes to its documents in a row; restart to resume`, {
+              cause: error,
+            });
+          }
+          continue;
+        }
+        conflicts = 0;
+        documents += rows.length;
+        options.onProgress?.({ table: tableName, index: index.name, documents: before + documents });
+        if (rows.length < INDEX_BACKFILL_BATCH_DOCUMENTS) break;
+        start = successorKey(rows[rows.length - 1]!.key);
+      }
+      return documents;
 }

@@ -48,5 +48,6 @@ export {
   type QueryRun,
   type RecordedQueryRun,
   type ShardAccess,
+  type ShardSet,
 } from "./FunctionRuntime.js";
 export { writeRangesOf } from "./writeRanges.js";

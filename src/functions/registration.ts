@@ -74,14 +74,26 @@ type ContextOf<Kind extends FunctionKind, S extends AnySchema> = Kind extends "q
 export interface FunctionDefinition<Kind extends FunctionKind, S extends AnySchema, Shape extends ObjectShape, Result> {
   readonly args?: Shape;
   readonly returns?: z.ZodType<Result>;
+  /**
+   * Mutations only: which shard the mutation runs on — the lane of this argument's value
+   * (or of what the function returns for the arguments), hashed like a shard-key field
+   * (DESIGN.md §10). Without it a mutation runs on shard 0. Every document it reads or
+   * writes must live on that shard (else CROSS_SHARD_MUTATION, nothing written).
+   */
+  readonly shardBy?: Kind extends "mutation" ? (keyof Shape & string) | ((args: z.output<z.ZodObject<Shape>>) => unknown) : never;
   readonly handler: (ctx: ContextOf<Kind, S>, args: z.output<z.ZodObject<Shape>>) => Result | Promise<Result>;
 }
+
+/** How a mutation picks its shard: an argument's value, or a function of the arguments. */
+export type ShardBy = { readonly kind: "arg"; readonly name: string } | { readonly kind: "function"; readonly of: (args: unknown) => unknown };
 
 export interface RegisteredFunction<Kind extends FunctionKind = FunctionKind, Args = unknown, Result = unknown> {
   readonly kind: Kind;
   readonly visibility: Visibility;
   readonly args: z.ZodType<Args>;
   readonly returns: z.ZodType<Result> | null;
+  /** Mutations: see FunctionDefinition.shardBy; null: shard 0. */
+  readonly shardBy: ShardBy | null;
   readonly handler: (ctx: never, args: Args) => Result | Promise<Result>;
 }
 
@@ -103,11 +115,20 @@ function builder<Kind extends FunctionKind, S extends AnySchema>(kind: Kind, vis
       visibility,
       args: z.strictObject(shape as Shape),
       returns: definition.returns ?? null,
+      shardBy: shardByOf(kind, shape, definition.shardBy),
       handler: definition.handler,
       [FUNCTION_BRAND]: true,
     };
     return registered as unknown as RegisteredFunction<Kind, z.output<z.ZodObject<Shape>>, Result>;
   };
+}
+
+function shardByOf(kind: FunctionKind, shape: object, shardBy: unknown): ShardBy | null {
+  if (shardBy === undefined) return null;
+  if (kind !== "mutation") throw new CairnError("SCHEMA_INVALID", `shardBy is for mutations; a ${kind} reads or runs across every shard`);
+  if (typeof shardBy === "function") return { kind: "function", of: shardBy as (args: unknown) => unknown };
+  if (typeof shardBy === "string" && Object.hasOwn(shape, shardBy)) return { kind: "arg", name: shardBy };
+  throw new CairnError("SCHEMA_INVALID", `mutation shardBy must name one of its arguments (${Object.keys(shape).join(", ") || "it has none"}) or be a function of them, not ${JSON.stringify(shardBy)}`);
 }
 
 export function functionsFor<S extends AnySchema>(_schema?: S) {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CairnError, isCasConflict } from "../base/errors.js";
 import type { Clock } from "../base/clock.js";
+import { SHARDS_MAX } from "../base/limits.js";
 import { randomHex, type Random } from "../base/random.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import { bucketLayout } from "./bucketLayout.js";
@@ -12,8 +13,6 @@ import { CasObject, jsonCasCodec, type CasSnapshot } from "./CasObject.js";
  * of another deployment is recognised and refused.
  */
 export const GLOBALS_FORMAT = 1;
-/** A deployment may have at most this many shards; each is a log and a SQLite file. */
-export const SHARDS_MAX = 256;
 
 export const globalsSchema = z.object({
   format: z.literal(GLOBALS_FORMAT),

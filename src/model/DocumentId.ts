@@ -1,11 +1,13 @@
 import { CairnError } from "../base/errors.js";
 import type { Random } from "../base/random.js";
+import { ROUTE_BYTES } from "./shardFor.js";
 
 /**
  * A document id: the table number it belongs to, 16 random bytes, and a 16-bit checksum,
  * rendered in lowercase Crockford base32 so it is URL-safe and case-insensitive.
  *
- * Binary layout: varint(tableNumber) ‖ 16 random bytes ‖ fletcher16(previous bytes).
+ * Binary layout: varint(tableNumber) ‖ 16 random bytes ‖ fletcher16(previous bytes). In
+ * a table with a shard key the first 8 "random" bytes are the document's route instead.
  * A typo, a truncated id or an id of another table is caught at parse time.
  */
 export type DocumentId = string & { readonly __brand: "DocumentId" };
@@ -30,8 +32,23 @@ for (const [index, char] of [...ALPHABET].entries()) {
   DECODE[char.toUpperCase().charCodeAt(0)] = index;
 }
 
-export function newDocumentId(tableNumber: number, random: Random): DocumentId {
-  return encodeDocumentId({ tableNumber, random: random.bytes(RANDOM_BYTES) });
+/**
+ * A new id of `tableNumber`. With a `route` (a document of a sharded table: see
+ * shardFor.ts) the route fills the first ROUTE_BYTES of the random bytes, so the id
+ * names its lane; the other 8 bytes stay random.
+ */
+export function newDocumentId(tableNumber: number, random: Random, route?: Uint8Array): DocumentId {
+  const bytes = random.bytes(RANDOM_BYTES);
+  if (route !== undefined) {
+    if (route.byteLength !== ROUTE_BYTES) throw new CairnError("INTERNAL", `a route has ${ROUTE_BYTES} bytes, not ${route.byteLength}`);
+    bytes.set(route, 0);
+  }
+  return encodeDocumentId({ tableNumber, random: bytes });
+}
+
+/** The route an id of a sharded table carries (the first ROUTE_BYTES of its random bytes). */
+export function routeOfId(parsed: ParsedDocumentId): Uint8Array {
+  return parsed.random.slice(0, ROUTE_BYTES);
 }
 
 export function encodeDocumentId(parsed: ParsedDocumentId): DocumentId {

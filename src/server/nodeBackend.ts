@@ -11,21 +11,26 @@ import type { ForwardedAnswer, WriteForwarder } from "./WriteForwarder.js";
 export interface NodeBackendOptions {
   /** The node's own runtime: queries always, writes while it writes the shard. */
   readonly local: SyncBackend;
-  /** The state of the shard the functions run on. */
-  readonly engineState: () => EngineState;
-  readonly forwarder: WriteForwarder;
+  /** The deployment's shard count. */
+  readonly shards: number;
+  /** The shard a client's call of mutation `path` runs on (throws what the call would: unknown function, bad args). */
+  readonly mutationShard: (path: string, args: Value) => number;
+  /** The state of `shard`'s engine here. */
+  readonly engineState: (shard: number) => EngineState;
+  /** Forwards to the writer of `shard`. */
+  readonly forwarder: (shard: number) => WriteForwarder;
   /**
-   * Whether this node is about to write the shard (it is acquiring at startup, or the
+   * Whether this node is about to write `shard` (it is acquiring at startup, or the
    * manifest names it: a poisoned engine re-acquiring). Writes then wait for that rather
    * than go to a writer that is this node.
    */
-  readonly becomingWriter: () => boolean;
-  /** Resolves true once the engine writes, false after `timeoutMs`. */
-  readonly awaitWriting: (timeoutMs: number) => Promise<boolean>;
+  readonly becomingWriter: (shard: number) => boolean;
+  /** Resolves true once this node writes `shard`, false after `timeoutMs`. */
+  readonly awaitWriting: (shard: number, timeoutMs: number) => Promise<boolean>;
   /** Resolves true once commits through `ts` are applied here and announced to sessions. */
   readonly waitForTs: (ts: number, timeoutMs: number) => Promise<boolean>;
-  /** The log grew (a write this node forwarded committed): poll it now. */
-  readonly wakeTail: () => void;
+  /** The log of `shard` grew (a write this node forwarded committed): poll it now. */
+  readonly wakeTail: (shard: number) => void;
   readonly nodeId: string;
   readonly random: Random;
   readonly visibleWaitMs?: number;
@@ -33,9 +38,11 @@ export interface NodeBackendOptions {
 
 /**
  * The backend behind a node's sessions and HTTP API, whatever its role (DESIGN.md §9):
- * queries run on the local materialization; mutations and actions run locally while the
- * node writes the shard and are forwarded to the writer otherwise. A role change (a
- * takeover, a demotion after a fence) needs no restart: each call looks at the engine.
+ * queries run on the local materialization; a mutation runs locally while the node writes
+ * its shard (the lane of its shardBy value) and is forwarded to that shard's writer
+ * otherwise; an action runs locally while the node writes every shard (its mutations may
+ * go to any), else on shard 0's writer. A role change (a takeover, a demotion after a
+ * fence) needs no restart: each call looks at the engines.
  *
  * Invariants:
  * - A forwarded mutation carries a receipt key (the client's, or one made here), so it
@@ -52,15 +59,19 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
   const forwardedClientId = `fwd-${options.nodeId}-${randomHex(options.random, 6)}`;
   let forwardedSeq = 0;
   const visibleWaitMs = options.visibleWaitMs ?? FORWARDED_WRITE_VISIBLE_WAIT_MS;
-  const writing = () => options.engineState().kind === "writing";
-  /** Writing now, or after waiting (bounded) for an acquire of this node's in progress. */
-  const writesHere = async () => writing() || (options.becomingWriter() && (await options.awaitWriting(visibleWaitMs)));
+  const writing = (shard: number) => options.engineState(shard).kind === "writing";
+  /** Writing `shard` now, or after waiting (bounded) for an acquire of this node's in progress. */
+  const writesHere = async (shard: number) => writing(shard) || (options.becomingWriter(shard) && (await options.awaitWriting(shard, visibleWaitMs)));
+  const writesEvery = async () => {
+    for (let shard = 0; shard < options.shards; shard++) if (!(await writesHere(shard))) return false;
+    return true;
+  };
 
-  const forwardMutation = async (path: string, args: Value, identity: Parameters<SyncBackend["runMutation"]>[2]): Promise<MutationRun> => {
+  const forwardMutation = async (shard: number, path: string, args: Value, identity: Parameters<SyncBackend["runMutation"]>[2]): Promise<MutationRun> => {
     const receipt = identity.clientId !== undefined && identity.seq !== undefined ? { clientId: identity.clientId, seq: identity.seq } : { clientId: forwardedClientId, seq: forwardedSeq++ };
-    const answer = await options.forwarder.mutation({ path, args: encodeValue(args), identity: identity.identity, ...receipt });
+    const answer = await options.forwarder(shard).mutation({ path, args: encodeValue(args), identity: identity.identity, ...receipt });
     const ts = answerTs(answer);
-    options.wakeTail();
+    options.wakeTail(shard);
     if (!(await options.waitForTs(ts, visibleWaitMs))) {
       throw new CairnError(
         "REPLICA_BEHIND",
@@ -81,18 +92,19 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     runMutation: async (path, args, callOptions) => {
       // Admin calls of internal functions run where they are sent: forwarding is for client calls.
       if (callOptions.internal === true) return local.runMutation(path, args, callOptions);
-      if (!(await writesHere())) return forwardMutation(path, args, callOptions);
+      const shard = options.mutationShard(path, args);
+      if (!(await writesHere(shard))) return forwardMutation(shard, path, args, callOptions);
       try {
         return await local.runMutation(path, args, callOptions);
       } catch (error) {
         const keyed = callOptions.clientId !== undefined && callOptions.seq !== undefined;
-        if (keyed && hasErrorCode(error, "FENCED") && !writing()) return forwardMutation(path, args, callOptions);
+        if (keyed && hasErrorCode(error, "FENCED") && !writing(shard)) return forwardMutation(shard, path, args, callOptions);
         throw error;
       }
     },
     runAction: async (path, args, callOptions) => {
-      if (callOptions.internal === true || (await writesHere())) return local.runAction(path, args, callOptions);
-      const answer = await options.forwarder.action({ path, args: encodeValue(args), identity: callOptions.identity });
+      if (callOptions.internal === true || (await writesEvery())) return local.runAction(path, args, callOptions);
+      const answer = await options.forwarder(0).action({ path, args: encodeValue(args), identity: callOptions.identity });
       return { value: decodeValue(answer.value) };
     },
     receipt: (clientId, seq) => local.receipt(clientId, seq),

@@ -142,32 +142,37 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
     const catalog: Catalog = role === "writer" ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
     log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);
-    // Tables live on shard 0 until the sharding issue routes them by shard key.
-    const engine = sharded.engines[0]!;
-    const runtime = new FunctionRuntime({ app, catalog, shard: engine });
-    log(`functions run on shard ${engine.shard}; tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number})`).join(", ")}`);
-    const local = runtimeBackend(sharded.deploymentId, runtime, engine);
-    const forwarder = new WriteForwarder({
-      adminKey: options.adminKey,
-      selfNodeId: nodeId,
-      writer: () => writerOf(engine.manifestCurrent),
-      refreshWriter: async () => writerOf(await engine.refreshManifest()),
-    });
+    const engines = sharded.engines;
+    const runtime = new FunctionRuntime({ app, catalog, shards: { shards: engines, get readTs() { return sharded.readTs; } } });
+    log(`functions run on ${engines.length} shard(s); tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number}${table.shardKey === null ? "" : `, sharded by ${table.shardKey}`})`).join(", ")}`);
+    const local = runtimeBackend(sharded.deploymentId, runtime, sharded);
+    const forwarders = engines.map(
+      (shardEngine) =>
+        new WriteForwarder({
+          adminKey: options.adminKey,
+          selfNodeId: nodeId,
+          writer: () => writerOf(shardEngine.manifestCurrent),
+          refreshWriter: async () => writerOf(await shardEngine.refreshManifest()),
+        }),
+    );
     let tailers: ShardTailer[] = [];
     let acquiringAtStart = role === "writer";
     const writingWaiters = new ConditionWaiters(clock);
-    const awaitWriting = (timeoutMs: number) => writingWaiters.wait(() => engine.state.kind === "writing", timeoutMs);
+    const awaitWriting = (shard: number, timeoutMs: number) => writingWaiters.wait(() => engines[shard]!.state.kind === "writing", timeoutMs);
     // An acquire ended (or the one at start failed): every waiter learns whether writes run here now.
     const writingChanged = () => writingWaiters.settleAll();
+    const writesEveryShard = () => engines.every((shardEngine) => shardEngine.state.kind === "writing");
     const backend = meteredBackend(
       nodeBackend({
         local,
-        engineState: () => engine.state,
-        forwarder,
-        becomingWriter: () => acquiringAtStart || engine.manifestCurrent.writer?.nodeId === nodeId,
+        shards: engines.length,
+        mutationShard: (path, args) => runtime.mutationShard(path, args),
+        engineState: (shard) => engines[shard]!.state,
+        forwarder: (shard) => forwarders[shard]!,
+        becomingWriter: (shard) => acquiringAtStart || engines[shard]!.manifestCurrent.writer?.nodeId === nodeId,
         awaitWriting,
         waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
-        wakeTail: () => tailers[0]?.wake(),
+        wakeTail: (shard) => tailers[shard]?.wake(),
         nodeId,
         random: systemRandom,
       }),
@@ -179,8 +184,11 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     stopping.push(() => sync.close(0));
     // The sync handler hears of every applied segment before anything else does (the
     // tailers' waiters and watermarks come after it: at-least-once invalidation).
-    engine.onSegmentApplied((segment) => sync.segmentApplied(segment));
-    engine.onRestored((ts) => sync.storeRestored(ts));
+    for (const shardEngine of engines) {
+      shardEngine.onSegmentApplied((segment) => sync.segmentApplied(segment));
+      shardEngine.onRestored((ts) => sync.storeRestored(ts));
+      shardEngine.onFrontierMoved(() => sync.frontierMoved());
+    }
     tailers = sharded.engines.map(
       (shardEngine) =>
         new ShardTailer({
@@ -208,7 +216,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           return;
         case "acquired":
           hintSender?.hint({ shard: event.shard, seqno: event.fenceSeqno, hash: event.fenceHash });
-          if (shardEngine === engine) writingChanged();
+          writingChanged();
           // A writer needs no watermark of its own (its GC would wait for it).
           void (tailers[event.shard]?.removeWatermark() ?? shardEngine.watermarkStore.remove(nodeId)).catch(() => undefined);
           return;
@@ -300,7 +308,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         acquiringAtStart = false;
         writingChanged();
       }
-      await backfill(catalog, engine, store, log);
+      await backfill(catalog, engines, store, log);
     }
     for (const tailer of tailers) tailer.start();
 
@@ -315,7 +323,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
               ...(options.leaseCheckIntervalMs !== undefined ? { checkIntervalMs: options.leaseCheckIntervalMs } : {}),
               onAcquired: () => {
                 log(`shard ${shardEngine.shard}: took over as the writer (epoch ${shardEngine.manifestCurrent.epoch})`);
-                if (shardEngine === engine) void backfill(catalog, engine, store, log).catch((error: unknown) => log(`index backfill failed: ${(error as Error).message}`));
+                if (writesEveryShard()) void backfill(catalog, engines, store, log).catch((error: unknown) => log(`index backfill failed: ${(error as Error).message}`));
               },
               onError: throttledLog(log, clock, `shard ${shardEngine.shard}: lease watch`),
             }),
@@ -406,10 +414,10 @@ function writerOf(manifest: Manifest): WriterLocation | null {
   return manifest.writer === null ? null : { nodeId: manifest.writer.nodeId, url: manifest.writer.url };
 }
 
-async function backfill(catalog: Catalog, engine: ShardEngine, store: ObjectStore, log: (line: string) => void): Promise<void> {
+async function backfill(catalog: Catalog, engines: readonly ShardEngine[], store: ObjectStore, log: (line: string) => void): Promise<void> {
   const backfilled = await backfillIndexes({
     catalog,
-    shard: engine,
+    shards: engines,
     store,
     random: systemRandom,
     onProgress: (progress) => log(`backfilling index ${progress.table}.${progress.index}: ${progress.documents} document(s)`),

@@ -127,6 +127,9 @@ export class ShardEngine {
   private currentState: EngineState = { kind: "following" };
   private queue: QueuedUnit[] = [];
   private inFlight: QueuedUnit[] = [];
+  /** Flushes (data or tick) between their start and their end: their stamps are not applied yet. */
+  private flushesRunning = 0;
+  private readonly frontierListeners = new Set<() => void>();
   private flushLoop: Promise<void> | null = null;
   private accepting = false;
   private tickRequested = false;
@@ -195,6 +198,18 @@ export class ShardEngine {
   /** The timestamp every read should use now: everything at or below it is applied locally. */
   get readTs(): number {
     return this.validator.position.lastMaxTs;
+  }
+
+  /**
+   * The highest ts through which this node knows the shard's log complete (DESIGN.md §5).
+   * A writer with no flush running is complete up to its hybrid clock: whatever it
+   * commits next is stamped later (the clock is the node's, shared by its shards). Else,
+   * and on a follower, the maxTs of the last applied segment. What a read across shards
+   * takes the minimum of.
+   */
+  get closedTs(): number {
+    if (this.currentState.kind === "writing" && this.flushesRunning === 0) return Math.max(this.readTs, this.options.hybridClock.last);
+    return this.readTs;
   }
 
   get local() {
@@ -574,6 +589,34 @@ export class ShardEngine {
 
   /** One flush: create, verify, apply locally, acknowledge. Never throws. */
   private async flushOrStop(epoch: number, batch: readonly QueuedUnit[], kind: "data" | "tick"): Promise<void> {
+    this.flushesRunning++;
+    try {
+      await this.flushNow(epoch, batch, kind);
+    } finally {
+      if (--this.flushesRunning === 0) this.notifyFrontierMoved();
+    }
+  }
+
+  /**
+   * Calls `listener` when `closedTs` may have moved without a segment being applied: the
+   * last running flush ended (its segment, if any, was announced before).
+   */
+  onFrontierMoved(listener: () => void): () => void {
+    this.frontierListeners.add(listener);
+    return () => this.frontierListeners.delete(listener);
+  }
+
+  private notifyFrontierMoved(): void {
+    for (const listener of this.frontierListeners) {
+      try {
+        listener();
+      } catch {
+        // An observer's failure must not change the engine's behaviour.
+      }
+    }
+  }
+
+  private async flushNow(epoch: number, batch: readonly QueuedUnit[], kind: "data" | "tick"): Promise<void> {
     let stamps: number[] = [];
     let segment: Segment;
     let fencedAfter: boolean;

@@ -109,9 +109,15 @@ export class ShardedStore {
     for (const engine of this.engines) await engine.acquire();
   }
 
-  /** One timestamp at which every shard's local copy is complete (DESIGN.md §5). */
+  /**
+   * One timestamp at which every shard's local copy is complete (DESIGN.md §5): with one
+   * shard its last applied ts, with several the minimum of their closed frontiers.
+   */
   get readTs(): number {
-    return Math.min(...this.engines.map((engine) => engine.readTs));
+    if (this.engines.length === 1) return this.engines[0]!.readTs;
+    let min = Number.POSITIVE_INFINITY;
+    for (const engine of this.engines) min = Math.min(min, engine.closedTs);
+    return min;
   }
 
   /**

@@ -61,9 +61,14 @@ interface SubscriptionRef {
  * O(written keys · log(ranges) + affected subscriptions), independent of how many
  * subscriptions it does not touch.
  *
- * Invariants: `currentTs` only grows and every announced commit at or below it has been
- * matched; sessions are in `sessions` from connect until closed, and their ranges leave
- * the index when they close.
+ * With several shards, a segment applied on one shard is announced only once every
+ * shard's frontier has passed it (the backend's readTs, DESIGN.md §5): until then a query
+ * could not read all shards at its ts. Segments wait in ts order; each Transition moves a
+ * session to one ts at which every shard is complete.
+ *
+ * Invariants: `currentTs` only grows, never passes the backend's readTs, and every
+ * announced commit at or below it has been matched; sessions are in `sessions` from
+ * connect until closed, and their ranges leave the index when they close.
  */
 export class SyncHandler {
   readonly backend: SyncBackend;
@@ -74,6 +79,8 @@ export class SyncHandler {
   private readonly listeners = new Map<string, Set<Session>>();
   private readonly shared = new SharedQueryRuns();
   private readonly recent = new RecentCommits();
+  /** Applied, not yet under the all-shard frontier; ascending ts. `null` writes: a restore. */
+  private readonly held: { readonly ts: number; readonly writes: readonly KeyRange[] | null }[] = [];
   private readonly clock: Clock;
   private readonly log: (line: string) => void;
   private readonly overLimitsMsMax: number;
@@ -115,16 +122,44 @@ export class SyncHandler {
     return { receive: (text) => session.receive(text), closed: () => session.close("socket closed") };
   }
 
-  /** A segment is applied locally (the engine's or a tailer's event): fan its writes out. */
+  /**
+   * A segment is applied locally (the engine's or a tailer's event): fan its writes out
+   * once every shard's frontier has passed it.
+   */
   segmentApplied(segment: Segment): void {
-    this.commitApplied(segment.header.maxTs, segmentWrites(segment));
+    this.hold(segment.header.maxTs, segmentWrites(segment));
   }
 
   /**
-   * The local state was replaced as a whole at `ts` (a replica restored a snapshot): no
-   * key list says what changed, so every subscription of every session re-runs there.
+   * A shard's local state was replaced as a whole at `ts` (a replica restored a
+   * snapshot): no key list says what changed, so every subscription of every session
+   * re-runs there (once every shard's frontier has passed it).
    */
   storeRestored(ts: number): void {
+    this.hold(ts, null);
+  }
+
+  /**
+   * Announces what the all-shard frontier passed, in ts order: call when a shard's
+   * frontier may have moved without a segment (a writer's idle shard).
+   */
+  frontierMoved(): void {
+    const frontier = this.backend.readTs;
+    while (this.held.length > 0 && this.held[0]!.ts <= frontier) {
+      const { ts, writes } = this.held.shift()!;
+      if (writes === null) this.replacedAt(ts);
+      else this.commitApplied(ts, writes);
+    }
+  }
+
+  private hold(ts: number, writes: readonly KeyRange[] | null): void {
+    let at = this.held.length;
+    while (at > 0 && this.held[at - 1]!.ts > ts) at--;
+    this.held.splice(at, 0, { ts, writes });
+    this.frontierMoved();
+  }
+
+  private replacedAt(ts: number): void {
     this.ts = Math.max(this.ts, ts);
     this.recent.replacedAt(ts);
     for (const session of this.sessions) session.storeReplaced(ts);
@@ -144,8 +179,11 @@ export class SyncHandler {
     this.frontierWaiters.notify();
   }
 
-  /** Writes applied at `ts` (all keys as points or ranges of the query keyspaces). */
-  commitApplied(ts: number, writes: readonly KeyRange[]): void {
+  /**
+   * Writes applied at `ts` (all keys as points or ranges of the query keyspaces), `ts` at
+   * or below the backend's readTs: announced now.
+   */
+  private commitApplied(ts: number, writes: readonly KeyRange[]): void {
     if (ts <= this.ts && writes.length === 0) return;
     this.ts = Math.max(this.ts, ts);
     this.recent.add(ts, writes);

@@ -6,4 +6,4 @@ export type { CallerOptions, SyncBackend } from "./SyncBackend.js";
 export type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
 export { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
 export { segmentWrites } from "./segmentWrites.js";
-export { runtimeBackend, type ServedShard } from "./runtimeBackend.js";
+export { runtimeBackend, type ServedShards } from "./runtimeBackend.js";

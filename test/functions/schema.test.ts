@@ -165,7 +165,7 @@ describe("an index added to a table with data", () => {
     const firstBatchDone = new Promise<void>((resolve) => (firstBatch = resolve));
     const backfill = backfillIndexes({
       catalog,
-      shard: node.engine,
+      shards: [node.engine],
       store: h.bucket,
       random: new SeededRandom(3),
       onProgress: (p) => {

@@ -15,6 +15,7 @@ import {
   isDocumentId,
   newDocumentId,
   parseDocumentId,
+  routeOfId,
 } from "../../src/model/DocumentId.js";
 import { codeOf } from "../support/errorCode.js";
 
@@ -147,5 +148,19 @@ describe("document ids", () => {
       expect(isDocumentId(text)).toBe(false);
     }
     expect(isDocumentId("not an id" as DocumentId)).toBe(false);
+  });
+
+  it("a routed id carries its route in the first 8 random bytes and is still an ordinary id of its table", () => {
+    const random = new SeededRandom(11);
+    const route = Uint8Array.from([1, 2, 3, 4, 5, 6, 7, 8]);
+    const ids = [newDocumentId(9, random, route), newDocumentId(9, random, route)];
+    expect(ids[0]).not.toBe(ids[1]); // the other 8 bytes are random
+    for (const id of ids) {
+      const parsed = parseDocumentId(id);
+      expect(parsed.tableNumber).toBe(9);
+      expect([...routeOfId(parsed)]).toEqual([...route]);
+      expect(isDocumentId(id)).toBe(true);
+    }
+    expect(codeOf(() => newDocumentId(9, random, new Uint8Array(7)))).toBe("INTERNAL");
   });
 });
