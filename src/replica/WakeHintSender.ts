@@ -84,6 +84,13 @@ export class WakeHintSender {
     this.targets = next;
   }
 
+  /** Adds (or updates) one replica to hint, keeping the others (a replica that announced itself). */
+  addTarget(target: WakeHintTarget): void {
+    const existing = this.targets.get(target.nodeId);
+    if (existing !== undefined && existing.target.url === target.url) return;
+    this.targets.set(target.nodeId, { target, inFlight: false, pending: new Map() });
+  }
+
   get targetCount(): number {
     return this.targets.size;
   }

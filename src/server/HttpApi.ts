@@ -25,6 +25,8 @@ export interface HttpApiOptions {
   readonly forwardedTo?: SyncBackend;
   /** Wake hints from the writer (`POST /api/internal/hint`); absent: hints are refused. */
   readonly hinted?: (hints: readonly WakeHint[]) => void;
+  /** A replica or standby announced itself (`POST /api/internal/peer`) instead of waiting to be found in the registry. */
+  readonly peerJoined?: (peer: { readonly nodeId: string; readonly url: string }) => void;
   /** Resolves true once the node's frontier reaches `ts` (a query's `minTs`). */
   readonly waitForTs?: (ts: number, timeoutMs: number) => Promise<boolean>;
   /** How long a query's `minTs` waits (default CONNECT_FRONTIER_WAIT_MS, as a session's Connect). */
@@ -43,6 +45,11 @@ const callSchema = z.strictObject({
 /** A call a replica forwards: the caller's identity as the replica verified it. */
 const forwardedSchema = callSchema.omit({ minTs: true }).extend({
   identity: z.looseObject({ subject: z.string().min(1), issuer: z.string().optional() }).nullable(),
+});
+
+const peerSchema = z.strictObject({
+  nodeId: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/),
+  url: z.url({ protocol: /^https?$/ }).max(2048),
 });
 
 const hintsSchema = z.strictObject({
@@ -127,6 +134,13 @@ export class HttpApi {
       const parsed = hintsSchema.safeParse(parseJson(await readBody(request)));
       if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid hints: ${z.prettifyError(parsed.error)}`);
       this.options.hinted(parsed.data.hints);
+      sendJson(response, 200, { ok: true });
+      return;
+    }
+    if (path === "/api/internal/peer") {
+      const parsed = peerSchema.safeParse(parseJson(await readBody(request)));
+      if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid peer: ${z.prettifyError(parsed.error)}`);
+      this.options.peerJoined?.({ nodeId: parsed.data.nodeId, url: parsed.data.url.endsWith("/") ? parsed.data.url : `${parsed.data.url}/` });
       sendJson(response, 200, { ok: true });
       return;
     }

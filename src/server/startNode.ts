@@ -111,6 +111,9 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   let serverUrl: string | null = null;
   const advertisedUrl = () => options.advertiseUrl ?? serverUrl;
   const events = new Set<(event: EngineEvent) => void>();
+  // Whether other nodes (replicas, standbys) read the shards' common frontier from the
+  // bucket: idle shards tick for them. From the registry, listed every registryIntervalMs.
+  let frontierReaders = false;
   const sharded = await ShardedStore.open({
     store,
     localDirectory: resolve(options.localDirectory),
@@ -120,6 +123,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     mustExist: role !== "writer",
     // A replica serves what it has at once; its first catch-up below may fail (and say so).
     catchUpOnOpen: role === "writer",
+    frontierWanted: () => frontierReaders,
     tuning: { clockSkewMsMax: maxClockSkewMs, ...options.engineTuning },
     onEvent: (event) => {
       metrics.engineEvent(event);
@@ -276,6 +280,12 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       metrics,
       forwardedTo: meteredBackend(local, metrics, clock),
       waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
+      peerJoined: (peer) => {
+        if (peer.nodeId === nodeId) return;
+        // It reads the shards' common frontier: idle shards tick from now on, not from the next registry listing.
+        frontierReaders = true;
+        hintSender?.addTarget(peer);
+      },
       ...(options.frontierWaitMs !== undefined ? { frontierWaitMs: options.frontierWaitMs } : {}),
       ...(hintsWanted ? { hinted: (hints) => hints.forEach((hint) => tailers[hint.shard]?.hinted(hint)) } : {}),
     });
@@ -365,15 +375,17 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     const refreshRegistry = async () => {
       try {
         await registry.register({ url: advertisedUrl(), role: nodeRole() }, clock.nowMs(), registryIntervalMs * 3);
-        if (hintSender !== null && sharded.engines.some((candidate) => candidate.state.kind === "writing")) {
+        if ((hintSender !== null || sharded.numShards > 1) && sharded.engines.some((candidate) => candidate.state.kind === "writing")) {
           const peers = await registry.live(clock.nowMs());
-          hintSender.setTargets(peers.filter((peer) => peer.url !== null).map((peer) => ({ nodeId: peer.nodeId, url: peer.url! })));
+          frontierReaders = peers.length > 0;
+          hintSender?.setTargets(peers.filter((peer) => peer.url !== null).map((peer) => ({ nodeId: peer.nodeId, url: peer.url! })));
         }
       } catch (error) {
         registryLog(error);
       }
     };
     await refreshRegistry();
+    if (role !== "writer") void announceToWriters(sharded, nodeId, advertisedUrl(), options.adminKey);
     const registryLoop = (async () => {
       while (!registryStop.signal.aborted) {
         try {
@@ -408,6 +420,35 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     await stopAll();
     throw error;
   }
+}
+
+/**
+ * Tells each shard's writer that this node follows it (`POST /api/internal/peer`), so that
+ * it hints it and ticks its idle shards at once rather than after its next registry
+ * listing (up to 30 s). Best-effort: the registry finds the node anyway.
+ */
+async function announceToWriters(sharded: ShardedStore, nodeId: string, url: string | null, adminKey: string | null): Promise<void> {
+  if (url === null || adminKey === null) return;
+  const writers = new Set<string>();
+  for (const engine of sharded.engines) {
+    const writer = engine.manifestCurrent.writer;
+    if (writer !== null && writer.nodeId !== nodeId && writer.url !== null) writers.add(writer.url);
+  }
+  await Promise.all(
+    [...writers].map(async (writerUrl) => {
+      try {
+        const response = await fetch(new URL("api/internal/peer", writerUrl), {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Admin ${adminKey}` },
+          body: JSON.stringify({ nodeId, url }),
+          signal: AbortSignal.timeout(2_000),
+        });
+        await response.body?.cancel();
+      } catch {
+        // The writer learns of this node from the registry instead.
+      }
+    }),
+  );
 }
 
 function writerOf(manifest: Manifest): WriterLocation | null {

@@ -133,7 +133,7 @@ export class ShardEngine {
   private flushLoop: Promise<void> | null = null;
   private accepting = false;
   private tickRequested = false;
-  private committedSinceHeartbeat = false;
+  private lastDataCommitTs = 0;
   /** On this node's monotonic clock: until when the lease is ours (for verify "lease"). */
   private leaseValidUntilMonotonicMs = 0;
   private drivers: AbortController | null = null;
@@ -334,7 +334,6 @@ export class ShardEngine {
     this.recentWrites.reset(fence.header.maxTs);
     this.currentState = { kind: "writing", epoch };
     this.accepting = true;
-    this.committedSinceHeartbeat = false;
     this.startDrivers();
     this.emit({ type: "acquired", shard: this.shard, epoch, fenceSeqno: fence.header.seqno, fenceHash: fence.hash });
   }
@@ -404,11 +403,25 @@ export class ShardEngine {
       this.manifest.heartbeat(owner, clock.nowMs(), this.tuning.leaseTtlMs, this.validator.position.nextSeqno - 1),
     );
     this.leaseValidUntilMonotonicMs = Math.max(this.leaseValidUntilMonotonicMs, sentAtMs + this.tuning.leaseTtlMs);
-    if (this.tuning.tickWhenIdle && this.accepting && !this.committedSinceHeartbeat) {
-      this.tickRequested = true;
-      this.kickFlush();
-    }
-    this.committedSinceHeartbeat = false;
+  }
+
+  /**
+   * The frontier driver's step: an idle shard whose frontier is below the node's newest
+   * commit elsewhere appends a tick, so readers of every shard's common frontier see that
+   * commit. Its own tick is no data commit: idle shards never keep each other ticking.
+   */
+  frontierTick(): void {
+    if (this.currentState.kind !== "writing" || !this.accepting || this.queue.length > 0 || this.flushesRunning > 0 || this.tickRequested) return;
+    if ((this.options.frontierWanted?.() ?? true) === false) return;
+    const newest = this.options.newestCommitTs?.() ?? this.lastDataTs;
+    if (newest <= this.readTs) return;
+    this.tickRequested = true;
+    this.kickFlush();
+  }
+
+  /** The maxTs of the last data segment this writer committed (0 before any). */
+  get lastDataTs(): number {
+    return this.lastDataCommitTs;
   }
 
   /** Writes a snapshot of the current local state and points the manifest at it. */
@@ -653,7 +666,9 @@ export class ShardEngine {
     this.settlePending(batch);
     this.inFlight = [];
     batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
-    if (kind === "data") this.committedSinceHeartbeat = true;
+    if (kind === "data") {
+      this.lastDataCommitTs = segment.header.maxTs;
+    }
     this.sinceSnapshot.segments++;
     this.sinceSnapshot.bytes += segment.bytes.byteLength;
     if (fencedAfter) {
@@ -776,6 +791,9 @@ export class ShardEngine {
     this.driverTasks = [];
     if (drivers.includes("heartbeat")) {
       this.driverTasks.push(this.driverLoop(controller.signal, "heartbeat", this.tuning.heartbeatIntervalMs, () => this.heartbeat()));
+    }
+    if (drivers.includes("frontier") && this.tuning.tickWhenIdle) {
+      this.driverTasks.push(this.driverLoop(controller.signal, "frontier", this.tuning.frontierTickMs, async () => this.frontierTick()));
     }
     if (drivers.includes("maintenance")) {
       this.driverTasks.push(

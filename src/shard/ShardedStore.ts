@@ -31,6 +31,8 @@ export interface ShardedStoreOptions {
   readonly mustExist?: boolean;
   /** See ShardEngineOptions.catchUpOnOpen (default true). */
   readonly catchUpOnOpen?: boolean;
+  /** See ShardEngineOptions.frontierWanted (default: always). */
+  readonly frontierWanted?: () => boolean;
 }
 
 export class ShardedStore {
@@ -71,6 +73,8 @@ export class ShardedStore {
             hybridClock,
             // Idle shards tick so that a cross-shard read frontier keeps moving.
             tuning: { tickWhenIdle: numShards > 1, ...options.tuning },
+            newestCommitTs: () => engines.reduce((newest, engine) => Math.max(newest, engine.lastDataTs), 0),
+            ...(options.frontierWanted ? { frontierWanted: options.frontierWanted } : {}),
             ...(options.onEvent ? { onEvent: options.onEvent } : {}),
             ...(options.catchUpOnOpen === false ? { catchUpOnOpen: false } : {}),
           }),

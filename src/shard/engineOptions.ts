@@ -43,9 +43,18 @@ export interface ShardEngineOptions {
    * up, reporting what stops it (an unreachable bucket, a corrupt segment) as staleness.
    */
   readonly catchUpOnOpen?: boolean;
+  /**
+   * The newest ts of a data commit on any shard this node writes (default: this shard's
+   * own). An idle shard behind it ticks (tickWhenIdle), so readers of the shards' common
+   * frontier see that commit.
+   */
+  readonly newestCommitTs?: () => number;
+  /** Whether anyone reads the shards' common frontier from the bucket (a replica); default true. Without, idle shards never tick. */
+  readonly frontierWanted?: () => boolean;
 }
 
-export const ENGINE_DRIVERS = ["heartbeat", "maintenance"] as const;
+/** "frontier": the idle-shard ticks of tickWhenIdle (it runs only with that on). */
+export const ENGINE_DRIVERS = ["heartbeat", "maintenance", "frontier"] as const;
 export type EngineDriver = (typeof ENGINE_DRIVERS)[number];
 
 export interface ShardEngineTuning {
@@ -94,10 +103,19 @@ export interface ShardEngineTuning {
   /** A consumer watermark older than this stops holding GC back. Default 24 h. */
   readonly consumerTtlMs: number;
   /**
-   * Append an empty tick segment every heartbeat when nothing was committed, so that an
-   * idle shard does not hold back a multi-shard read frontier. Default off (one shard).
+   * Close an idle shard's frontier with empty tick segments, so that it does not hold back
+   * a multi-shard read frontier (DESIGN.md §5): within frontierTickMs of a commit on
+   * another shard of this node (newestCommitTs above this shard's frontier), while
+   * someone reads that frontier (frontierWanted). No ticks while every shard is idle.
+   * Default off (one shard; ShardedStore turns it on for several).
    */
   readonly tickWhenIdle: boolean;
+  /**
+   * How soon an idle shard ticks after another shard's commit. Default 250 ms: while
+   * other shards commit continuously, an idle one costs at most 14,400 tick PUTs (and as
+   * many verifying GETs) an hour, ~$0.08 at S3 Standard prices; none while all are idle.
+   */
+  readonly frontierTickMs: number;
   /** Committed units remembered for optimistic-concurrency checks. Default 100,000. */
   readonly recentWritesUnitsMax: number;
   /** … and for at most this long; an older read snapshot re-runs. Default 60 s. */
@@ -135,6 +153,7 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   gcSweepEveryRuns: 60,
   consumerTtlMs: CONSUMER_TTL_MS_DEFAULT,
   tickWhenIdle: false,
+  frontierTickMs: 250,
   recentWritesUnitsMax: 100_000,
   recentWritesWindowMs: 60_000,
   historyRetentionMs: 60 * 60 * 1000,
@@ -170,6 +189,7 @@ const tuningSchema = z
     gcSweepEveryRuns: positive(),
     consumerTtlMs: positive(DURATION_MS_MAX),
     tickWhenIdle: z.boolean(),
+    frontierTickMs: positive(DURATION_MS_MAX),
     recentWritesUnitsMax: positive(100_000_000),
     recentWritesWindowMs: positive(DAY_MS),
     historyRetentionMs: nonNegative(DURATION_MS_MAX),

@@ -113,6 +113,11 @@ describe("the server", () => {
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: -1, seqno: 3 }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash: "ab".repeat(32) }] }, admin)).toMatchObject({ status: 200 });
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 4, verifying: true }] }, admin)).toMatchObject({ status: 200 });
+    expect(await post(server.url, "/api/internal/peer", { nodeId: "r1", url: "http://127.0.0.1:9/" })).toMatchObject({ status: 403 });
+    expect(await post(server.url, "/api/internal/peer", { nodeId: "r1", url: "http://127.0.0.1:9/" }, admin)).toMatchObject({ status: 200 });
+    for (const peer of [{ nodeId: "r:1", url: "http://127.0.0.1:9/" }, { nodeId: "r1", url: "ftp://x/" }, { nodeId: "r1" }, { nodeId: "r1", url: "http://x/", extra: 1 }]) {
+      expect(await post(server.url, "/api/internal/peer", peer, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+    }
     expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 4, verifying: false }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
     for (const hash of ["AB".repeat(32), "ab".repeat(31), 42, null]) {
       expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
