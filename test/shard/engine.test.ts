@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { hasErrorCode } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
-import { bucketLayout, parseSegmentSeqno } from "../../src/manifest/bucketLayout.js";
+import { parseSegmentSeqno } from "../../src/manifest/bucketLayout.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import { newDocumentId } from "../../src/model/DocumentId.js";
 import { documentIndexKey, encodeIndexKey } from "../../src/model/IndexKey.js";
