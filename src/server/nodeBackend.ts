@@ -92,7 +92,9 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     runMutation: async (path, args, callOptions) => {
       // Admin calls of internal functions run where they are sent: forwarding is for client calls.
       if (callOptions.internal === true) return local.runMutation(path, args, callOptions);
-      const shard = options.mutationShard(path, args);
+      // With several shards the arguments are validated here to route the call (and again
+      // where it runs); with one there is nothing to route.
+      const shard = options.shards === 1 ? 0 : options.mutationShard(path, args);
       if (!(await writesHere(shard))) return forwardMutation(shard, path, args, callOptions);
       try {
         return await local.runMutation(path, args, callOptions);

@@ -119,7 +119,7 @@ interface ReadRound {
    * The manifest read the round started once its first segment's GET had completed (the
    * round then goes on reading beside it), and how many of the segments had completed
    * before it was sent: the segments it may judge. Null when the round read nothing, or
-   * began with a vouched segment.
+   * began with a segment vouched for or announced (its vouch may spare the read).
    */
   readonly early: { readonly manifest: Promise<Manifest>; readonly covers: number } | null;
   readonly end:
