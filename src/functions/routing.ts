@@ -31,7 +31,8 @@ export function laneOfDocument(table: TableInfo, fields: Readonly<Record<string,
 }
 
 export function laneOfId(table: TableInfo, id: DocumentId, lanes: number): number {
-  return table.shardKey === null ? 0 : shardOfRoute(routeOfId(parseDocumentId(id)), lanes);
+  // One shard: nothing to decide, and no second parse of an id the catalog just parsed.
+  return table.shardKey === null || lanes === 1 ? 0 : shardOfRoute(routeOfId(parseDocumentId(id)), lanes);
 }
 
 /** The one lane a scan of `index` within `bounds` reads, or null when it must read all of them. */
