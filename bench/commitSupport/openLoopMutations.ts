@@ -3,7 +3,7 @@ import { randomInt } from "../../src/base/random.js";
 import type { DocumentVersion } from "../../src/local/index.js";
 import { newDocumentId, type DocumentId } from "../../src/model/DocumentId.js";
 import { documentIndexKey } from "../../src/model/IndexKey.js";
-import type { DocumentWrite, IndexWrite, ReadSet, WriteUnit } from "../../src/shard/WriteUnit.js";
+import type { DocumentWrite, IndexWrite, ReadSet, ReceiptWrite, WriteUnit } from "../../src/shard/WriteUnit.js";
 import { BENCH_INDEX_ID, BENCH_TABLE_NUMBER } from "./smallDocuments.js";
 
 /**
@@ -114,11 +114,11 @@ export class OpenLoopMutations {
     return { kind: "insert", unit, insertedId: id };
   }
 
-  private receipt(readId: DocumentId): { clientId: string; seq: number; result: string } {
+  private receipt(readId: DocumentId): ReceiptWrite {
     const client = randomInt(this.random, RECEIPT_CLIENTS);
     const seq = this.receiptSeqs[client]!;
     this.receiptSeqs[client] = seq + 1;
-    return { clientId: `bench-client-${client}`, seq, result: JSON.stringify({ read: readId }) };
+    return { clientId: `bench-client-${client}`, seq, result: JSON.stringify({ read: readId }), route: null };
   }
 }
 

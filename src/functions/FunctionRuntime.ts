@@ -10,6 +10,7 @@ import {
 import { SeededRandom, systemRandom, type Random } from "../base/random.js";
 import type { LocalStore } from "../local/index.js";
 import type { KeyRange } from "../model/KeyRange.js";
+import { shardOfRoute } from "../model/shardFor.js";
 import { validateValue, type Value } from "../model/Value.js";
 import { decodeValueText, encodeValueText } from "../model/ValueJson.js";
 import type { CommitResult, WriteUnit } from "../shard/WriteUnit.js";
@@ -22,7 +23,7 @@ import type { AnyFunction, Auth, UserIdentity } from "./registration.js";
 import { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
-import { laneOfValue } from "./routing.js";
+import { routeOfValue } from "./routing.js";
 
 /**
  * Runs an app's functions against the deployment's shards (DESIGN.md §7, §10).
@@ -32,7 +33,8 @@ import { laneOfValue } from "./routing.js";
  * - A mutation runs on one shard: the lane of its `shardBy` value (shard 0 without one).
  *   It reads that shard at the shard's own readTs and may touch nothing elsewhere
  *   (CROSS_SHARD_MUTATION, nothing written); its commit and its receipt go to that
- *   shard's log.
+ *   shard's log. The receipt records the route of the shardBy value (null without
+ *   shardBy), so that a reshard can move it to the mutation's lane under a new shard count.
  * - A mutation is a serializable transaction by optimistic concurrency: it runs against
  *   the snapshot at the shard's readTs, then commits its writes with its read set; the
  *   engine refuses the commit (WRITE_CONFLICT) if any write committed or queued after
@@ -137,6 +139,12 @@ export interface ActionRun {
 
 const CLIENT_ID_CHARS_MAX = 256;
 
+/** The lane a mutation runs on, and the route of its shardBy value (null: none, or not needed; see placementOf). */
+interface Placement {
+  readonly lane: number;
+  readonly route: Uint8Array | null;
+}
+
 /** A run that committed, or one to run again: after the commits issued up to `ticket` settle, in the lane of `laneKey`. */
 type Attempt =
   | { readonly kind: "done"; readonly run: MutationRun }
@@ -183,7 +191,7 @@ export class FunctionRuntime {
    */
   mutationShard(path: string, args: unknown = {}, options: CallOptions = {}): number {
     const fn = this.app.lookup(path, "mutation", { internal: options.internal === true });
-    return this.laneOf(path, fn, this.validateArgs(fn, args));
+    return this.placementOf(path, fn, this.validateArgs(fn, args), false).lane;
   }
 
   /** A receipt of (clientId, seq) in any shard's local store (a mutation's receipt lives on its lane). */
@@ -272,12 +280,12 @@ export class FunctionRuntime {
     receipt: ReceiptKey | null,
   ): Promise<MutationRun> {
     const nowMs = this.clock.nowMs();
-    const lane = this.laneOf(path, fn, args);
+    const { lane, route } = this.placementOf(path, fn, args, receipt !== null);
     // Drawn on the first ctx.random() call of the first run, then the same in every re-run.
     const seed = { value: null as number | null };
     let again = null as { laneKey: string; ticket: number } | null;
     for (let attempt = 1; attempt <= MUTATION_ATTEMPTS_MAX; attempt++) {
-      const run = (inLane: boolean) => this.attempt(path, fn, args, options, receipt, { lane, nowMs, seed, attempt, inLane });
+      const run = (inLane: boolean) => this.attempt(path, fn, args, options, receipt, { lane, route, nowMs, seed, attempt, inLane });
       const previous: { laneKey: string; ticket: number } | null = again;
       const outcome: Attempt =
         previous === null ? await run(false) : await this.inLane(previous.laneKey, () => this.afterBackoff(attempt, previous.ticket, () => run(true)));
@@ -295,7 +303,7 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { lane: number; nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
+    run: { lane: number; route: Uint8Array | null; nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
   ): Promise<Attempt> {
     if (receipt !== null) {
       // A re-run looks again: the commit it lost to may have been this very mutation, sent twice.
@@ -333,7 +341,7 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { lane: number; nowMs: number; seed: { value: number | null } },
+    run: { lane: number; route: Uint8Array | null; nowMs: number; seed: { value: number | null } },
   ): Promise<{ value: Value; readTs: number; writes: ReturnType<PendingWrites["toWrites"]>; unit: WriteUnit | null; laneKey: string }> {
     const readTs = this.shards.shards[run.lane]!.readTs;
     const recorder = new ReadRecorder();
@@ -353,7 +361,7 @@ export class FunctionRuntime {
       indexWrites,
       readSet: receipt === null ? recorder.readSet() : { ...recorder.readSet(), receipts: [{ clientId: receipt.clientId, seq: receipt.seq }] },
       ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
-      ...(receipt !== null ? { receipt: { clientId: receipt.clientId, seq: receipt.seq, result: encodeValueText(value) } } : {}),
+      ...(receipt !== null ? { receipt: { clientId: receipt.clientId, seq: receipt.seq, result: encodeValueText(value), route: run.route } } : {}),
     };
     return { value, readTs, writes, unit, laneKey };
   }
@@ -473,10 +481,15 @@ export class FunctionRuntime {
     }
   }
 
-  /** The shard a mutation with (validated) `args` runs on: its shardBy lane, or 0. */
-  private laneOf(path: string, fn: AnyFunction, args: unknown): number {
+  /**
+   * Where a mutation with (validated) `args` runs: its shardBy lane, or 0, with the route
+   * its receipt records. The route is null without shardBy, and with one shard unless
+   * `receiptWritten`: then the lane is 0 whatever the value, and hashing it would be
+   * wasted on a mutation that leaves no receipt.
+   */
+  private placementOf(path: string, fn: AnyFunction, args: unknown, receiptWritten: boolean): Placement {
     const shardBy = fn.shardBy;
-    if (shardBy === null) return 0;
+    if (shardBy === null) return { lane: 0, route: null };
     // Evaluated with one shard too, so that a shardBy that fails shows in development.
     let value: unknown;
     try {
@@ -488,7 +501,10 @@ export class FunctionRuntime {
         details: { path },
       });
     }
-    return this.shards.shards.length === 1 ? 0 : laneOfValue(value as Value | undefined, this.shards.shards.length);
+    const lanes = this.shards.shards.length;
+    if (lanes === 1 && !receiptWritten) return { lane: 0, route: null };
+    const route = routeOfValue(value as Value | undefined);
+    return { lane: shardOfRoute(route, lanes), route };
   }
 
   private validateArgs(fn: AnyFunction, args: unknown): unknown {

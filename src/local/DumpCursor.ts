@@ -70,10 +70,10 @@ const PHASES: readonly Phase[] = [
   },
   {
     kind: "receipts",
-    sql: `SELECT client_id, seq, ts, result FROM receipts ORDER BY client_id, seq`,
+    sql: `SELECT client_id, seq, ts, result, route FROM receipts ORDER BY client_id, seq`,
     toRecord: (row) => {
-      const { client_id, seq, ts, result } = row as ReceiptRow;
-      const record: ClientReceipt = { clientId: client_id, seq, ts, result };
+      const { client_id, seq, ts, result, route } = row as ReceiptRow;
+      const record: ClientReceipt = { clientId: client_id, seq, ts, result, route };
       return { record, bytes: ROW_OVERHEAD_BYTES + client_id.length + result.length };
     },
   },

@@ -42,6 +42,7 @@ export interface FoldJob {
     readonly seqs: number[];
     readonly ts: number[];
     readonly results: string[];
+    readonly routes: (Uint8Array | null)[];
   };
   /** UPDATE_META parameters: where the file stands once this fold committed. */
   readonly meta: ReturnType<typeof metaParameters>;
@@ -154,12 +155,13 @@ export function foldJobOf(generation: FrozenGeneration, minReadableTs: number): 
     }
   };
   for (const indexId of [...generation.indexes.keys()].sort((left, right) => left - right)) generation.indexes.get(indexId)!.forEach(pack);
-  const receipts: FoldJob["receipts"] = { clientIds: [], seqs: [], ts: [], results: [] };
+  const receipts: FoldJob["receipts"] = { clientIds: [], seqs: [], ts: [], results: [], routes: [] };
   for (const row of generation.receipts.values()) {
     receipts.clientIds.push(row.clientId);
     receipts.seqs.push(row.seq);
     receipts.ts.push(row.ts);
     receipts.results.push(row.result);
+    receipts.routes.push(row.route);
   }
   return {
     documents: { count: at, tableNumbers, ts: documentTs, prevTs, ids: ids.finish(), values: values.finish() },

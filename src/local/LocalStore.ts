@@ -459,7 +459,7 @@ export class LocalStore {
     const held = this.overlay.receipt(clientId, seq);
     if (held !== undefined) return held;
     const row = this.statements.receipt.get(clientId, seq);
-    return row === undefined ? null : { clientId: row.client_id, seq: row.seq, ts: row.ts, result: row.result };
+    return row === undefined ? null : { clientId: row.client_id, seq: row.seq, ts: row.ts, result: row.result, route: row.route };
   }
 
   /**

@@ -132,7 +132,7 @@ class Generation implements FrozenGeneration {
     }
     for (const row of batch.receipts) {
       if (row.ts < this.minTs) this.minTs = row.ts;
-      this.bytes += row.clientId.length + row.result.length;
+      this.bytes += row.clientId.length + row.result.length + (row.route?.byteLength ?? 0);
       this.receipts.set(receiptKey(row.clientId, row.seq), row);
     }
     this.batches.push(batch);

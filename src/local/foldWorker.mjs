@@ -63,7 +63,7 @@ function writeRows(statements, job) {
     parameters[offset + 3] = docIds(at);
   });
   for (let at = 0; at < receipts.clientIds.length; at++) {
-    statements.receipt.run(receipts.clientIds[at], receipts.seqs[at], receipts.ts[at], receipts.results[at]);
+    statements.receipt.run(receipts.clientIds[at], receipts.seqs[at], receipts.ts[at], receipts.results[at], receipts.routes[at]);
   }
   statements.meta.run(...job.meta);
 }

@@ -144,11 +144,12 @@ class StagingLoader {
       row.ts,
       row.docId,
     ]);
-    this.insertReceipts = new BatchedInsert<ClientReceipt>(db, "receipts", ["client_id", "seq", "ts", "result"], (row) => [
+    this.insertReceipts = new BatchedInsert<ClientReceipt>(db, "receipts", ["client_id", "seq", "ts", "result", "route"], (row) => [
       row.clientId,
       row.seq,
       row.ts,
       row.result,
+      row.route,
     ]);
     this.loadChunk = db.transaction((chunk: DumpChunk) => this.write(chunk));
   }

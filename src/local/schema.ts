@@ -20,11 +20,13 @@ import { LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_BYTES, LOCAL_PAGE_CACHE_KIB } from ".
  * - `documents_by_ts` serves `changes`, `maxTs` and pruning, which walk documents by time.
  *   Index entries have no such index (keeping it current cost a fifth of the fold rate):
  *   pruning sweeps them in key order instead (pruneHistory.ts).
+ * - `receipts.route` is the route of the mutation's shardBy value, NULL without one: what
+ *   a reshard needs to move the receipt to its lane under the new shard count (version 3).
  * - `meta` holds exactly one row (`singleton = 0`), with the schema version.
  */
 
 /** Bump when the layout changes; a file with another version is refused, never migrated silently. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 export type SqliteDatabase = Database.Database;
 
@@ -50,6 +52,7 @@ export function dataTablesSql(prefix: string): string {
       seq INTEGER NOT NULL,
       ts INTEGER NOT NULL,
       result TEXT NOT NULL,
+      route BLOB,
       PRIMARY KEY (client_id, seq)
     );`;
 }

@@ -34,6 +34,7 @@ export interface ReceiptRow {
   readonly seq: number;
   readonly ts: number;
   readonly result: string;
+  readonly route: Buffer | null;
 }
 
 export interface ScanRow {
@@ -125,7 +126,7 @@ const INDEX_ENTRIES: MultiRowInsert = {
   columns: ["index_id", "key", "ts", "doc_id"],
   textColumns: ["doc_id"],
 };
-const RECEIPTS: MultiRowInsert = { verb: "INSERT OR REPLACE", table: "receipts", columns: ["client_id", "seq", "ts", "result"] };
+const RECEIPTS: MultiRowInsert = { verb: "INSERT OR REPLACE", table: "receipts", columns: ["client_id", "seq", "ts", "result", "route"] };
 
 /**
  * What a fold writes (foldWorker.mjs). Writes overwrite by (key, ts), so a replayed
@@ -178,7 +179,7 @@ export class Statements {
       `SELECT table_number, id, ts, value, prev_ts FROM documents
        WHERE ts > ? AND ts <= ? ORDER BY ts, id LIMIT ?`,
     );
-    this.receipt = db.prepare(`SELECT client_id, seq, ts, result FROM receipts WHERE client_id = ? AND seq = ?`);
+    this.receipt = db.prepare(`SELECT client_id, seq, ts, result, route FROM receipts WHERE client_id = ? AND seq = ?`);
     this.maxTs = db.prepare<[], number | null>(`SELECT MAX(ts) FROM documents`).pluck();
     this.tsAfterRows = db
       .prepare<[number, number], number>(`SELECT ts FROM documents WHERE ts >= ? ORDER BY ts LIMIT 1 OFFSET ?`)

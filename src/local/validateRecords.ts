@@ -3,6 +3,7 @@ import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
 import { isCanonicalSpelling, parseDocumentId, parseDocumentIdOfTable } from "../model/DocumentId.js";
 import { validateIndexKey } from "../model/IndexKey.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { ROUTE_BYTES } from "../model/shardFor.js";
 
 /**
  * Checks on the records that `apply` and `restore` write, run over a whole batch before
@@ -104,6 +105,9 @@ function receiptProblem(row: ClientReceipt, rules: RecordRules): Problem | null 
   if (typeof row.clientId !== "string" || row.clientId.length === 0) return { reason: "clientId must be a non-empty string" };
   if (!Number.isSafeInteger(row.seq) || row.seq < 0) return { reason: `seq ${String(row.seq)} must be a non-negative integer` };
   if (typeof row.result !== "string") return { reason: "result must be JSON text" };
+  if (row.route !== null && !(row.route instanceof Uint8Array && row.route.byteLength === ROUTE_BYTES)) {
+    return { reason: `route must be null or a Uint8Array of ${ROUTE_BYTES} bytes` };
+  }
   return timestampProblem(row.ts, rules);
 }
 

@@ -38,4 +38,11 @@ export interface ClientReceipt {
   readonly ts: number;
   /** The mutation's return value or error, encoded as JSON text by the functions layer. */
   readonly result: string;
+  /**
+   * The route (ROUTE_BYTES bytes, model/shardFor) of the mutation's shardBy value, or
+   * null for a mutation without shardBy (it runs on lane 0). A receipt lives on its
+   * mutation's lane, `shardOfRoute(route, N)`; a reshard to another shard count moves it
+   * to that lane of the new count, which it cannot work out from the receipt otherwise.
+   */
+  readonly route: Uint8Array | null;
 }

@@ -1,5 +1,6 @@
 import type { DocumentId } from "../model/DocumentId.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { ROUTE_BYTES } from "../model/shardFor.js";
 import { ByteReader, ByteWriter } from "./ByteWriter.js";
 
 /**
@@ -11,7 +12,10 @@ import { ByteReader, ByteWriter } from "./ByteWriter.js";
  *   1 revision: varuint table, string id, varuint ts, varuint prevTs+1 (0 = none),
  *     u8 hasValue, [string value]
  *   2 index update: varuint indexId, bytes key, varuint ts, u8 hasDoc, [string docId]
- *   3 receipt: string clientId, varuint seq, varuint ts, string result
+ *   3 receipt (read only, written before receipts had routes): string clientId,
+ *     varuint seq, varuint ts, string result; decodes with route null
+ *   4 receipt with route: string clientId, varuint seq, varuint ts, string result,
+ *     bytes route (ROUTE_BYTES bytes, or empty for null)
  */
 export interface RecordBatch {
   readonly revisions: readonly DocumentRevision[];
@@ -23,7 +27,9 @@ export const EMPTY_RECORD_BATCH: RecordBatch = { revisions: [], indexUpdates: []
 
 const TAG_REVISION = 1;
 const TAG_INDEX_UPDATE = 2;
-const TAG_RECEIPT = 3;
+const TAG_RECEIPT_WITHOUT_ROUTE = 3;
+const TAG_RECEIPT = 4;
+const NO_ROUTE = new Uint8Array(0);
 
 export function encodeRecords(batch: RecordBatch, writer = new ByteWriter()): Buffer {
   for (const revision of batch.revisions) writeRevision(writer, revision);
@@ -65,6 +71,7 @@ export function writeReceipt(writer: ByteWriter, receipt: ClientReceipt): void {
   writer.varuint(receipt.seq);
   writer.varuint(receipt.ts);
   writer.string(receipt.result);
+  writer.bytes(receipt.route ?? NO_ROUTE);
 }
 
 /** Decodes records; throws RangeError on malformed input (callers add context). */
@@ -82,8 +89,11 @@ export function decodeRecords(payload: Buffer): RecordBatch {
       case TAG_INDEX_UPDATE:
         indexUpdates.push(readIndexUpdate(reader));
         break;
+      case TAG_RECEIPT_WITHOUT_ROUTE:
+        receipts.push(readReceipt(reader, false));
+        break;
       case TAG_RECEIPT:
-        receipts.push(readReceipt(reader));
+        receipts.push(readReceipt(reader, true));
         break;
       default:
         throw new RangeError(`unknown record tag ${tag}`);
@@ -109,12 +119,20 @@ function readIndexUpdate(reader: ByteReader): IndexUpdate {
   return { indexId, key, ts, docId };
 }
 
-function readReceipt(reader: ByteReader): ClientReceipt {
+function readReceipt(reader: ByteReader, hasRoute: boolean): ClientReceipt {
   const clientId = reader.string();
   const seq = reader.varuint();
   const ts = reader.varuint();
   const result = reader.string();
-  return { clientId, seq, ts, result };
+  const route = hasRoute ? readRoute(reader) : null;
+  return { clientId, seq, ts, result, route };
+}
+
+function readRoute(reader: ByteReader): Uint8Array | null {
+  const route = reader.bytes();
+  if (route.byteLength === 0) return null;
+  if (route.byteLength !== ROUTE_BYTES) throw new RangeError(`a receipt's route has ${ROUTE_BYTES} bytes, not ${route.byteLength}`);
+  return route;
 }
 
 function readFlag(reader: ByteReader): boolean {

@@ -3,6 +3,7 @@ import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
 import type { DocumentId } from "../model/DocumentId.js";
 import type { RecordBatch } from "../segments/recordCodec.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { ROUTE_BYTES } from "../model/shardFor.js";
 
 /**
  * What the functions layer hands the shard engine: one transaction's writes, computed
@@ -28,6 +29,8 @@ export interface ReceiptWrite {
   readonly clientId: string;
   readonly seq: number;
   readonly result: string;
+  /** The route of the mutation's shardBy value; null without shardBy (see ClientReceipt). */
+  readonly route: Uint8Array | null;
 }
 
 /** A key a unit wrote, as seen by optimistic-concurrency checks. */
@@ -84,7 +87,7 @@ export function unitBytes(unit: WriteUnit): number {
   let bytes = 16;
   for (const write of unit.documents) bytes += 48 + write.id.length + (write.value?.length ?? 0) * 3;
   for (const write of unit.indexWrites) bytes += 48 + write.key.byteLength + (write.docId?.length ?? 0);
-  if (unit.receipt) bytes += 32 + unit.receipt.clientId.length * 3 + unit.receipt.result.length * 3;
+  if (unit.receipt) bytes += 32 + ROUTE_BYTES + unit.receipt.clientId.length * 3 + unit.receipt.result.length * 3;
   return bytes;
 }
 
@@ -175,11 +178,14 @@ function checkReadSet(readSet: ReadSet): void {
 
 function checkReceiptWrite(receipt: ReceiptWrite): void {
   if (typeof receipt !== "object" || receipt === null) throw invalidUnit("receipt must be an object");
-  const { clientId, seq, result } = receipt;
+  const { clientId, seq, result, route } = receipt;
   if (typeof clientId !== "string" || clientId.length === 0 || !Number.isSafeInteger(seq) || seq < 0) {
     throw invalidUnit("a receipt needs a non-empty clientId and a non-negative integer seq");
   }
   if (typeof result !== "string") throw invalidUnit("a receipt's result must be JSON text");
+  if (route !== null && !(route instanceof Uint8Array && route.byteLength === ROUTE_BYTES)) {
+    throw invalidUnit(`a receipt's route must be null or a Uint8Array of ${ROUTE_BYTES} bytes`);
+  }
 }
 
 function invalidUnit(reason: string): CairnError {

@@ -4,7 +4,8 @@
  * documents go to the lane of their shard key (and their ids name it), mutations commit
  * on the lane of their shardBy value, queries merge every lane at one ts (asc, desc,
  * take, pagination), a mutation that would touch two shards is refused and writes
- * nothing, and a shard key never changes.
+ * nothing, a shard key never changes, and a mutation's receipt records its shardBy
+ * value's route (null without shardBy), one shard or several.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { hasErrorCode } from "../../src/base/errors.js";
@@ -12,7 +13,7 @@ import { SeededRandom } from "../../src/base/random.js";
 import { App } from "../../src/functions/App.js";
 import { resolveCatalog } from "../../src/functions/catalog.js";
 import { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
-import { laneOfValue } from "../../src/functions/routing.js";
+import { laneOfValue, routeOfValue } from "../../src/functions/routing.js";
 import { parseDocumentId, routeOfId, type DocumentId } from "../../src/model/DocumentId.js";
 import { shardOfRoute } from "../../src/model/shardFor.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
@@ -29,10 +30,10 @@ describe.each([memoryBucket, s3EndpointBucket])("a runtime over 3 shards on $nam
     for (const close of closing.splice(0).reverse()) await close();
   });
 
-  async function setup() {
+  async function setup(numShards = SHARDS) {
     const bucket = await factory.open();
     closing.push(() => bucket.close());
-    const sharded = await ShardedStore.open({ store: bucket.store, localDirectory: ":memory:", nodeId: "w", numShards: SHARDS, random: new SeededRandom(1) });
+    const sharded = await ShardedStore.open({ store: bucket.store, localDirectory: ":memory:", nodeId: "w", numShards, random: new SeededRandom(1) });
     closing.push(() => sharded.close());
     await sharded.acquireAll();
     const app = App.fromModule(shardedApp, "sharded test app");
@@ -42,6 +43,14 @@ describe.each([memoryBucket, s3EndpointBucket])("a runtime over 3 shards on $nam
   }
 
   const shardOf = (channel: string) => laneOfValue(channel, SHARDS);
+
+  /** The lanes whose local store holds the receipt (clientId, seq), with the route each holds (hex). */
+  function receiptHolders(sharded: ShardedStore, clientId: string, seq: number): { lane: number; route: string | null }[] {
+    return sharded.engines.flatMap((engine, lane) => {
+      const found = engine.local.receipt(clientId, seq);
+      return found === null ? [] : [{ lane, route: found.route === null ? null : hex(found.route) }];
+    });
+  }
 
   it("puts each document on its shard key's lane, with the route in its id; get and q.eq go to that lane", async () => {
     const { sharded, runtime } = await setup();
@@ -135,4 +144,34 @@ describe.each([memoryBucket, s3EndpointBucket])("a runtime over 3 shards on $nam
     expect(runtime.mutationShard("messages:send", { channel, n: 3, body: "once" })).toBe(shardOf(channel));
     expect((await runtime.runQuery("messages:inChannel", { channel })).value).toEqual([3]);
   });
+
+  it("records in a mutation's receipt the route of its shardBy value, on the lane of that route; null, on lane 0, without shardBy", async () => {
+    const { sharded, runtime } = await setup();
+    // One channel per lane, so that every lane gets a receipt.
+    const onEachLane = [0, 1, 2].map((lane) => CHANNELS.find((channel) => shardOf(channel) === lane)!);
+    for (const [seq, channel] of onEachLane.entries()) {
+      await runtime.runMutation("messages:send", { channel, n: seq, body: "x" }, { clientId: "c", seq });
+      const route = routeOfValue(channel);
+      expect(receiptHolders(sharded, "c", seq)).toEqual([{ lane: shardOfRoute(route, SHARDS), route: hex(route) }]);
+    }
+    // A shardBy function's value is routed the same way.
+    const channel = onEachLane[2]!;
+    await runtime.runMutation("messages:countIn", { channel }, { clientId: "c", seq: 10 });
+    expect(receiptHolders(sharded, "c", 10)).toEqual([{ lane: 2, route: hex(routeOfValue(channel)) }]);
+    await runtime.runMutation("settings:set", { name: "a", value: "b" }, { clientId: "c", seq: 11 });
+    expect(receiptHolders(sharded, "c", 11)).toEqual([{ lane: 0, route: null }]);
+  });
+
+  it("records the route with one shard too, where every mutation runs on lane 0", async () => {
+    const { sharded, runtime } = await setup(1);
+    const channel = CHANNELS[1]!;
+    await runtime.runMutation("messages:send", { channel, n: 1, body: "x" }, { clientId: "c", seq: 1 });
+    expect(receiptHolders(sharded, "c", 1)).toEqual([{ lane: 0, route: hex(routeOfValue(channel)) }]);
+    await runtime.runMutation("settings:set", { name: "a", value: "b" }, { clientId: "c", seq: 2 });
+    expect(receiptHolders(sharded, "c", 2)).toEqual([{ lane: 0, route: null }]);
+  });
 });
+
+function hex(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString("hex");
+}

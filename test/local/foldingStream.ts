@@ -25,7 +25,7 @@ export function streamBatch(seqno: number): ApplyBatch {
       { indexId: 1, key: encodeIndexKey([seqno * STREAM_BATCH_DOCUMENTS + n, id]), ts, docId: id },
       { indexId: 2, key: encodeIndexKey([`label-${n % 97}`, id]), ts, docId: id },
     ]),
-    receipts: [{ clientId: "stream", seq: seqno, ts, result: `{"seqno":${seqno}}` }],
+    receipts: [{ clientId: "stream", seq: seqno, ts, result: `{"seqno":${seqno}}`, route: null }],
     meta: { appliedSeqno: seqno, epoch: 1, lastHash: `h${seqno}`, frontierTs: ts },
   };
 }

@@ -69,8 +69,8 @@ export function entry(indexId: number, keyBytes: Uint8Array, ts: number, docId: 
   return { indexId, key: keyBytes, ts, docId };
 }
 
-export function receipt(clientId: string, seq: number, ts: number, result = '{"ok":true}'): ClientReceipt {
-  return { clientId, seq, ts, result };
+export function receipt(clientId: string, seq: number, ts: number, result = '{"ok":true}', route: Uint8Array | null = null): ClientReceipt {
+  return { clientId, seq, ts, result, route };
 }
 
 export function batch(parts: Partial<ApplyBatch> & { meta?: MetaUpdate }): ApplyBatch {

@@ -268,7 +268,7 @@ class Run {
       const ghost = GHOSTS[randomInt(this.random, GHOSTS.length)]!;
       indexUpdates.push({ indexId: 1, key: keyOf(1, { n: randomInt(this.random, 5), label: "" }, ghost), ts, docId: ghost });
     }
-    if (this.random.float() < 0.4) receipts.push({ clientId: `client-${randomInt(this.random, 3)}`, seq: this.nextClientSeq++, ts, result: `{"at":${ts}}` });
+    if (this.random.float() < 0.4) receipts.push({ clientId: `client-${randomInt(this.random, 3)}`, seq: this.nextClientSeq++, ts, result: `{"at":${ts}}`, route: null });
     const seqno = this.model.meta.appliedSeqno + 1;
     return { revisions, indexUpdates, receipts, meta: { appliedSeqno: seqno, epoch: 1 + (seqno >> 4), lastHash: `h${seqno}`, frontierTs: ts } };
   }

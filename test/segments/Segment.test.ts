@@ -25,7 +25,7 @@ function records(count: number, ts: number, valueBytes = 20): RecordBatch {
   return {
     revisions,
     indexUpdates: revisions.map((revision) => ({ indexId: 9, key: new Uint8Array([1, 2, 0, 255]), ts, docId: revision.id })),
-    receipts: [{ clientId: "client-é", seq: 12, ts, result: '{"ok":true}' }],
+    receipts: [{ clientId: "client-é", seq: 12, ts, result: '{"ok":true}', route: null }],
   };
 }
 

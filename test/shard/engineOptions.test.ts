@@ -140,7 +140,7 @@ describe("retention", () => {
       readTs: a.engine.readTs,
       documents: [{ tableNumber: TABLE, id, value: JSON.stringify({ v: 2 }), prevTs: first.ts }],
       indexWrites: [],
-      receipt: { clientId: "client", seq: 2, result: '"ok"' },
+      receipt: { clientId: "client", seq: 2, result: '"ok"', route: null },
     });
     expect(a.local.get(id, first.ts)?.value).toBe(JSON.stringify({ v: 1 }));
     h.clock.advance(100_000); // now 130 s after the first commit

@@ -222,7 +222,7 @@ async function openAccounts(
         readTs: node.engine.readTs,
         documents: accounts.map((id) => ({ tableNumber: TABLE, id, value: balanceText(INITIAL_BALANCE), prevTs: null })),
         indexWrites: [],
-        receipt: { clientId: node.name, seq, result: JSON.stringify({ open: true }) },
+        receipt: { clientId: node.name, seq, result: JSON.stringify({ open: true }), route: null },
       });
       outcomes.set(key, { kind: "acknowledged", ts: result.ts });
       return;
@@ -312,7 +312,7 @@ async function transfer(node: SimNode, context: RunContext): Promise<void> {
       { tableNumber: TABLE, id: to, value: balanceText(balanceOf(toDoc.value) + amount), prevTs: toDoc.ts },
     ],
     indexWrites: [],
-    receipt: { clientId: node.name, seq, result: JSON.stringify({ from, to, amount }) },
+    receipt: { clientId: node.name, seq, result: JSON.stringify({ from, to, amount }), route: null },
     conflictsWith: (written) => written.kind === "document" && (written.id === from || written.id === to),
   };
   context.outcomes.set(key, { kind: "pending" });

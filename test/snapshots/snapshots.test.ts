@@ -6,6 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { SeededRandom } from "../../src/base/random.js";
+import { routeOfValue } from "../../src/functions/routing.js";
 import { LocalStore } from "../../src/local/index.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { newDocumentId, type DocumentId } from "../../src/model/DocumentId.js";
@@ -30,7 +31,9 @@ function openLocal(): LocalStore {
   return local;
 }
 
-/** A local store holding `count` documents (each ~200 bytes, one index entry) and a receipt. */
+const ROUTE = routeOfValue("channel-3");
+
+/** A local store holding `count` documents (each ~200 bytes, one index entry) and two receipts, one with a route. */
 function populated(count: number): { local: LocalStore; ids: DocumentId[] } {
   const local = openLocal();
   const ids = Array.from({ length: count }, () => newDocumentId(1, random));
@@ -38,7 +41,10 @@ function populated(count: number): { local: LocalStore; ids: DocumentId[] } {
   local.apply({
     revisions: ids.map((id, index) => ({ tableNumber: 1, id, ts, value: JSON.stringify({ index, pad: "p".repeat(180) }), prevTs: null })),
     indexUpdates: ids.map((id, index) => ({ indexId: 4, key: documentIndexKey([index], ts, id), ts, docId: id })),
-    receipts: [{ clientId: "client", seq: 1, ts, result: '"done"' }],
+    receipts: [
+      { clientId: "client", seq: 1, ts, result: '"done"', route: null },
+      { clientId: "client", seq: 2, ts, result: '"routed"', route: ROUTE },
+    ],
     meta: { appliedSeqno: 41, epoch: 3, lastHash: "a".repeat(64), frontierTs: ts },
   });
   return { local, ids };
@@ -72,7 +78,8 @@ describe("snapshots", () => {
     for (const id of [ids[0]!, ids[1_500]!, ids[2_999]!]) expect(target.get(id, 1_000)).toEqual(local.get(id, 1_000));
     const all = { start: new Uint8Array(0), end: null };
     expect(target.count(4, all, 1_000)).toBe(3_000);
-    expect(target.receipt("client", 1)).toMatchObject({ result: '"done"' });
+    expect(target.receipt("client", 1)).toMatchObject({ result: '"done"', route: null });
+    expect(Buffer.from(target.receipt("client", 2)!.route!)).toEqual(Buffer.from(ROUTE));
   });
 
   it("refuses a part with a flipped byte and keeps the old local state", async () => {

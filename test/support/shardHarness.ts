@@ -182,7 +182,7 @@ export function insertUnit(engine: ShardEngine, id: DocumentId, body: unknown, r
     readTs: engine.readTs,
     documents: [{ tableNumber: TABLE, id, value: JSON.stringify(body), prevTs: null }],
     indexWrites: [],
-    ...(receipt ? { receipt: { ...receipt, result: '"ok"' } } : {}),
+    ...(receipt ? { receipt: { ...receipt, result: '"ok"', route: null } } : {}),
   };
 }
 
