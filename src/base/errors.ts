@@ -71,6 +71,13 @@ export const ERROR_CODES = {
   SNAPSHOT_MISSING: "Conflict",
   LOG_GAP: "Corruption",
   LEASE_HELD: "Conflict",
+  /** Another reshard holds the deployment's reshard lock. */
+  RESHARD_IN_PROGRESS: "Conflict",
+  /** The deployment's layout changed under this process (a reshard switched globals). */
+  DEPLOYMENT_RESHARDED: "Fenced",
+  /** Data a reshard read does not route the way the schema catalog says it should. */
+  RESHARD_DATA_MISMATCH: "InvalidInput",
+  RESHARD_LOCK_INVALID: "Corruption",
   FENCED: "Fenced",
   ENGINE_POISONED: "Unavailable",
   ENGINE_CLOSED: "Unavailable",

@@ -5,6 +5,7 @@ import { systemRandom } from "../base/random.js";
 import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT } from "../gc/ConsumerWatermarks.js";
 import { planGarbage, type GarbagePlan, type GarbageReport } from "../gc/collectGarbage.js";
 import { openGlobals } from "../manifest/Globals.js";
+import { generationStore } from "../manifest/layoutGeneration.js";
 import { ShardManifest } from "../manifest/ShardManifest.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
 import { ShardedStore } from "../shard/ShardedStore.js";
@@ -28,12 +29,13 @@ export async function gcCommand(options: GcOptions): Promise<void> {
   try {
     if (options.dryRun) {
       const globals = await openGlobals(store, { clock: systemClock, random: systemRandom, mustExist: true });
-      const { deploymentId, numShards } = globals.value;
+      const { deploymentId, numShards, generation } = globals.value;
+      const shardStore = generationStore(store, generation);
       for (let shard = 0; shard < numShards; shard++) {
-        const manifest = await new ShardManifest(store, shard, deploymentId, systemRandom).refresh();
+        const manifest = await new ShardManifest(shardStore, shard, deploymentId, systemRandom).refresh();
         const plan = await planGarbage(manifest, {
-          store,
-          watermarks: new ConsumerWatermarks(store, shard, systemRandom),
+          store: shardStore,
+          watermarks: new ConsumerWatermarks(shardStore, shard, systemRandom),
           nowMs: systemClock.nowMs(),
           consumerTtlMs: CONSUMER_TTL_MS_DEFAULT,
           sweep: true,

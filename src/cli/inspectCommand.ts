@@ -2,6 +2,7 @@ import { systemClock } from "../base/clock.js";
 import { systemRandom } from "../base/random.js";
 import { bucketLayout, parseSegmentSeqno } from "../manifest/bucketLayout.js";
 import { openGlobals } from "../manifest/Globals.js";
+import { generationStore } from "../manifest/layoutGeneration.js";
 import { ShardManifest } from "../manifest/ShardManifest.js";
 import { openObjectStore } from "../objectstore/index.js";
 
@@ -10,15 +11,19 @@ export async function inspectCommand(options: { readonly store: string }): Promi
   const store = await openObjectStore(options.store);
   try {
     const globals = await openGlobals(store, { clock: systemClock, random: systemRandom, mustExist: true });
-    const { deploymentId, numShards, createdAt } = globals.value;
-    const lines = [`deployment ${deploymentId}: ${numShards} shard(s), created ${new Date(createdAt).toISOString()}`];
+    const { deploymentId, numShards, createdAt, generation, retired } = globals.value;
+    const shardStore = generationStore(store, generation);
+    const retiredNote = retired.length === 0 ? "" : `; retired generation(s) not yet deleted: ${retired.map((old) => old.generation).join(", ")}`;
+    const lines = [
+      `deployment ${deploymentId}: ${numShards} shard(s), layout generation ${generation}, created ${new Date(createdAt).toISOString()}${retiredNote}`,
+    ];
     for (let shard = 0; shard < numShards; shard++) {
-      const manifest = new ShardManifest(store, shard, deploymentId, systemRandom);
+      const manifest = new ShardManifest(shardStore, shard, deploymentId, systemRandom);
       const current = await manifest.refresh();
       let first: number | null = null;
       let last: number | null = null;
       let segments = 0;
-      for await (const entry of store.list(bucketLayout.logPrefix(shard))) {
+      for await (const entry of shardStore.list(bucketLayout.logPrefix(shard))) {
         const seqno = parseSegmentSeqno(shard, entry.key);
         if (seqno === null) continue;
         first ??= seqno;

@@ -4,6 +4,7 @@ import { serveCommand } from "./serveCommand.js";
 import { inspectCommand } from "./inspectCommand.js";
 import { verifyCommand } from "./verifyCommand.js";
 import { gcCommand } from "./gcCommand.js";
+import { reshardCommand } from "./reshardCommand.js";
 
 /**
  * `cairn` — the command-line entry. `npm start` runs `cairn serve` on the embedded
@@ -87,6 +88,12 @@ storeCommand("verify", "check every shard's manifest, log and snapshot (checksum
 withLocal(storeCommand("gc", "run one garbage-collection pass on every shard (takes and returns each shard's lease)"))
   .option("--dry-run", "only print what a pass would delete now; takes no lease, writes nothing")
   .action(gcCommand);
+
+storeCommand("reshard", "move a stopped deployment to another shard count (every node must be stopped; safe to re-run)")
+  .requiredOption("--to <n>", "the new shard count", positiveInteger)
+  .option("--work-dir <dir>", "directory for the temporary SQLite copies of the old shards (default: a fresh one under the OS temp directory)")
+  .option("--lock-ttl-ms <ms>", "how long the reshard lock (and the old shards' leases) outlive a reshard that stopped renewing them", milliseconds, 30_000)
+  .action(reshardCommand);
 
 program.parseAsync().catch((error: unknown) => {
   const code = (error as { code?: string }).code;

@@ -2,6 +2,7 @@ import { systemClock } from "../base/clock.js";
 import { CairnError } from "../base/errors.js";
 import { systemRandom } from "../base/random.js";
 import { openGlobals } from "../manifest/Globals.js";
+import { generationStore } from "../manifest/layoutGeneration.js";
 import { openObjectStore } from "../objectstore/index.js";
 import { verifyShard, type ShardVerification } from "../shard/verifyShard.js";
 import { throttled } from "./progressReporter.js";
@@ -19,17 +20,18 @@ export async function verifyCommand(options: VerifyOptions): Promise<void> {
   const store = await openObjectStore(options.store);
   try {
     const globals = await openGlobals(store, { clock: systemClock, random: systemRandom, mustExist: true });
-    const { deploymentId, numShards } = globals.value;
+    const { deploymentId, numShards, generation } = globals.value;
+    const shardStore = generationStore(store, generation);
     if (options.shard !== undefined && options.shard >= numShards) {
       throw new CairnError("INVALID_ARGUMENT", `no shard ${options.shard}: the deployment has ${numShards} (0..${numShards - 1})`);
     }
     const shards = options.shard === undefined ? [...Array(numShards).keys()] : [options.shard];
-    process.stdout.write(`deployment ${deploymentId}: ${numShards} shard(s), verifying ${shards.length}\n`);
+    process.stdout.write(`deployment ${deploymentId}: ${numShards} shard(s) (layout generation ${generation}), verifying ${shards.length}\n`);
     const progress = throttled((line: string) => process.stderr.write(`${line}\n`));
     let problems = 0;
     for (const shard of shards) {
       const report = await verifyShard({
-        store,
+        store: shardStore,
         deploymentId,
         shard,
         onProgress: (step) => progress(`shard ${step.shard}: ${step.phase === "log" ? "segment" : "snapshot part"} ${step.done}/${step.total}`),

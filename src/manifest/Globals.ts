@@ -22,6 +22,34 @@ export const globalsSchema = z.object({
   numShards: z.number().int().min(1).max(SHARDS_MAX),
   /** Milliseconds since the Unix epoch. */
   createdAt: z.number().int().min(0),
+  /**
+   * The layout generation the shards live in (layoutGeneration.ts): 0 until the first
+   * reshard, then the generation each reshard wrote. Absent in globals of older builds.
+   */
+  generation: z.number().int().min(0).default(0),
+  /**
+   * Generations a reshard switched away from whose keys are not yet deleted: the reshard
+   * (or the next one) deletes them and then drops them from this list.
+   */
+  retired: z.array(z.object({ generation: z.number().int().min(0), numShards: z.number().int().min(1).max(SHARDS_MAX) })).default([]),
+  /**
+   * The highest generation any reshard attempt took for itself (>= generation). Those
+   * above `generation` never became current: leftovers of attempts that did not finish.
+   */
+  highestGeneration: z.number().int().min(0).default(0),
+  /** The reshard lock (ReshardLock.ts): who is resharding, until when; null when nobody is. */
+  reshard: z
+    .object({
+      owner: z.string().min(1),
+      /** Milliseconds since the Unix epoch; held while now <= this. */
+      expiresAt: z.number().int().min(0),
+      /** The generation the attempt writes into. */
+      generation: z.number().int().min(1),
+      toShards: z.number().int().min(1).max(SHARDS_MAX),
+      startedAt: z.number().int().min(0),
+    })
+    .nullable()
+    .default(null),
 });
 
 export type Globals = z.infer<typeof globalsSchema>;
@@ -59,6 +87,10 @@ export async function openGlobals(store: ObjectStore, options: OpenGlobalsOption
         deploymentId: randomHex(options.random, 16),
         numShards: numShards ?? 1,
         createdAt: options.clock.nowMs(),
+        generation: 0,
+        retired: [],
+        highestGeneration: 0,
+        reshard: null,
       });
     } catch (error) {
       if (!isCasConflict(error)) throw error;

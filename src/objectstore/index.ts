@@ -19,3 +19,4 @@ export { parseStoreUrl, STORE_URL_FORMS, type StoreLocation } from "./parseStore
 export { assertConditionalWrites, PROBE_PREFIX, type ConditionalWritesReport } from "./assertConditionalWrites.js";
 export { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";
 export { ObservedObjectStore, type StoreCall, type StoreOperation } from "./ObservedObjectStore.js";
+export { PrefixedObjectStore } from "./PrefixedObjectStore.js";

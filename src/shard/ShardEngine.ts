@@ -304,6 +304,7 @@ export class ShardEngine {
     if (this.currentState.kind === "writing") return;
     await this.drainFlushes();
     await this.stopDrivers();
+    await this.options.beforeAcquire?.();
     const { clock } = this.options;
     const nodeUrl = this.options.nodeUrl;
     const writer = { nodeId: this.options.nodeId, url: (typeof nodeUrl === "function" ? nodeUrl() : nodeUrl) ?? null };

@@ -4,7 +4,9 @@ import { systemClock, type Clock } from "../base/clock.js";
 import { CairnError, hasErrorCode } from "../base/errors.js";
 import { systemRandom, type Random } from "../base/random.js";
 import { LocalStore, SCHEMA_VERSION } from "../local/index.js";
-import { openGlobals } from "../manifest/Globals.js";
+import { globalsObject, openGlobals } from "../manifest/Globals.js";
+import { generationStore } from "../manifest/layoutGeneration.js";
+import { claimLayoutForWriting } from "../manifest/ReshardLock.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import type { ShardEngineTuning } from "./engineOptions.js";
 import { HybridClock } from "./HybridClock.js";
@@ -38,6 +40,10 @@ export interface ShardedStoreOptions {
 export class ShardedStore {
   private constructor(
     readonly deploymentId: string,
+    /** The layout generation the shards were opened in (manifest/layoutGeneration). */
+    readonly generation: number,
+    /** The store the shards of that generation live in. */
+    readonly shardStore: ObjectStore,
     readonly engines: readonly ShardEngine[],
     private readonly locals: readonly LocalStore[],
     readonly hybridClock: HybridClock,
@@ -52,17 +58,18 @@ export class ShardedStore {
       ...(options.numShards !== undefined ? { numShards: options.numShards } : {}),
       ...(options.mustExist ? { mustExist: true } : {}),
     });
-    const { deploymentId, numShards } = globals.value;
+    const { deploymentId, numShards, generation } = globals.value;
+    const shardStore = generationStore(options.store, generation);
     const hybridClock = new HybridClock(clock);
     const locals: LocalStore[] = [];
     const engines: ShardEngine[] = [];
     try {
       for (let shard = 0; shard < numShards; shard++) {
-        const local = openLocalCopy(localPath(options.localDirectory, deploymentId, shard), shard, deploymentId, options.onEvent);
+        const local = openLocalCopy(localPath(options.localDirectory, deploymentId, generation, shard), shard, deploymentId, options.onEvent);
         locals.push(local);
         engines.push(
           await ShardEngine.open({
-            store: options.store,
+            store: shardStore,
             deploymentId,
             shard,
             local,
@@ -75,16 +82,20 @@ export class ShardedStore {
             tuning: { tickWhenIdle: numShards > 1, ...options.tuning },
             newestCommitTs: () => engines.reduce((newest, engine) => Math.max(newest, engine.lastDataTs), 0),
             ...(options.frontierWanted ? { frontierWanted: options.frontierWanted } : {}),
+            // No writer of a layout a reshard is reading or has replaced.
+            beforeAcquire: () => claimLayoutForWriting(options.store, random, () => clock.nowMs(), generation),
             ...(options.onEvent ? { onEvent: options.onEvent } : {}),
             ...(options.catchUpOnOpen === false ? { catchUpOnOpen: false } : {}),
           }),
         );
       }
+      await checkStillCurrent(options.store, random, generation);
     } catch (error) {
+      await Promise.allSettled(engines.map((engine) => engine.close()));
       for (const local of locals) local.close();
       throw error;
     }
-    return new ShardedStore(deploymentId, engines, locals, hybridClock);
+    return new ShardedStore(deploymentId, generation, shardStore, engines, locals, hybridClock);
   }
 
   get numShards(): number {
@@ -155,9 +166,26 @@ function openLocalCopy(path: string, shard: number, deploymentId: string, onEven
   }
 }
 
-function localPath(directory: string, deploymentId: string, shard: number): string {
+/**
+ * A reshard that switched `globals` while this node opened its shards (after it read
+ * them) would leave it serving the old layout: opening an old shard whose manifest the
+ * reshard already deleted even creates an empty one. One more read of `globals` after
+ * opening catches that; the node fails to start with a clear error instead.
+ */
+async function checkStillCurrent(store: ObjectStore, random: Random, generation: number): Promise<void> {
+  const current = await globalsObject(store, random).read();
+  if (current !== null && current.value.generation === generation) return;
+  throw new CairnError(
+    "DEPLOYMENT_RESHARDED",
+    `the deployment at ${store.description} was resharded while this node opened it; start it again to serve the new layout`,
+    { details: { openedGeneration: generation, currentGeneration: current?.value.generation ?? null } },
+  );
+}
+
+function localPath(directory: string, deploymentId: string, generation: number, shard: number): string {
   if (directory === ":memory:") return ":memory:";
-  const deploymentDirectory = join(directory, deploymentId);
+  // Each generation has its own files: a reshard's shard 0 is not the old shard 0.
+  const deploymentDirectory = generation === 0 ? join(directory, deploymentId) : join(directory, deploymentId, `g${generation}`);
   mkdirSync(deploymentDirectory, { recursive: true });
   return join(deploymentDirectory, `shard-${shard}.sqlite`);
 }

@@ -51,6 +51,12 @@ export interface ShardEngineOptions {
   readonly newestCommitTs?: () => number;
   /** Whether anyone reads the shards' common frontier from the bucket (a replica); default true. Without, idle shards never tick. */
   readonly frontierWanted?: () => boolean;
+  /**
+   * Runs before every acquire, before the manifest is touched; throwing refuses the
+   * acquire. ShardedStore passes the layout check (manifest/ReshardLock: no reshard in
+   * progress, the layout this node opened is still current).
+   */
+  readonly beforeAcquire?: () => Promise<void>;
 }
 
 /** "frontier": the idle-shard ticks of tickWhenIdle (it runs only with that on). */

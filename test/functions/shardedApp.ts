@@ -17,6 +17,13 @@ export const functions = {
       shardBy: "channel",
       handler: async (ctx, args) => ctx.db.insert("messages", args),
     }),
+    sendMany: mutation({
+      args: { channel: v.string(), from: v.number(), count: v.number() },
+      shardBy: "channel",
+      handler: async (ctx, { channel, from, count }) => {
+        for (let n = from; n < from + count; n++) await ctx.db.insert("messages", { channel, n, body: `m${n}` });
+      },
+    }),
     sendTwice: mutation({
       args: { channel: v.string(), other: v.string() },
       shardBy: "channel",

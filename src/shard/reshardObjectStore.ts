@@ -1,0 +1,384 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { systemClock, type Clock } from "../base/clock.js";
+import { CairnError } from "../base/errors.js";
+import { SHARDS_MAX } from "../base/limits.js";
+import { randomHex, systemRandom, type Random } from "../base/random.js";
+import { LocalStore, type DumpCursor, type LocalMeta } from "../local/index.js";
+import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { CasObject } from "../manifest/CasObject.js";
+import { globalsObject, type Globals } from "../manifest/Globals.js";
+import { generationKeyPrefixes, generationStore } from "../manifest/layoutGeneration.js";
+import { isLeaseLive, manifestCodec, MANIFEST_FORMAT, type Manifest } from "../manifest/Manifest.js";
+import { dropRetiredGeneration, HeldReshardLock, isReshardLockHeld, reshardInProgress } from "../manifest/ReshardLock.js";
+import { bucketLayout } from "../manifest/bucketLayout.js";
+import { schemaCatalogObject } from "../manifest/SchemaCatalog.js";
+import { ShardManifest } from "../manifest/ShardManifest.js";
+import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { writeSnapshot } from "../snapshots/writeSnapshot.js";
+import type { ShardEngineTuning } from "./engineOptions.js";
+import { HybridClock } from "./HybridClock.js";
+import { LaneRouter } from "./LaneRouter.js";
+import { ReroutedDump } from "./ReroutedDump.js";
+import { ShardEngine } from "./ShardEngine.js";
+
+/**
+ * Moves a stopped deployment to another shard count (DESIGN.md §10).
+ *
+ * Steps, each safe to interrupt:
+ * 1. Check: `toShards` is valid, a deployment exists, no writer's lease is live (else
+ *    LEASE_HELD, nothing written).
+ * 2. Take the reshard lock in globals (ReshardLock: one reshard at a time, no writer of
+ *    the old layout meanwhile) and delete what earlier unfinished attempts left.
+ * 3. Read: become the writer of every old shard (a fence, so that no zombie writer's late
+ *    segment can count after our read) and materialize it in a temporary SQLite file:
+ *    its snapshot restored and its log replayed, as any writer does.
+ * 4. Write: for each new shard, stream the rows of every old shard that route to it
+ *    (LaneRouter, checking each document against its shard key) into a snapshot of a
+ *    fresh log in the new layout generation, and create its manifest. Every row keeps its
+ *    ts, and every new shard's snapshot closes at the highest ts of the old layout, so
+ *    history reads and OCC stay meaningful and new writers continue above it.
+ * 5. Switch: one CAS on globals names the new generation and shard count. Until then the
+ *    old layout is the deployment, untouched but for the fence segments; after it the new
+ *    one is.
+ * 6. Delete the old generation (and anything earlier runs left retired).
+ *
+ * Memory is bounded: rows stream from SQLite through bounded chunks into snapshot parts.
+ * A run killed anywhere is re-run: before the switch the old layout serves, and the next
+ * run deletes the half-written generation; after it only the deletion is left, and the
+ * next run (or a no-op run) finishes it.
+ */
+export interface ReshardOptions {
+  readonly store: ObjectStore;
+  readonly toShards: number;
+  readonly onProgress?: (progress: ReshardProgress) => void;
+  /** Where the temporary SQLite files go (default: a fresh directory under the OS temp dir). */
+  readonly workDirectory?: string;
+  /** How long the lock lasts without renewal (default 30 s); renewed every third of it. */
+  readonly lockTtlMs?: number;
+  /** Tuning of the engines that hold the old shards (lease TTL, heartbeat). */
+  readonly tuning?: Partial<ShardEngineTuning>;
+  readonly clock?: Clock;
+  readonly random?: Random;
+}
+
+export type ReshardProgress =
+  | { readonly phase: "lock"; readonly generation: number }
+  | { readonly phase: "read"; readonly shard: number; readonly shards: number; readonly documents: number }
+  | { readonly phase: "write"; readonly shard: number; readonly shards: number; readonly documents: number; readonly totalDocuments: number }
+  /** A new shard's snapshot and manifest are written. */
+  | { readonly phase: "written"; readonly shard: number; readonly shards: number; readonly documents: number; readonly totalDocuments: number }
+  | { readonly phase: "switch"; readonly generation: number; readonly numShards: number }
+  | { readonly phase: "cleanup"; readonly generation: number; readonly objectsDeleted: number };
+
+export interface ReshardReport {
+  /** False when the deployment already had `toShards` shards (nothing but leftover cleanup ran). */
+  readonly changed: boolean;
+  readonly fromShards: number;
+  readonly toShards: number;
+  readonly generation: number;
+  readonly documents: number;
+  /** Per new shard: documents, index entries and receipts written. */
+  readonly lanes: readonly { readonly documents: number; readonly indexEntries: number; readonly receipts: number }[];
+  /** The ts the new shards' snapshots close at (the old layout's highest). */
+  readonly frontierTs: number;
+  readonly objectsDeleted: number;
+}
+
+export const RESHARD_LOCK_TTL_MS_DEFAULT = 30_000;
+/** The old shards' leases while a reshard holds them (at most the lock's TTL). */
+const ENGINE_LEASE_TTL_MS_MAX = 10_000;
+
+export async function reshardObjectStore(options: ReshardOptions): Promise<ReshardReport> {
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? systemRandom;
+  const { store, toShards } = options;
+  const onProgress = options.onProgress ?? (() => undefined);
+  if (!Number.isInteger(toShards) || toShards < 1 || toShards > SHARDS_MAX) {
+    throw new CairnError("INVALID_ARGUMENT", `toShards must be an integer in 1..${SHARDS_MAX}, not ${String(toShards)}`, { details: { toShards } });
+  }
+  const lockTtlMs = options.lockTtlMs ?? RESHARD_LOCK_TTL_MS_DEFAULT;
+  // The engines' leases last as long, and must outlast the engines' clock-skew margin (1 s).
+  if (!Number.isSafeInteger(lockTtlMs) || lockTtlMs < 2_000) {
+    throw new CairnError("INVALID_ARGUMENT", `lockTtlMs must be an integer of at least 2000, not ${String(lockTtlMs)}`);
+  }
+
+  const globals = await globalsObject(store, random).read();
+  if (globals === null) throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${store.description} (globals missing): nothing to reshard`);
+  const from = globals.value;
+  // Taking the lock would refuse too; say so before reading every manifest.
+  if (isReshardLockHeld(from, clock.nowMs())) throw reshardInProgress(from.reshard!);
+  const unchanged = from.numShards === toShards;
+  if (unchanged && from.retired.length === 0 && from.highestGeneration <= from.generation) {
+    return { changed: false, fromShards: from.numShards, toShards, generation: from.generation, documents: 0, lanes: [], frontierTs: 0, objectsDeleted: 0 };
+  }
+  const oldStore = generationStore(store, from.generation);
+  if (!unchanged) await refuseLiveLeases(oldStore, from, clock.nowMs(), random);
+
+  const owner = `reshard-${randomHex(random, 6)}`;
+  const lock = await HeldReshardLock.take(store, random, { owner, nowMs: clock.nowMs(), ttlMs: lockTtlMs, toShards: unchanged ? from.numShards : toShards });
+  onProgress({ phase: "lock", generation: lock.generation });
+  const renewal = keepRenewed(lock, clock, lockTtlMs);
+  let objectsDeleted = 0;
+  const deleteGeneration = async (generation: number, numShards: number) => {
+    objectsDeleted += await deletePrefixes(store, generationKeyPrefixes(generation, numShards), (deleted) =>
+      onProgress({ phase: "cleanup", generation, objectsDeleted: deleted }),
+    );
+  };
+  try {
+    // Half-written generations of attempts that never switched. (Generation 0 is never
+    // one of them: it is where every deployment starts.)
+    for (const generation of lock.abandonedGenerations) await deleteGeneration(generation, SHARDS_MAX);
+    if (unchanged) {
+      await renewal.stop();
+      await lock.release();
+      await deleteRetired(store, random, from, deleteGeneration);
+      return { changed: false, fromShards: from.numShards, toShards, generation: from.generation, documents: 0, lanes: [], frontierTs: 0, objectsDeleted };
+    }
+  } catch (error) {
+    await renewal.stop();
+    await lock.release().catch(() => undefined);
+    throw error;
+  }
+
+  const workDirectory = options.workDirectory ?? mkdtempSync(join(tmpdir(), "cairn-reshard-"));
+  if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
+  const newStore = generationStore(store, lock.generation);
+  const hybridClock = new HybridClock(clock);
+  const engineLeaseTtlMs = Math.min(ENGINE_LEASE_TTL_MS_MAX, lockTtlMs);
+  const olds: { engine: ShardEngine; local: LocalStore }[] = [];
+  let switched: Globals | null = null;
+  let report: Omit<ReshardReport, "objectsDeleted">;
+  try {
+    const catalog = (await schemaCatalogObject(store, random).read())?.value ?? null;
+    // Read: every old shard fenced and materialized.
+    for (let shard = 0; shard < from.numShards; shard++) {
+      renewal.check();
+      const local = LocalStore.open({ path: join(workDirectory, `old-${from.generation}-${shard}.sqlite`), shard, deploymentId: from.deploymentId });
+      let engine: ShardEngine;
+      try {
+        engine = await ShardEngine.open({
+          store: oldStore,
+          deploymentId: from.deploymentId,
+          shard,
+          local,
+          nodeId: owner,
+          nodeUrl: null,
+          clock,
+          random,
+          hybridClock,
+          // Only the lease is kept alive: no snapshots, GC or ticks on a layout being retired.
+          drivers: ["heartbeat"],
+          // Leases no longer than the lock: a killed reshard blocks the next one only that long.
+          tuning: { leaseTtlMs: engineLeaseTtlMs, heartbeatIntervalMs: Math.floor(engineLeaseTtlMs / 3), ...options.tuning, tickWhenIdle: false },
+        });
+        await engine.acquire();
+      } catch (error) {
+        local.close();
+        throw error;
+      }
+      olds.push({ engine, local });
+      onProgress({ phase: "read", shard, shards: from.numShards, documents: local.storedRows().documents });
+    }
+    const frontierTs = Math.max(0, ...olds.map(({ engine }) => engine.readTs));
+    const fromRouter = new LaneRouter(catalog, from.numShards);
+    const toRouter = new LaneRouter(catalog, toShards);
+    let totalDocuments = 0;
+    const lanes: { documents: number; indexEntries: number; receipts: number }[] = [];
+    // Write: each new shard's snapshot, streamed from every old shard, then its manifest.
+    for (let lane = 0; lane < toShards; lane++) {
+      renewal.check();
+      const counts = { documents: 0, indexEntries: 0, receipts: 0 };
+      const sources: DumpCursor[] = [];
+      for (const { local } of olds) sources.push(await local.openDumpCursor());
+      const meta: LocalMeta = {
+        shard: lane,
+        deploymentId: from.deploymentId,
+        appliedSeqno: 0,
+        epoch: 0,
+        lastHash: reshardChainHash(from.deploymentId, lock.generation, lane),
+        frontierTs,
+        minReadableTs: frontierTs,
+      };
+      const dump = new ReroutedDump(sources, meta, (kind, row, source) => {
+        switch (kind) {
+          case "documents": {
+            const document = row as DocumentRevision;
+            if (toRouter.laneOfDocument(document) !== lane) return false;
+            toRouter.checkDocument(document, source, fromRouter);
+            counts.documents++;
+            return true;
+          }
+          case "indexEntries":
+            if (toRouter.laneOfIndexEntry(row as IndexUpdate) !== lane) return false;
+            counts.indexEntries++;
+            return true;
+          case "receipts":
+            if (toRouter.laneOfReceipt(row as ClientReceipt) !== lane) return false;
+            counts.receipts++;
+            return true;
+        }
+      });
+      const pointer = await writeSnapshot({
+        store: newStore,
+        deploymentId: from.deploymentId,
+        shard: lane,
+        cursor: dump,
+        attemptId: `reshard-${lock.generation}-${randomHex(random, 6)}`,
+        onProgress: (step) =>
+          onProgress({ phase: "write", shard: lane, shards: toShards, documents: step.documents, totalDocuments: totalDocuments + step.documents }),
+      });
+      await new CasObject<Manifest>(newStore, bucketLayout.manifest(lane), manifestCodec, random).create({
+        format: MANIFEST_FORMAT,
+        deploymentId: from.deploymentId,
+        shard: lane,
+        epoch: 0,
+        writer: null,
+        leaseExpiresAt: 0,
+        // The snapshot stands for seqno 0; the new log starts after it.
+        logStart: 1,
+        snapshot: pointer,
+        tailHint: 0,
+        fences: [],
+      });
+      totalDocuments += counts.documents;
+      lanes.push(counts);
+      onProgress({ phase: "written", shard: lane, shards: toShards, documents: counts.documents, totalDocuments });
+    }
+    // Switch: still the writer of every old shard, and still holding the lock.
+    for (const { engine } of olds) await engine.heartbeat();
+    await renewal.stop();
+    renewal.check();
+    switched = await lock.switchLayout();
+    onProgress({ phase: "switch", generation: switched.generation, numShards: switched.numShards });
+    report = { changed: true, fromShards: from.numShards, toShards, generation: switched.generation, documents: totalDocuments, lanes, frontierTs };
+  } catch (error) {
+    await renewal.stop();
+    if (switched === null) {
+      // Nothing switched: give the old shards back and drop what we wrote.
+      await closeAll(olds);
+      await deleteGeneration(lock.generation, toShards).catch(() => undefined);
+      await lock.release().catch(() => undefined);
+    }
+    removeWorkDirectory(workDirectory, options.workDirectory);
+    throw error;
+  }
+  // The old layout is retired: its shards' leases end with it (a node that still has it
+  // open learns from globals, DEPLOYMENT_RESHARDED, before it could acquire one again).
+  await closeAll(olds);
+  removeWorkDirectory(workDirectory, options.workDirectory);
+  await deleteRetired(store, random, switched, deleteGeneration);
+  return { ...report, objectsDeleted };
+}
+
+/** LEASE_HELD when any shard of the old layout has a live writer (checked before anything is written). */
+async function refuseLiveLeases(store: ObjectStore, globals: Globals, nowMs: number, random: Random): Promise<void> {
+  for (let shard = 0; shard < globals.numShards; shard++) {
+    const manifest = await new ShardManifest(store, shard, globals.deploymentId, random).refresh().catch((error: unknown) => {
+      if ((error as { code?: string }).code === "MANIFEST_INVALID") return null;
+      throw error;
+    });
+    if (manifest === null || !isLeaseLive(manifest, nowMs)) continue;
+    throw new CairnError(
+      "LEASE_HELD",
+      `shard ${shard} has a live writer (${manifest.writer!.nodeId}, lease until ${new Date(manifest.leaseExpiresAt).toISOString()}); ` +
+        `stop every node of the deployment before resharding; nothing was changed`,
+      { details: { shard, nodeId: manifest.writer!.nodeId, leaseExpiresAt: manifest.leaseExpiresAt } },
+    );
+  }
+}
+
+/** Deletes every generation globals lists as retired, then drops it from the list. */
+async function deleteRetired(
+  store: ObjectStore,
+  random: Random,
+  globals: Globals,
+  deleteGeneration: (generation: number, numShards: number) => Promise<void>,
+): Promise<void> {
+  for (const old of globals.retired) {
+    if (old.generation === globals.generation) continue;
+    await deleteGeneration(old.generation, old.numShards);
+    await dropRetiredGeneration(store, random, old.generation);
+  }
+}
+
+const DELETE_BATCH_KEYS = 1000;
+
+async function deletePrefixes(store: ObjectStore, prefixes: readonly string[], onProgress: (deleted: number) => void): Promise<number> {
+  let deleted = 0;
+  for (const prefix of prefixes) {
+    let batch: string[] = [];
+    for await (const entry of store.list(prefix)) {
+      batch.push(entry.key);
+      if (batch.length >= DELETE_BATCH_KEYS) {
+        await store.deleteMany(batch);
+        deleted += batch.length;
+        batch = [];
+        onProgress(deleted);
+      }
+    }
+    if (batch.length > 0) {
+      await store.deleteMany(batch);
+      deleted += batch.length;
+      onProgress(deleted);
+    }
+  }
+  return deleted;
+}
+
+/**
+ * The chain link a new shard's first segment points back to: the hash of a segment that
+ * never existed (its snapshot stands for it), unique per deployment, generation and shard.
+ */
+function reshardChainHash(deploymentId: string, generation: number, shard: number): string {
+  return createHash("sha256").update(`cairn reshard ${deploymentId} generation ${generation} shard ${shard}`).digest("hex");
+}
+
+async function closeAll(olds: readonly { engine: ShardEngine; local: LocalStore }[]): Promise<void> {
+  await Promise.allSettled(olds.map(({ engine }) => engine.close()));
+  for (const { local } of olds) local.close();
+}
+
+function removeWorkDirectory(directory: string, given: string | undefined): void {
+  if (given === undefined) {
+    rmSync(directory, { recursive: true, force: true });
+    return;
+  }
+  // A directory the caller gave is theirs; only our files in it go.
+  for (const name of readdirSync(directory)) {
+    if (/^old-\d+-\d+\.sqlite(-wal|-shm)?$/.test(name)) rmSync(join(directory, name), { force: true });
+  }
+}
+
+/** Renews the lock every third of its TTL; `check` throws once a renewal failed. */
+function keepRenewed(lock: HeldReshardLock, clock: Clock, ttlMs: number) {
+  const controller = new AbortController();
+  let failure: unknown = null;
+  const loop = (async () => {
+    while (!controller.signal.aborted) {
+      try {
+        await clock.sleep(Math.floor(ttlMs / 3), controller.signal);
+      } catch {
+        return;
+      }
+      try {
+        await lock.renew(clock.nowMs(), ttlMs);
+      } catch (error) {
+        failure = error;
+        return;
+      }
+    }
+  })();
+  return {
+    check(): void {
+      if (failure !== null) throw failure;
+    },
+    /** Ends the renewals (whatever the last one did: `check` reports a failure). */
+    async stop(): Promise<void> {
+      controller.abort();
+      await loop;
+    },
+  };
+}
