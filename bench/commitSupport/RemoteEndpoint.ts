@@ -52,6 +52,11 @@ export class RemoteEndpoint {
     await this.command({ command: "latency", rules: this.latencyModel.rules });
   }
 
+  /** Injects `rules` instead of the model's (e.g. a fixed latency). */
+  async latencyRules(rules: BenchLatencyModel["rules"]): Promise<void> {
+    await this.command({ command: "latency", rules });
+  }
+
   async latencyOff(): Promise<void> {
     await this.command({ command: "no-latency" });
   }

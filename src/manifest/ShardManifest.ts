@@ -175,7 +175,10 @@ export class ShardManifest {
 
   private adopt(snapshot: CasSnapshot<Manifest> | null): CasSnapshot<Manifest> {
     if (snapshot === null) {
-      throw new CairnError("MANIFEST_INVALID", `the manifest of shard ${this.shard} disappeared from the bucket`);
+      throw new CairnError(
+        "MANIFEST_INVALID",
+        `the manifest of shard ${this.shard} disappeared from the bucket (if the deployment was resharded, restart this node to serve the new layout)`,
+      );
     }
     const manifest = snapshot.value;
     if (manifest.deploymentId !== this.deploymentId) {

@@ -7,7 +7,8 @@
  * another reshard holds the lock, for bad shard counts, for a bucket without a
  * deployment and for data that disagrees with the schema's shard keys; two reshards at
  * once: one wins, the other is told; a reshard that lost its lock (paused past it while a
- * node broke it) cannot switch.
+ * node broke it) cannot switch; the deletion a run killed after its switch left undone is
+ * finished by the next run, even a no-op one.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -220,6 +221,20 @@ describe("reshard refusals", () => {
     closing.push(() => empty.close());
     await expect(reshardObjectStore({ store: empty.store, toShards: 2 })).rejects.toMatchObject({ code: "DEPLOYMENT_MISMATCH" });
     expect(await bucketState(empty.store)).toEqual(new Map());
+  });
+
+  it("a run killed after its switch leaves only the deletion; a no-op run finishes it", async () => {
+    const { store } = await stoppedDeployment(1);
+    await reshardObjectStore({ store, toShards: 2 });
+    // As if the run died right after the switch: generation 0 still listed, a key of it left.
+    const globals = globalsObject(store, systemRandom);
+    const current = (await globals.read())!;
+    const { version: _version, nonce: _nonce, ...fields } = current.value;
+    await globals.replace(current, { ...fields, retired: [{ generation: 0, numShards: 1 }] });
+    await store.create("s0/log/00000000000000000007", new Uint8Array([1]));
+    expect(await reshardObjectStore({ store, toShards: 2 })).toMatchObject({ changed: false, objectsDeleted: 1 });
+    expect((await globals.read())!.value).toMatchObject({ numShards: 2, generation: 1, retired: [], reshard: null });
+    expect([...(await bucketState(store)).keys()].filter((key) => key.startsWith("s"))).toEqual(["schema"]);
   });
 
   it("two reshards at once: one wins, the other is told another holds the deployment", async () => {

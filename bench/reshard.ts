@@ -1,0 +1,303 @@
+/**
+ * Reshard and sharded-commit benchmark against the S3 test endpoint (a child process, so
+ * that its CPU does not compete with the measured process; local SQLite files in a temp
+ * dir, removed at the end).
+ *
+ * 1. Reshard, once per `--latencies` value (default 0 and 20 ms per request, every
+ *    request): a 1-shard deployment of `--documents` (default 1,000,000) documents of
+ *    ~110 bytes (table `items`, sharded by `owner`, 10,000 owners, one `by_owner` index
+ *    entry each, one receipt per 100-document bulk mutation), built with latency off
+ *    through the functions runtime and snapshotted (the state a deployment that ran for a
+ *    while is in), then `cairn reshard --to 4` run as a user runs it: the CLI in a child
+ *    process against an s3:// URL. Reported: wall time, documents/s, and the child's peak
+ *    RSS (VmHWM from /proc, polled), and the documents per new shard.
+ * 2. Commit throughput, 1 shard vs `--compare-shards` (default 4): a node (ShardedStore +
+ *    FunctionRuntime) on an empty deployment, `--clients` (default 1,000) closed-loop
+ *    clients, each looping `items:add` (one document and its index entry, with a random
+ *    owner of 10,000, so the documents spread over the shard key), under the latency model
+ *    of `bench:commit` (`--latency`, default s3-standard). Mutations/s, commit p50/p99 and
+ *    this process's CPU use over the window (a single event loop: 100% means CPU-bound).
+ *
+ *   npm run bench:reshard [-- --documents 1000000 --latencies 0,20 --phases 1,2]
+ *
+ * Prints a table, then exactly one line of JSON with every figure. Progress goes to stderr.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import { SeededRandom, systemRandom } from "../src/base/random.js";
+import { App } from "../src/functions/App.js";
+import { resolveCatalog } from "../src/functions/catalog.js";
+import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
+import { ShardedStore } from "../src/shard/ShardedStore.js";
+import { round, summarizeLatencies, type LatencySummary } from "./commitSupport/LatencySummary.js";
+import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel, type LatencyModelName } from "./commitSupport/latencyModels.js";
+import { RemoteEndpoint, type EndpointAddress } from "./commitSupport/RemoteEndpoint.js";
+import { formatTable, type TableLine } from "./commitSupport/reportTable.js";
+import * as benchApp from "./reshardSupport/reshardBenchApp.js";
+
+const { values } = parseArgs({
+  options: {
+    documents: { type: "string", default: "1000000" },
+    latencies: { type: "string", default: "0,20" },
+    to: { type: "string", default: "4" },
+    phases: { type: "string", default: "1,2" },
+    clients: { type: "string", default: "1000" },
+    "compare-shards": { type: "string", default: "4" },
+    seconds: { type: "string", default: "10" },
+    "warmup-seconds": { type: "string", default: "3" },
+    latency: { type: "string", default: "s3-standard" },
+  },
+});
+
+const options = {
+  documents: Number(values.documents),
+  latencies: values.latencies.split(",").map(Number),
+  to: Number(values.to),
+  phases: new Set(values.phases.split(",").map(Number)),
+  clients: Number(values.clients),
+  compareShards: Number(values["compare-shards"]),
+  seconds: Number(values.seconds),
+  warmupSeconds: Number(values["warmup-seconds"]),
+  latency: values.latency as LatencyModelName,
+};
+if (!LATENCY_MODEL_NAMES.includes(options.latency)) throw new Error(`--latency must be one of ${LATENCY_MODEL_NAMES.join(", ")}`);
+
+const OWNERS = 10_000;
+const BULK_DOCUMENTS = 100;
+const BULK_IN_FLIGHT = 32;
+/** ~80 bytes of body: with owner, n and the system fields, ~110 bytes of document. */
+const BODY = "x".repeat(80);
+const app = App.fromModule(benchApp, "reshard bench app");
+const progress = (line: string) => process.stderr.write(`[bench:reshard] ${line}\n`);
+
+interface ReshardFigures {
+  readonly latencyMs: number;
+  readonly documents: number;
+  readonly buildSeconds: number;
+  readonly seconds: number;
+  readonly documentsPerSecond: number;
+  readonly peakRssMiB: number;
+  readonly perShard: readonly number[];
+}
+
+interface ThroughputFigures {
+  readonly shards: number;
+  readonly clients: number;
+  readonly mutations: number;
+  readonly mutationsPerSecond: number;
+  readonly commit: LatencySummary;
+  readonly cpuPercent: number;
+}
+
+async function main(): Promise<void> {
+  const directory = await mkdtemp(join(tmpdir(), "cairn-bench-reshard-"));
+  const endpoint = await RemoteEndpoint.start(LATENCY_MODELS[options.latency]);
+  try {
+    const reshards: ReshardFigures[] = [];
+    if (options.phases.has(1)) {
+      for (const latencyMs of options.latencies) reshards.push(await measureReshard(endpoint, directory, latencyMs));
+    }
+    const throughput: ThroughputFigures[] = [];
+    if (options.phases.has(2)) {
+      for (const shards of [1, options.compareShards]) throughput.push(await measureThroughput(endpoint, directory, shards));
+    }
+    report(reshards, throughput, endpoint.latencyModel);
+  } finally {
+    await endpoint.close();
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+async function measureReshard(endpoint: RemoteEndpoint, directory: string, latencyMs: number): Promise<ReshardFigures> {
+  const prefix = `reshard-${latencyMs}ms/`;
+  await endpoint.latencyOff();
+  const buildStarted = performance.now();
+  await buildDeployment(endpoint, prefix, join(directory, `build-${latencyMs}`));
+  const buildSeconds = (performance.now() - buildStarted) / 1000;
+  if (latencyMs > 0) await endpoint.latencyRules([{ latencyMs }]);
+  progress(`reshard of ${options.documents} documents 1 → ${options.to} at ${latencyMs} ms per request…`);
+  const started = performance.now();
+  const run = await runReshardCli(endpoint.address, prefix, join(directory, `work-${latencyMs}`));
+  const seconds = (performance.now() - started) / 1000;
+  await endpoint.latencyOff();
+  const perShard = [...run.stdout.matchAll(/^shard \d+: (\d+) document\(s\)/gm)].map((match) => Number(match[1]));
+  const documents = perShard.reduce((sum, count) => sum + count, 0);
+  if (documents !== options.documents) throw new Error(`the reshard wrote ${documents} documents, not ${options.documents}:\n${run.stdout}`);
+  return {
+    latencyMs,
+    documents,
+    buildSeconds: round(buildSeconds, 1),
+    seconds: round(seconds, 1),
+    documentsPerSecond: Math.round(documents / seconds),
+    peakRssMiB: round(run.peakRssKiB / 1024, 0),
+    perShard,
+  };
+}
+
+/** A stopped 1-shard deployment of `--documents` items under `prefix`, snapshotted. */
+async function buildDeployment(endpoint: RemoteEndpoint, prefix: string, localDirectory: string): Promise<void> {
+  progress(`building ${options.documents} documents on 1 shard (latency off)…`);
+  const store = endpoint.store(prefix);
+  const sharded = await ShardedStore.open({ store, localDirectory, nodeId: "builder", numShards: 1 });
+  try {
+    await sharded.acquireAll();
+    const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(store, app.schema, systemRandom), shard: sharded.engines[0]! });
+    const bulks = Math.ceil(options.documents / BULK_DOCUMENTS);
+    let next = 0;
+    let lastReport = performance.now();
+    const worker = async () => {
+      for (let bulk = next++; bulk < bulks; bulk = next++) {
+        const from = bulk * BULK_DOCUMENTS;
+        const count = Math.min(BULK_DOCUMENTS, options.documents - from);
+        await runtime.runMutation("items:addMany", { owner: `owner-${bulk % OWNERS}`, from, count, body: BODY }, { clientId: "builder", seq: bulk + 1 });
+        if (performance.now() - lastReport > 5_000) {
+          lastReport = performance.now();
+          progress(`  ${from + count} documents…`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: BULK_IN_FLIGHT }, worker));
+    await sharded.engines[0]!.snapshotNow();
+  } finally {
+    await sharded.close();
+    await store.close();
+  }
+}
+
+/** `cairn reshard` in a child process, its peak RSS polled from /proc while it runs. */
+function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: string): Promise<{ stdout: string; peakRssKiB: number }> {
+  const url = `s3://${address.bucket}/${prefix}?endpoint=${encodeURIComponent(address.url)}&region=${address.region}&forcePathStyle=true`;
+  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "reshard", "--store", url, "--to", String(options.to), "--work-dir", workDirectory], {
+    cwd: process.cwd(),
+    env: {
+      ...process.env,
+      AWS_ACCESS_KEY_ID: address.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  let peakRssKiB = 0;
+  const poll = setInterval(() => {
+    try {
+      const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
+      if (match) peakRssKiB = Math.max(peakRssKiB, Number(match[1]));
+    } catch {
+      // The child exited between two polls.
+    }
+  }, 100);
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+    process.stderr.write(chunk);
+  });
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearInterval(poll);
+      if (code !== 0) reject(new Error(`cairn reshard exited with ${code}:\n${stdout}\n${stderr}`));
+      else resolve({ stdout, peakRssKiB });
+    });
+  });
+}
+
+async function measureThroughput(endpoint: RemoteEndpoint, directory: string, shards: number): Promise<ThroughputFigures> {
+  const store = endpoint.store(`throughput-${shards}/`);
+  await endpoint.latencyOff();
+  const sharded = await ShardedStore.open({ store, localDirectory: join(directory, `throughput-${shards}`), nodeId: `node-${shards}`, numShards: shards });
+  try {
+    await sharded.acquireAll();
+    const catalog = await resolveCatalog(store, app.schema, systemRandom);
+    const runtime = new FunctionRuntime({ app, catalog, shards: { shards: sharded.engines, get readTs() { return sharded.readTs; } } });
+    await endpoint.latencyOn();
+    progress(`${options.clients} clients on ${shards} shard(s), ${options.warmupSeconds} s warm-up + ${options.seconds} s…`);
+    const window = { measuring: false, stop: false, latenciesMs: [] as number[] };
+    const loop = async (client: number) => {
+      const random = new SeededRandom(client + 1);
+      for (let n = 0; !window.stop; n++) {
+        const startedMs = performance.now();
+        await runtime.runMutation("items:add", { owner: `owner-${Math.floor(random.float() * OWNERS)}`, n, body: BODY });
+        if (window.measuring) window.latenciesMs.push(performance.now() - startedMs);
+      }
+    };
+    const running = Promise.all(Array.from({ length: options.clients }, (_, client) => loop(client)));
+    const failed = running.then(() => {
+      throw new Error("the clients stopped before the run ended");
+    });
+    try {
+      await Promise.race([sleep(options.warmupSeconds * 1000), failed]);
+      window.measuring = true;
+      const startedMs = performance.now();
+      const cpuBefore = process.cpuUsage();
+      await Promise.race([sleep(options.seconds * 1000), failed]);
+      window.measuring = false;
+      const cpu = process.cpuUsage(cpuBefore);
+      const seconds = (performance.now() - startedMs) / 1000;
+      const mutations = window.latenciesMs.length;
+      return {
+        shards,
+        clients: options.clients,
+        mutations,
+        mutationsPerSecond: Math.round(mutations / seconds),
+        commit: summarizeLatencies(window.latenciesMs),
+        cpuPercent: Math.round(((cpu.user + cpu.system) / 1000 / (seconds * 1000)) * 100),
+      };
+    } finally {
+      window.stop = true;
+      await running.catch(() => undefined);
+      failed.catch(() => undefined);
+    }
+  } finally {
+    await endpoint.latencyOff();
+    await sharded.close();
+    await store.close();
+  }
+}
+
+function report(reshards: readonly ReshardFigures[], throughput: readonly ThroughputFigures[], model: BenchLatencyModel): void {
+  const lines: TableLine[] = [];
+  if (reshards.length > 0) {
+    lines.push(`1. cairn reshard 1 → ${options.to} of a snapshotted 1-shard store on the S3 test endpoint (~110-byte documents, one index entry each)`);
+    for (const figures of reshards) {
+      lines.push([
+        `${figures.documents} documents at ${figures.latencyMs} ms per request`,
+        `${figures.seconds} s, ${figures.documentsPerSecond} documents/s, peak RSS ${figures.peakRssMiB} MiB`,
+        "peak RSS ≤ 500 MiB",
+      ]);
+      lines.push([`  documents per new shard`, figures.perShard.join(" / "), ""]);
+    }
+  }
+  if (throughput.length > 0) {
+    lines.push(`2. ${options.clients} closed-loop clients calling items:add (random owner of ${OWNERS}), ${options.seconds} s window; latency: ${model.description}`);
+    for (const figures of throughput) {
+      lines.push([
+        `${figures.shards} shard(s)`,
+        `${figures.mutationsPerSecond} mutations/s (p50 ${figures.commit.p50Ms} ms, p99 ${figures.commit.p99Ms} ms), CPU ${figures.cpuPercent}% of a core`,
+        "",
+      ]);
+    }
+    if (throughput.length === 2) {
+      lines.push([`ratio ${throughput[1]!.shards} : 1`, String(round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2)), "≥ 2.5"]);
+    }
+  }
+  process.stdout.write(formatTable(lines));
+  process.stdout.write(
+    `${JSON.stringify({
+      benchmark: "reshard",
+      options: { ...options, phases: [...options.phases] },
+      reshards,
+      throughput,
+      ratio: throughput.length === 2 ? round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2) : null,
+    })}\n`,
+  );
+}
+
+await main();
