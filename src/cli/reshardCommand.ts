@@ -1,36 +1,47 @@
-import { systemClock } from "../base/clock.js";
-import { systemRandom } from "../base/random.js";
-import { openObjectStore, assertConditionalWrites } from "../objectstore/index.js";
-import { reshardObjectStore, type ReshardProgress } from "../shard/reshardObjectStore.js";
+import { Worker } from "node:worker_threads";
+import { CairnError, type ErrorCode } from "../base/errors.js";
+import type { ReshardProgress, ReshardReport } from "../shard/reshardObjectStore.js";
 import { throttled } from "./progressReporter.js";
+import type { ReshardWorkerData, ReshardWorkerMessage } from "./reshardWorker.js";
 
 export interface ReshardCommandOptions {
   readonly store: string;
   readonly to: number;
   readonly workDir?: string;
   readonly lockTtlMs?: number;
+  readonly heapMib?: number;
 }
+
+/**
+ * The reshard's JavaScript heap limit. Its live heap is small (a snapshot restore's
+ * decoded parts at most, ~150 MiB), but V8 collects lazily under the default limits: a
+ * 1M-document reshard then peaks at ~620 MiB RSS, and at ~450 MiB with the old space
+ * capped here and the young generation at 16 MiB.
+ */
+export const RESHARD_HEAP_MIB_DEFAULT = 192;
 
 /**
  * `cairn reshard --to N`: moves a stopped deployment to N shards (shard/reshardObjectStore)
  * with a progress bar on stderr, and prints what it did. Refused while any node writes the
  * deployment or another reshard runs; safe to re-run after an interruption.
+ *
+ * The reshard runs in a worker thread with a capped heap (RESHARD_HEAP_MIB_DEFAULT, or
+ * `--heap-mib`), which bounds the command's memory whatever the store's size.
  */
 export async function reshardCommand(options: ReshardCommandOptions): Promise<void> {
-  const store = await openObjectStore(options.store);
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const bar = new ProgressBar(process.stderr);
   try {
-    await assertConditionalWrites(store);
-    const report = await reshardObjectStore({
-      store,
-      toShards: options.to,
-      clock: systemClock,
-      random: systemRandom,
-      ...(options.workDir !== undefined ? { workDirectory: options.workDir } : {}),
-      ...(options.lockTtlMs !== undefined ? { lockTtlMs: options.lockTtlMs } : {}),
-      onProgress: (progress) => bar.update(progress),
-    });
+    const report = await runInWorker(
+      {
+        storeUrl: options.store,
+        toShards: options.to,
+        ...(options.workDir !== undefined ? { workDirectory: options.workDir } : {}),
+        ...(options.lockTtlMs !== undefined ? { lockTtlMs: options.lockTtlMs } : {}),
+      },
+      options.heapMib ?? RESHARD_HEAP_MIB_DEFAULT,
+      (progress) => bar.update(progress),
+    );
     bar.done();
     if (!report.changed) {
       say(`the deployment already has ${report.toShards} shard(s): nothing to do${report.objectsDeleted > 0 ? ` (deleted ${report.objectsDeleted} leftover object(s))` : ""}`);
@@ -45,8 +56,31 @@ export async function reshardCommand(options: ReshardCommandOptions): Promise<vo
     }
   } finally {
     bar.done();
-    await store.close();
   }
+}
+
+function runInWorker(data: ReshardWorkerData, heapMib: number, onProgress: (progress: ReshardProgress) => void): Promise<ReshardReport> {
+  const worker = new Worker(new URL("./reshardThread.mjs", import.meta.url), { workerData: data, resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: 16 } });
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    worker.on("message", (message: ReshardWorkerMessage) => {
+      if (message.type === "progress") return onProgress(message.progress);
+      settled = true;
+      if (message.type === "done") resolve(message.report);
+      else reject(new CairnError((message.code ?? "INTERNAL") as ErrorCode, message.message, { details: (message.details ?? {}) as Record<string, unknown> }));
+    });
+    worker.on("error", (error: Error & { code?: string }) => {
+      settled = true;
+      reject(
+        error.code === "ERR_WORKER_OUT_OF_MEMORY"
+          ? new CairnError("INTERNAL", `the reshard ran out of its ${heapMib} MiB heap; run it again with a larger --heap-mib once its lock expires (the old layout is untouched until the switch)`)
+          : error,
+      );
+    });
+    worker.on("exit", (code) => {
+      if (!settled) reject(new CairnError("INTERNAL", `the reshard's worker exited with code ${code} before it finished`));
+    });
+  });
 }
 
 const BAR_WIDTH = 30;

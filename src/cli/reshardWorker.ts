@@ -1,0 +1,46 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { systemClock } from "../base/clock.js";
+import { systemRandom } from "../base/random.js";
+import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
+import { reshardObjectStore } from "../shard/reshardObjectStore.js";
+
+/**
+ * The thread `cairn reshard` runs the reshard in (reshardCommand.ts explains why): opens
+ * the store itself, runs reshardObjectStore, and posts progress, then the report or the
+ * error, to the command's thread.
+ */
+export interface ReshardWorkerData {
+  readonly storeUrl: string;
+  readonly toShards: number;
+  readonly workDirectory?: string;
+  readonly lockTtlMs?: number;
+}
+
+export type ReshardWorkerMessage =
+  | { readonly type: "progress"; readonly progress: import("../shard/reshardObjectStore.js").ReshardProgress }
+  | { readonly type: "done"; readonly report: import("../shard/reshardObjectStore.js").ReshardReport }
+  | { readonly type: "failed"; readonly code: string | null; readonly message: string; readonly details: unknown };
+
+const data = workerData as ReshardWorkerData;
+const post = (message: ReshardWorkerMessage) => parentPort!.postMessage(message);
+
+let store: Awaited<ReturnType<typeof openObjectStore>> | null = null;
+try {
+  store = await openObjectStore(data.storeUrl);
+  await assertConditionalWrites(store);
+  const report = await reshardObjectStore({
+    store,
+    toShards: data.toShards,
+    clock: systemClock,
+    random: systemRandom,
+    ...(data.workDirectory !== undefined ? { workDirectory: data.workDirectory } : {}),
+    ...(data.lockTtlMs !== undefined ? { lockTtlMs: data.lockTtlMs } : {}),
+    onProgress: (progress) => post({ type: "progress", progress }),
+  });
+  post({ type: "done", report });
+} catch (error) {
+  const { code, details } = error as { code?: string; details?: unknown };
+  post({ type: "failed", code: code ?? null, message: error instanceof Error ? error.message : String(error), details: details ?? null });
+} finally {
+  await store?.close();
+}
