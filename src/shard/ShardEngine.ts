@@ -278,6 +278,7 @@ export class ShardEngine {
       local: this.options.local,
       validator: this.validator,
       fetchConcurrency: this.tuning.fetchConcurrency,
+      snapshotFetchConcurrency: this.tuning.snapshotFetchConcurrency,
       restoreLagSegments: this.tuning.restoreLagSegments,
       onProgress: (progress) => this.emit({ type: "progress", shard: this.shard, progress }),
       onApplied: (segment) => this.notifyApplied(segment),

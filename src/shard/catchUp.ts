@@ -46,6 +46,8 @@ export interface CatchUpOptions {
   readonly local: LocalStore;
   readonly validator: LogValidator;
   readonly fetchConcurrency: number;
+  /** Snapshot parts decoded ahead while restoring (default SNAPSHOT_FETCH_CONCURRENCY). */
+  readonly snapshotFetchConcurrency?: number;
   /** Restore instead of replaying when the local copy trails the snapshot by more segments. */
   readonly restoreLagSegments: number;
   readonly onProgress?: (progress: CatchUpProgress) => void;
@@ -309,6 +311,7 @@ async function restoreCurrentSnapshot(
         shard: options.manifest.shard,
         pointer,
         local: options.local,
+        ...(options.snapshotFetchConcurrency !== undefined ? { fetchConcurrency: options.snapshotFetchConcurrency } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       });
       options.validator.reset(positionFromMeta(options.local.meta()));

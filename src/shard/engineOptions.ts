@@ -6,6 +6,7 @@ import { CONSUMER_TTL_MS_DEFAULT } from "../gc/ConsumerWatermarks.js";
 import type { LocalStore } from "../local/index.js";
 import type { ObjectStore } from "../objectstore/ObjectStore.js";
 import type { HybridClock } from "./HybridClock.js";
+import { SNAPSHOT_FETCH_CONCURRENCY } from "../snapshots/restoreSnapshot.js";
 
 /**
  * How a shard engine is assembled and tuned. Every default states its trade-off; costs
@@ -92,6 +93,12 @@ export interface ShardEngineTuning {
   readonly unitBytesMax: number;
   /** Segment GETs in flight during catch-up. Default 32: ~1,300 segments/s at 25 ms per GET. */
   readonly fetchConcurrency: number;
+  /**
+   * Snapshot parts fetched and decoded ahead of the local store while restoring. Default
+   * 4; each decoded part holds ~8 MiB of rows as objects (tens of MiB of heap), so a
+   * process that must stay small (a reshard) restores with 1.
+   */
+  readonly snapshotFetchConcurrency: number;
   /** Restore the snapshot instead of replaying when this many segments behind it. Default 2,000. */
   readonly restoreLagSegments: number;
   /** Snapshot after this many segments since the last one. Default 1,000. */
@@ -150,6 +157,7 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   flushBytesMax: 8 * 1024 * 1024,
   unitBytesMax: 16 * 1024 * 1024,
   fetchConcurrency: 32,
+  snapshotFetchConcurrency: SNAPSHOT_FETCH_CONCURRENCY,
   restoreLagSegments: 2_000,
   snapshotEverySegments: 1_000,
   snapshotEveryBytes: 64 * 1024 * 1024,
@@ -186,6 +194,7 @@ const tuningSchema = z
     flushBytesMax: positive(1024 * 1024 * 1024),
     unitBytesMax: positive(1024 * 1024 * 1024),
     fetchConcurrency: positive(1_024),
+    snapshotFetchConcurrency: positive(64),
     restoreLagSegments: positive(),
     snapshotEverySegments: positive(),
     snapshotEveryBytes: positive(),

@@ -172,7 +172,14 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
           // Only the lease is kept alive: no snapshots, GC or ticks on a layout being retired.
           drivers: ["heartbeat"],
           // Leases no longer than the lock: a killed reshard blocks the next one only that long.
-          tuning: { leaseTtlMs: engineLeaseTtlMs, heartbeatIntervalMs: Math.floor(engineLeaseTtlMs / 3), ...options.tuning, tickWhenIdle: false },
+          // One snapshot part decoded at a time: the restore is the reshard's memory peak.
+          tuning: {
+            leaseTtlMs: engineLeaseTtlMs,
+            heartbeatIntervalMs: Math.floor(engineLeaseTtlMs / 3),
+            snapshotFetchConcurrency: 1,
+            ...options.tuning,
+            tickWhenIdle: false,
+          },
         });
         await engine.acquire();
       } catch (error) {
