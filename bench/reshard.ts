@@ -5,8 +5,8 @@
  *
  * 1. Reshard, once per `--latencies` value (default 0 and 20 ms per request, every
  *    request): a 1-shard deployment of `--documents` (default 1,000,000) documents of
- *    ~110 bytes (table `items`, sharded by `owner`, 10,000 owners, one `by_owner` index
- *    entry each, one receipt per 100-document bulk mutation), built with latency off
+ *    ~110 bytes (table `items`, sharded by `owner`, 10,000 owners, a `by_owner` and a
+ *    `by_creation` index entry each, one receipt per 100-document bulk mutation), built with latency off
  *    through the functions runtime and snapshotted (the state a deployment that ran for a
  *    while is in), then `cairn reshard --to 4` run as a user runs it: the CLI in a child
  *    process against an s3:// URL. Reported: wall time, documents/s, and the child's peak
@@ -265,7 +265,7 @@ async function measureThroughput(endpoint: RemoteEndpoint, directory: string, sh
 function report(reshards: readonly ReshardFigures[], throughput: readonly ThroughputFigures[], model: BenchLatencyModel): void {
   const lines: TableLine[] = [];
   if (reshards.length > 0) {
-    lines.push(`1. cairn reshard 1 → ${options.to} of a snapshotted 1-shard store on the S3 test endpoint (~110-byte documents, one index entry each)`);
+    lines.push(`1. cairn reshard 1 → ${options.to} of a snapshotted 1-shard store on the S3 test endpoint (~110-byte documents, two index entries each)`);
     for (const figures of reshards) {
       lines.push([
         `${figures.documents} documents at ${figures.latencyMs} ms per request`,
