@@ -162,6 +162,8 @@ export class FunctionRuntime {
   private settledWaiters: { readonly ticket: number; readonly resolve: () => void }[] = [];
   private readonly lanes = new Map<string, Promise<void>>();
   private readonly receiptCalls = new Map<string, Promise<MutationRun>>();
+  /** The last mutation's `now` (and `_creationTime`), see nextMutationNowMs. */
+  private lastMutationNowMs = 0;
   private conflictCount = 0;
   private laneDeferrals = 0;
   private readonly functionRunMsMax: number;
@@ -279,7 +281,7 @@ export class FunctionRuntime {
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
   ): Promise<MutationRun> {
-    const nowMs = this.clock.nowMs();
+    const nowMs = this.nextMutationNowMs();
     const { lane, route } = this.placementOf(path, fn, args, receipt !== null);
     // Drawn on the first ctx.random() call of the first run, then the same in every re-run.
     const seed = { value: null as number | null };
@@ -479,6 +481,19 @@ export class FunctionRuntime {
     } finally {
       this.watchdog = null;
     }
+  }
+
+  /**
+   * A mutation's `now`, which its inserts take as `_creationTime`: the wall clock, but
+   * strictly above the previous mutation's (by a microsecond when the clock has not
+   * moved), so that documents one caller inserts one after the other list in that order
+   * in every index (whose keys end with `_creationTime, _id`) instead of by random id
+   * when they land in the same millisecond.
+   */
+  private nextMutationNowMs(): number {
+    const now = this.clock.nowMs();
+    this.lastMutationNowMs = now > this.lastMutationNowMs ? now : this.lastMutationNowMs + 0.001;
+    return this.lastMutationNowMs;
   }
 
   /**
