@@ -54,6 +54,12 @@ export async function reshardCommand(options: ReshardCommandOptions): Promise<vo
     for (const [shard, lane] of report.lanes.entries()) {
       say(`shard ${shard}: ${lane.documents} document(s), ${lane.indexEntries} index entries, ${lane.receipts} receipt(s)`);
     }
+    if (report.cleanupError !== null) {
+      process.stderr.write(
+        `cairn: warning: the reshard is done, but deleting the old layout stopped (${report.cleanupError}); ` +
+          `run \`cairn reshard --to ${report.toShards}\` again to finish it\n`,
+      );
+    }
   } finally {
     bar.done();
   }

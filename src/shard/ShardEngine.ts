@@ -148,6 +148,8 @@ export class ShardEngine {
   private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
   private readonly appliedListeners = new Set<(segment: Segment) => void>();
   private readonly restoredListeners = new Set<(frontierTs: number) => void>();
+  /** A tick segment is being flushed (it holds no data, so it does not hold the closed frontier back). */
+  private flushingTick = false;
 
   private constructor(private readonly options: ShardEngineOptions) {
     this.shard = options.shard;
@@ -202,13 +204,15 @@ export class ShardEngine {
 
   /**
    * The highest ts through which this node knows the shard's log complete (DESIGN.md §5).
-   * A writer with no flush running is complete up to its hybrid clock: whatever it
-   * commits next is stamped later (the clock is the node's, shared by its shards). Else,
-   * and on a follower, the maxTs of the last applied segment. What a read across shards
-   * takes the minimum of.
+   * A writer with no data flush running is complete up to its hybrid clock: whatever it
+   * commits next is stamped later (the clock is the node's, shared by its shards), and a
+   * tick in flight holds no data. Else, and on a follower, the maxTs of the last applied
+   * segment. What a read across shards takes the minimum of.
    */
   get closedTs(): number {
-    if (this.currentState.kind === "writing" && this.flushesRunning === 0) return Math.max(this.readTs, this.options.hybridClock.last);
+    if (this.currentState.kind === "writing" && (this.flushesRunning === 0 || this.flushingTick)) {
+      return Math.max(this.readTs, this.options.hybridClock.last);
+    }
     return this.readTs;
   }
 
@@ -605,9 +609,11 @@ export class ShardEngine {
   /** One flush: create, verify, apply locally, acknowledge. Never throws. */
   private async flushOrStop(epoch: number, batch: readonly QueuedUnit[], kind: "data" | "tick"): Promise<void> {
     this.flushesRunning++;
+    this.flushingTick = kind === "tick";
     try {
       await this.flushNow(epoch, batch, kind);
     } finally {
+      this.flushingTick = false;
       if (--this.flushesRunning === 0) this.notifyFrontierMoved();
     }
   }

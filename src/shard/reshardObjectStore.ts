@@ -85,6 +85,11 @@ export interface ReshardReport {
   /** The ts the new shards' snapshots close at (the old layout's highest). */
   readonly frontierTs: number;
   readonly objectsDeleted: number;
+  /**
+   * Why deleting the old layout stopped, after a successful switch (null: it did not).
+   * The reshard stands; the next run, even a no-op one, finishes the deletion.
+   */
+  readonly cleanupError: string | null;
 }
 
 export const RESHARD_LOCK_TTL_MS_DEFAULT = 30_000;
@@ -112,7 +117,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
   if (isReshardLockHeld(from, clock.nowMs())) throw reshardInProgress(from.reshard!);
   const unchanged = from.numShards === toShards;
   if (unchanged && from.retired.length === 0 && from.highestGeneration <= from.generation) {
-    return { changed: false, fromShards: from.numShards, toShards, generation: from.generation, documents: 0, lanes: [], frontierTs: 0, objectsDeleted: 0 };
+    return { changed: false, fromShards: from.numShards, toShards, generation: from.generation, documents: 0, lanes: [], frontierTs: 0, objectsDeleted: 0, cleanupError: null };
   }
   const oldStore = generationStore(store, from.generation);
   if (!unchanged) await refuseLiveLeases(oldStore, from, clock.nowMs(), random);
@@ -135,7 +140,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
       await renewal.stop();
       await lock.release();
       await deleteRetired(store, random, from, deleteGeneration);
-      return { changed: false, fromShards: from.numShards, toShards, generation: from.generation, documents: 0, lanes: [], frontierTs: 0, objectsDeleted };
+      return { changed: false, fromShards: from.numShards, toShards, generation: from.generation, documents: 0, lanes: [], frontierTs: 0, objectsDeleted, cleanupError: null };
     }
   } catch (error) {
     await renewal.stop();
@@ -150,7 +155,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
   const engineLeaseTtlMs = Math.min(ENGINE_LEASE_TTL_MS_MAX, lockTtlMs);
   const olds: { engine: ShardEngine; local: LocalStore }[] = [];
   let switched: Globals | null = null;
-  let report: Omit<ReshardReport, "objectsDeleted">;
+  let report: Omit<ReshardReport, "objectsDeleted" | "cleanupError">;
   try {
     const catalog = (await schemaCatalogObject(store, random).read())?.value ?? null;
     // Read: every old shard fenced and materialized.
@@ -259,7 +264,6 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
     await renewal.stop();
     renewal.check();
     switched = await lock.switchLayout();
-    onProgress({ phase: "switch", generation: switched.generation, numShards: switched.numShards });
     report = { changed: true, fromShards: from.numShards, toShards, generation: switched.generation, documents: totalDocuments, lanes, frontierTs };
   } catch (error) {
     await renewal.stop();
@@ -272,12 +276,28 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
     removeWorkDirectory(workDirectory, options.workDirectory);
     throw error;
   }
+  // From here on the reshard is done and durable: nothing below may report it as failed.
   // The old layout is retired: its shards' leases end with it (a node that still has it
   // open learns from globals, DEPLOYMENT_RESHARDED, before it could acquire one again).
+  const afterSwitch = switched;
+  const quietly = (step: () => void) => {
+    try {
+      step();
+    } catch {
+      // A progress callback's or the file system's trouble does not undo the switch.
+    }
+  };
+  quietly(() => onProgress({ phase: "switch", generation: afterSwitch.generation, numShards: afterSwitch.numShards }));
   await closeAll(olds);
-  removeWorkDirectory(workDirectory, options.workDirectory);
-  await deleteRetired(store, random, switched, deleteGeneration);
-  return { ...report, objectsDeleted };
+  quietly(() => removeWorkDirectory(workDirectory, options.workDirectory));
+  let cleanupError: string | null = null;
+  try {
+    await deleteRetired(store, random, afterSwitch, deleteGeneration);
+  } catch (error) {
+    // globals still list the old generation: the next reshard (a no-op one too) deletes it.
+    cleanupError = error instanceof Error ? error.message : String(error);
+  }
+  return { ...report, objectsDeleted, cleanupError };
 }
 
 /** LEASE_HELD when any shard of the old layout has a live writer (checked before anything is written). */

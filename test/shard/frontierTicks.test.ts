@@ -2,7 +2,9 @@
  * Scenario: the idle-shard ticks of a 3-shard writer (DESIGN.md §5), on a manual clock:
  * nothing is written while every shard is idle; a commit on one shard makes each other
  * shard tick once within frontierTickMs, so the common frontier passes the commit; the
- * ticks do not set each other off; and without a reader of the frontier nobody ticks.
+ * ticks do not set each other off; without a reader of the frontier nobody ticks; and a
+ * tick in flight does not hold the common frontier back (it holds no data), while a data
+ * flush in flight does.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/base/clock.js";
@@ -10,7 +12,8 @@ import { SeededRandom } from "../../src/base/random.js";
 import { newDocumentId } from "../../src/model/DocumentId.js";
 import { MemoryObjectStore } from "../../src/objectstore/MemoryObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
-import { eventually } from "../support/Gate.js";
+import { eventually, Gate } from "../support/Gate.js";
+import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { insertUnit } from "../support/shardHarness.js";
 import { turns } from "../replica/replicaSupport.js";
 
@@ -89,5 +92,36 @@ describe("idle-shard ticks", () => {
     await w.commitOn(1);
     await w.idle(20);
     expect(w.positions()).toEqual([start[0]!, start[1]! + 1, start[2]!]);
+  });
+
+  it("a tick in flight leaves the common frontier at the clock; a data flush in flight holds it at its shard's last segment", async () => {
+    const clock = new ManualClock();
+    const random = new SeededRandom(5);
+    const store = new FaultyObjectStore(new MemoryObjectStore(), random, clock);
+    const sharded = await ShardedStore.open({ store, localDirectory: ":memory:", nodeId: "w", numShards: 2, clock, random });
+    opened.push(sharded);
+    await sharded.acquireAll();
+    const [first, second] = sharded.engines as [typeof sharded.engines[0], typeof sharded.engines[0]];
+    const gate = new Gate();
+    store.inject({ operations: ["create"], keyPattern: /^s1\/log\//, effect: { until: gate.promise } });
+    const committed = await first.commit(insertUnit(first, newDocumentId(1, random), { shard: 0 }));
+    clock.advance(TICK_MS);
+    await eventually(() => store.held === 1); // shard 1's tick is being created
+    expect(second.readTs).toBeLessThan(committed.ts);
+    expect(sharded.readTs).toBeGreaterThanOrEqual(committed.ts);
+    gate.open();
+    await eventually(() => store.held === 0 && second.readTs >= committed.ts);
+
+    store.clear();
+    const held = new Gate();
+    store.inject({ operations: ["create"], keyPattern: /^s1\/log\//, effect: { until: held.promise } });
+    const pending = second.commit(insertUnit(second, newDocumentId(1, random), { shard: 1 }));
+    await eventually(() => store.held === 1); // shard 1's data segment is being created
+    const later = await first.commit(insertUnit(first, newDocumentId(1, random), { shard: 0 }));
+    expect(sharded.readTs).toBe(second.readTs);
+    expect(sharded.readTs).toBeLessThan(later.ts);
+    held.open();
+    const landed = await pending;
+    await eventually(() => sharded.readTs >= landed.ts);
   });
 });

@@ -8,13 +8,15 @@
  * deployment and for data that disagrees with the schema's shard keys; two reshards at
  * once: one wins, the other is told; a reshard that lost its lock (paused past it while a
  * node broke it) cannot switch; the deletion a run killed after its switch left undone is
- * finished by the next run, even a no-op one.
+ * finished by the next run, even a no-op one; a deletion that fails after the switch is
+ * reported beside the switch, never as a failed reshard.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/base/clock.js";
+import { CairnError } from "../../src/base/errors.js";
 import { systemRandom } from "../../src/base/random.js";
 import { App } from "../../src/functions/App.js";
 import { resolveCatalog } from "../../src/functions/catalog.js";
@@ -237,6 +239,34 @@ describe("reshard refusals", () => {
     expect(await reshardObjectStore({ store, toShards: 2 })).toMatchObject({ changed: false, objectsDeleted: 1 });
     expect((await globals.read())!.value).toMatchObject({ numShards: 2, generation: 1, retired: [], reshard: null });
     expect([...(await bucketState(store)).keys()].filter((key) => key.startsWith("s"))).toEqual(["schema"]);
+  });
+
+  it("a switch is never reported as failed: a deletion that fails after it is reported, and the next run finishes it", async () => {
+    const { store, ids } = await stoppedDeployment(1);
+    let failDeletes = true;
+    const flaky: ObjectStore = {
+      description: store.description,
+      get: (key, options) => store.get(key, options),
+      create: (key, body) => store.create(key, body),
+      casPut: (key, body, etag) => store.casPut(key, body, etag),
+      delete: (key) => store.delete(key),
+      deleteMany: async (keys) => {
+        if (failDeletes) throw new CairnError("STORE_UNREACHABLE", "the bucket went away");
+        await store.deleteMany(keys);
+      },
+      list: (prefix, options) => store.list(prefix, options),
+      close: async () => undefined,
+    };
+    const report = await reshardObjectStore({ store: flaky, toShards: 2 });
+    expect(report).toMatchObject({ changed: true, generation: 1, cleanupError: expect.stringMatching(/went away/) });
+    expect((await globalsObject(store, systemRandom).read())!.value).toMatchObject({ numShards: 2, generation: 1, retired: [{ generation: 0, numShards: 1 }] });
+    failDeletes = false;
+    expect(await reshardObjectStore({ store: flaky, toShards: 2 })).toMatchObject({ changed: false, cleanupError: null });
+    expect((await globalsObject(store, systemRandom).read())!.value.retired).toEqual([]);
+    expect([...(await bucketState(store)).keys()].filter((key) => key.startsWith("s0/"))).toEqual([]);
+    const node = await openNode(store);
+    closing.push(() => node.sharded.close());
+    expect((await node.runtime.runQuery("messages:get", { id: ids[9]! })).value).toBe("m9");
   });
 
   it("two reshards at once: one wins, the other is told another holds the deployment", async () => {
