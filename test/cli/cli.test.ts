@@ -4,41 +4,18 @@
  * releases its lease and exits 0; `inspect` then shows the log and no writer; a store URL
  * it cannot use is refused with a clear message and exit code 1.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { runCairn, type CairnRun } from "../support/runCairn.js";
 
 const root = mkdtempSync(join(tmpdir(), "cairn-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function cairn(args: string[], untilOutput?: RegExp): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
-      cwd: process.cwd(),
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
-    });
-    let stdout = "";
-    let stderr = "";
-    let signalled = false;
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (untilOutput && !signalled && untilOutput.test(stdout)) {
-        signalled = true;
-        child.kill("SIGINT");
-      }
-    });
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+/** `cairn …` in a child; with `untilOutput`, sent SIGINT once its stdout matches. */
+function cairn(args: string[], untilOutput?: RegExp): Promise<CairnRun> {
+  return runCairn(args, untilOutput === undefined ? undefined : { stream: "stdout", pattern: untilOutput, signal: "SIGINT" });
 }
 
 describe("cairn command", () => {

@@ -6,7 +6,6 @@
  * after it serves the new layout with every document, and `cairn verify` finds no
  * problem. A live server makes it refuse.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +17,7 @@ import { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
 import { globalsObject } from "../../src/manifest/Globals.js";
 import { FsObjectStore } from "../../src/objectstore/FsObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
+import { runCairn, type CairnRun } from "../support/runCairn.js";
 import { spawnCairnServe } from "../support/spawnCairnServe.js";
 import * as shardedApp from "../functions/shardedApp.js";
 
@@ -27,30 +27,9 @@ const bucket = join(root, "bucket");
 const CHANNELS = Array.from({ length: 16 }, (_, i) => `channel-${i}`);
 const PER_CHANNEL = 250;
 
-interface Run {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** `cairn …` in a child; with `killWhen`, SIGKILLed as soon as its stderr matches. */
-function cairn(args: string[], killWhen?: RegExp): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
-      cwd: process.cwd(),
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-      if (killWhen?.test(stderr)) child.kill("SIGKILL");
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+function cairn(args: string[], killWhen?: RegExp): Promise<CairnRun> {
+  return runCairn(args, killWhen === undefined ? undefined : { stream: "stderr", pattern: killWhen, signal: "SIGKILL" });
 }
 
 async function globals() {
@@ -82,7 +61,7 @@ describe("cairn reshard", () => {
     expect(await globals()).toMatchObject({ numShards: 2, generation: 0, highestGeneration: 1 });
 
     // The dead run's lock and leases block a re-run until they expire; then it converges.
-    let rerun: Run;
+    let rerun: CairnRun;
     for (let attempt = 0; ; attempt++) {
       rerun = await cairn(["reshard", "--store", bucket, "--to", "3", "--lock-ttl-ms", "2000"]);
       if (rerun.code === 0 || attempt >= 20 || !/RESHARD_IN_PROGRESS|LEASE_HELD/.test(rerun.stderr)) break;
