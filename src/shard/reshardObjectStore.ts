@@ -154,7 +154,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
   const hybridClock = new HybridClock(clock);
   const engineLeaseTtlMs = Math.min(ENGINE_LEASE_TTL_MS_MAX, lockTtlMs);
   const olds: { engine: ShardEngine; local: LocalStore }[] = [];
-  let switched: Globals | null = null;
+  let switched: Globals;
   let report: Omit<ReshardReport, "objectsDeleted" | "cleanupError">;
   try {
     const catalog = (await schemaCatalogObject(store, random).read())?.value ?? null;
@@ -266,20 +266,19 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
     switched = await lock.switchLayout();
     report = { changed: true, fromShards: from.numShards, toShards, generation: switched.generation, documents: totalDocuments, lanes, frontierTs };
   } catch (error) {
+    // The switch is the try's last step that can fail: nothing switched. Give the old
+    // shards back and drop what we wrote.
     await renewal.stop();
-    if (switched === null) {
-      // Nothing switched: give the old shards back and drop what we wrote.
-      await closeAll(olds);
-      await deleteGeneration(lock.generation, toShards).catch(() => undefined);
-      await lock.release().catch(() => undefined);
-    }
+    await closeAll(olds);
+    await deleteGeneration(lock.generation, toShards).catch(() => undefined);
+    await lock.release().catch(() => undefined);
     removeWorkDirectory(workDirectory, options.workDirectory);
     throw error;
   }
   // From here on the reshard is done and durable: nothing below may report it as failed.
   // The old layout is retired: its shards' leases end with it (a node that still has it
   // open learns from globals, DEPLOYMENT_RESHARDED, before it could acquire one again).
-  const afterSwitch = switched;
+  const afterSwitch: Globals = switched;
   const quietly = (step: () => void) => {
     try {
       step();
