@@ -925,14 +925,22 @@ export class ShardEngine {
     };
   }
 
+  /**
+   * Tells every applied listener of `segment`. A listener that throws has not taken it in
+   * (an invalidation it may have lost): every restored listener then hears of a restore
+   * at the segment's maxTs, which makes the sync handler re-run the shard's subscriptions.
+   */
   private notifyApplied(segment: Segment): void {
+    let failed = false;
     for (const listener of this.appliedListeners) {
       try {
         listener(segment);
       } catch (error) {
+        failed = true;
         this.emit({ type: "driver-error", shard: this.shard, driver: "applied-listener", error });
       }
     }
+    if (failed) this.notifyRestored(segment.header.maxTs);
   }
 
   private notifyRestored(frontierTs: number): void {

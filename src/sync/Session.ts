@@ -36,6 +36,8 @@ export interface SessionHost {
   unregister(handles: readonly IntervalHandle[]): void;
   mutationStarted(session: Session): void;
   mutationFinished(session: Session): void;
+  /** Queue a commit item for `session` once `currentTs` reaches `ts` (its answered mutation's commit). */
+  oweTransition(session: Session, ts: number): void;
   listen(session: Session, topic: string, on: boolean): void;
   publish(topic: string, eventText: string): void;
   closed(session: Session, reason: string): void;
@@ -94,7 +96,9 @@ const ANONYMOUS: Identity = { user: null, key: "", expiresAtMs: null };
  *   mutation that was committing when they were queued), and only once the runtime
  *   reports the commit durable;
  * - once a mutation is answered with ts, a Transition to a ts at or above it follows,
- *   empty if none of the session's queries changed.
+ *   empty if none of the session's queries changed — once the node's common frontier
+ *   (`host.currentTs`) has reached ts, never before: no Transition and no query run is
+ *   ever above the frontier, where another shard's older commit may still be in flight.
  */
 export class Session {
   readonly outbox: Outbox;
@@ -395,10 +399,16 @@ export class Session {
     }
   }
 
-  /** A mutation was answered with `ts`: make sure a Transition at or above it follows. */
+  /**
+   * A mutation was answered with `ts`: make sure a Transition at or above it follows. Not
+   * before the node's common frontier reaches `ts` (another shard may still have an
+   * older commit in flight): until then the handler owes this session a commit item.
+   */
   private answered(ts: number): void {
     this.answeredTs = Math.max(this.answeredTs, ts);
-    if (ts > this.scheduledTs) this.enqueueCommit(Math.max(this.host.currentTs, ts), [], []);
+    if (ts <= this.scheduledTs) return;
+    if (ts <= this.host.currentTs) this.enqueueCommit(this.host.currentTs, [], []);
+    else this.host.oweTransition(this, ts);
   }
 
   private startAction(requestId: number, path: string, args: unknown): void {

@@ -76,6 +76,8 @@ export class SyncHandler {
   private readonly index = new IntervalIndex<SubscriptionRef>();
   private readonly sessions = new Set<Session>();
   private readonly committing = new Set<Session>();
+  /** Sessions owed a commit item once `ts` reaches the commit ts of a mutation they were answered. */
+  private readonly owed = new Map<Session, number>();
   private readonly listeners = new Map<string, Set<Session>>();
   private readonly shared = new SharedQueryRuns();
   private readonly recent = new RecentCommits();
@@ -127,7 +129,15 @@ export class SyncHandler {
    * once every shard's frontier has passed it.
    */
   segmentApplied(segment: Segment): void {
-    this.hold(segment.header.maxTs, segmentWrites(segment));
+    let writes: readonly KeyRange[] | null;
+    try {
+      writes = segmentWrites(segment);
+    } catch (error) {
+      // Never lose an invalidation: what changed is unknown, so everything re-runs there.
+      this.log(`sync: the writes of segment ${segment.header.seqno} of shard ${segment.header.shard} could not be read (${(error as Error).message}); re-running every subscription at its ts`);
+      writes = null;
+    }
+    this.hold(segment.header.maxTs, writes);
   }
 
   /**
@@ -147,8 +157,17 @@ export class SyncHandler {
     const frontier = this.backend.readTs;
     while (this.held.length > 0 && this.held[0]!.ts <= frontier) {
       const { ts, writes } = this.held.shift()!;
-      if (writes === null) this.replacedAt(ts);
-      else this.commitApplied(ts, writes);
+      if (writes === null) {
+        this.replacedAt(ts);
+        continue;
+      }
+      try {
+        this.commitApplied(ts, writes);
+      } catch (error) {
+        // Matching failed halfway: some sessions may have missed it, so all re-run at ts.
+        this.log(`sync: matching the commit at ts ${ts} failed (${(error as Error).message}); re-running every subscription there`);
+        this.replacedAt(ts);
+      }
     }
   }
 
@@ -162,8 +181,17 @@ export class SyncHandler {
   private replacedAt(ts: number): void {
     this.ts = Math.max(this.ts, ts);
     this.recent.replacedAt(ts);
+    for (const session of this.owedThrough(this.ts)) session.enqueueCommit(this.ts, [], []);
     for (const session of this.sessions) session.storeReplaced(ts);
     this.frontierReached();
+  }
+
+  /** Removes and returns the sessions owed a commit item at or below `ts`. */
+  private owedThrough(ts: number): Session[] {
+    const due: Session[] = [];
+    for (const [session, owedTs] of this.owed) if (owedTs <= ts) due.push(session);
+    for (const session of due) this.owed.delete(session);
+    return due;
   }
 
   /**
@@ -196,6 +224,7 @@ export class SyncHandler {
       }
     }
     for (const session of this.committing) if (!affected.has(session)) affected.set(session, new Set());
+    for (const session of this.owedThrough(this.ts)) if (!affected.has(session)) affected.set(session, new Set());
     for (const [session, queryIds] of affected) {
       this.transitionsCommitted++;
       session.enqueueCommit(ts, queryIds, session.running === null ? [] : [session.running]);
@@ -264,6 +293,10 @@ export class SyncHandler {
       },
       mutationStarted: (session) => this.committing.add(session),
       mutationFinished: (session) => this.committing.delete(session),
+      oweTransition: (session, ts) => {
+        if (ts <= this.ts) session.enqueueCommit(this.ts, [], []);
+        else this.owed.set(session, Math.max(ts, this.owed.get(session) ?? 0));
+      },
       listen: (session, topic, on) => this.listen(session, topic, on),
       publish: (topic, eventText) => {
         for (const session of this.listeners.get(topic) ?? []) session.broadcast(eventText);
@@ -272,6 +305,7 @@ export class SyncHandler {
         this.droppedBefore += session.outbox.droppedTotal;
         this.sessions.delete(session);
         this.committing.delete(session);
+        this.owed.delete(session);
       },
       log: this.log,
     };
