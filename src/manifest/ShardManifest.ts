@@ -36,6 +36,7 @@ export class ShardManifest {
   private readonly object: CasObject<Manifest>;
   private snapshot: CasSnapshot<Manifest> | null = null;
   private ownerUpdates: Promise<unknown> = Promise.resolve();
+  private readonly epochListeners = new Set<(manifest: Manifest) => void>();
 
   constructor(
     store: ObjectStore,
@@ -193,8 +194,29 @@ export class ShardManifest {
     }
     // Reads and owner writes may overlap; versions only grow, so keep the newest.
     if (this.snapshot !== null && this.snapshot.value.version > manifest.version) return this.snapshot;
+    const newEpoch = this.snapshot !== null && manifest.epoch > this.snapshot.value.epoch;
     this.snapshot = snapshot;
+    if (newEpoch) this.notifyEpoch(manifest);
     return snapshot;
+  }
+
+  /**
+   * Listens to every newer epoch this node learns of, by any read or write: a takeover
+   * (the writer who holds the lease now). Routing follows it (DESIGN.md §9).
+   */
+  onNewEpoch(listener: (manifest: Manifest) => void): () => void {
+    this.epochListeners.add(listener);
+    return () => this.epochListeners.delete(listener);
+  }
+
+  private notifyEpoch(manifest: Manifest): void {
+    for (const listener of this.epochListeners) {
+      try {
+        listener(manifest);
+      } catch {
+        // A listener's failure must not change what the manifest holds.
+      }
+    }
   }
 
   private cached(): CasSnapshot<Manifest> {

@@ -48,6 +48,12 @@ export interface NodeOptions {
   readonly role?: "writer" | "replica" | "standby";
   /** A replica that takes over like a standby. */
   readonly takeover?: boolean;
+  /**
+   * The shards a "writer" acquires at start (default: every shard). It follows the others
+   * as a standby does: several nodes may each write some of a deployment's shards, every
+   * one of them serving every query at the common frontier (DESIGN.md §5).
+   */
+  readonly ownShards?: readonly number[];
   /** The URL other nodes reach this one at (default: the URL it listens on). */
   readonly advertiseUrl?: string | null;
   /** Clock difference between nodes that takeovers tolerate (default 1 s; see LeaseWatcher). */
@@ -159,8 +165,9 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           refreshWriter: async () => writerOf(await shardEngine.refreshManifest()),
         }),
     );
+    const ownShards = role === "writer" ? shardsToOwn(options.ownShards, engines.length) : [];
     let tailers: ShardTailer[] = [];
-    let acquiringAtStart = role === "writer";
+    let acquiringAtStart = new Set(ownShards);
     const writingWaiters = new ConditionWaiters(clock);
     const awaitWriting = (shard: number, timeoutMs: number) => writingWaiters.wait(() => engines[shard]!.state.kind === "writing", timeoutMs);
     // An acquire ended (or the one at start failed): every waiter learns whether writes run here now.
@@ -173,7 +180,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         mutationShard: (path, args) => runtime.mutationShard(path, args),
         engineState: (shard) => engines[shard]!.state,
         forwarder: (shard) => forwarders[shard]!,
-        becomingWriter: (shard) => acquiringAtStart || engines[shard]!.manifestCurrent.writer?.nodeId === nodeId,
+        becomingWriter: (shard) => acquiringAtStart.has(shard) || engines[shard]!.manifestCurrent.writer?.nodeId === nodeId,
         awaitWriting,
         waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
         wakeTail: (shard) => tailers[shard]?.wake(),
@@ -205,6 +212,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     );
     stopping.push(() => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: true }))).then(() => undefined));
 
+    let listPeersNow: (() => void) | null = null;
     const hintsWanted = options.wakeHints ?? true;
     const hintSender = hintsWanted && options.adminKey !== null ? new WakeHintSender({ adminKey: options.adminKey }) : null;
     events.add((event) => onRoleEvent(event));
@@ -221,8 +229,14 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         case "acquired":
           hintSender?.hint({ shard: event.shard, seqno: event.fenceSeqno, hash: event.fenceHash });
           writingChanged();
+          // A new writer of a shard others follow: find them now (hints, frontier ticks), not at the next renewal.
+          listPeersNow?.();
           // A writer needs no watermark of its own (its GC would wait for it).
           void (tailers[event.shard]?.removeWatermark() ?? shardEngine.watermarkStore.remove(nodeId)).catch(() => undefined);
+          return;
+        case "writer-changed":
+          // A new writer of a shard this node follows: tell it at once that this node reads its frontier.
+          if (event.writer !== null && event.writer.nodeId !== nodeId && event.writer.url !== null) void announceTo([event.writer.url], nodeId, advertisedUrl(), options.adminKey);
           return;
         case "fenced":
         case "poisoned":
@@ -313,12 +327,12 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
 
     if (role === "writer") {
       try {
-        await acquireWaitingOutDeadLeases(sharded, clock, log, maxClockSkewMs);
+        await acquireWaitingOutDeadLeases(ownShards.map((shard) => engines[shard]!), clock, log, maxClockSkewMs);
       } finally {
-        acquiringAtStart = false;
+        acquiringAtStart = new Set();
         writingChanged();
       }
-      await backfill(catalog, engines, store, log);
+      if (writesEveryShard()) await backfill(catalog, engines, store, log);
     }
     for (const tailer of tailers) tailer.start();
 
@@ -385,7 +399,9 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       }
     };
     await refreshRegistry();
-    if (role !== "writer") void announceToWriters(sharded, nodeId, advertisedUrl(), options.adminKey);
+    listPeersNow = () => void refreshRegistry();
+    // Every node tells the writers of the shards it follows that it reads their frontier.
+    void announceToWriters(sharded, nodeId, advertisedUrl(), options.adminKey);
     const registryLoop = (async () => {
       while (!registryStop.signal.aborted) {
         try {
@@ -428,14 +444,19 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
  * listing (up to 30 s). Best-effort: the registry finds the node anyway.
  */
 async function announceToWriters(sharded: ShardedStore, nodeId: string, url: string | null, adminKey: string | null): Promise<void> {
-  if (url === null || adminKey === null) return;
   const writers = new Set<string>();
   for (const engine of sharded.engines) {
     const writer = engine.manifestCurrent.writer;
     if (writer !== null && writer.nodeId !== nodeId && writer.url !== null) writers.add(writer.url);
   }
+  await announceTo([...writers], nodeId, url, adminKey);
+}
+
+/** `POST /api/internal/peer` to each of `writerUrls`: this node follows them. Best-effort. */
+async function announceTo(writerUrls: readonly string[], nodeId: string, url: string | null, adminKey: string | null): Promise<void> {
+  if (url === null || adminKey === null) return;
   await Promise.all(
-    [...writers].map(async (writerUrl) => {
+    writerUrls.map(async (writerUrl) => {
       try {
         const response = await fetch(new URL("api/internal/peer", writerUrl), {
           method: "POST",
@@ -449,6 +470,17 @@ async function announceToWriters(sharded: ShardedStore, nodeId: string, url: str
       }
     }),
   );
+}
+
+/** The shards a writer acquires at start: `ownShards` checked against the deployment, or every one. */
+function shardsToOwn(ownShards: readonly number[] | undefined, numShards: number): number[] {
+  if (ownShards === undefined) return Array.from({ length: numShards }, (_, shard) => shard);
+  for (const shard of ownShards) {
+    if (!Number.isSafeInteger(shard) || shard < 0 || shard >= numShards) {
+      throw new CairnError("INVALID_ARGUMENT", `cannot own shard ${String(shard)}: the deployment has shards 0..${numShards - 1}`);
+    }
+  }
+  return [...new Set(ownShards)].sort((a, b) => a - b);
 }
 
 function writerOf(manifest: Manifest): WriterLocation | null {
@@ -491,8 +523,8 @@ function meteredBackend(backend: SyncBackend, metrics: ServerMetrics, clock: Clo
  * itself. If it was renewed meanwhile, its writer is alive and this node refuses to
  * start (LEASE_HELD) instead of waiting forever — start it with --standby to wait.
  */
-async function acquireWaitingOutDeadLeases(sharded: ShardedStore, clock: Clock, log: (line: string) => void, maxClockSkewMs: number): Promise<void> {
-  for (const engine of sharded.engines) {
+async function acquireWaitingOutDeadLeases(engines: readonly ShardEngine[], clock: Clock, log: (line: string) => void, maxClockSkewMs: number): Promise<void> {
+  for (const engine of engines) {
     let waitedFor: number | null = null;
     for (;;) {
       try {

@@ -66,6 +66,12 @@ import {
  *   bucket (event "local-rebuilt"), never trusted.
  */
 /** What a follower's catch-up may skip (see CatchUpOptions). */
+/** The writer a manifest names: its node id and the URL it serves at (null: none published). */
+export interface LeaseOwnerLocation {
+  readonly nodeId: string;
+  readonly url: string | null;
+}
+
 export type FollowerCatchUpOptions = Pick<CatchUpOptions, "refreshWhenEmpty" | "vouching">;
 
 export type EngineState =
@@ -85,6 +91,8 @@ export type EngineEvent =
   | { readonly type: "snapshot"; readonly shard: number; readonly pointer: SnapshotPointer }
   | { readonly type: "gc"; readonly shard: number; readonly report: GarbageReport }
   | { readonly type: "local-rebuilt"; readonly shard: number; readonly reason: string }
+  /** This node learned of a newer epoch of the shard (a takeover): who writes it now. */
+  | { readonly type: "writer-changed"; readonly shard: number; readonly epoch: number; readonly writer: LeaseOwnerLocation | null }
   | { readonly type: "pruned"; readonly shard: number; readonly minReadableTs: number; readonly rowsRemoved: number }
   | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown }
   /**
@@ -133,7 +141,8 @@ export class ShardEngine {
   private flushLoop: Promise<void> | null = null;
   private accepting = false;
   private tickRequested = false;
-  private lastDataCommitTs = 0;
+  /** The maxTs of the last data segment applied here: this writer's own, or another's it followed. */
+  private lastDataAppliedTs = 0;
   /** On this node's monotonic clock: until when the lease is ours (for verify "lease"). */
   private leaseValidUntilMonotonicMs = 0;
   private drivers: AbortController | null = null;
@@ -158,6 +167,9 @@ export class ShardEngine {
     this.watermarks = new ConsumerWatermarks(options.store, options.shard, options.random);
     this.validator = new LogValidator(options.shard, positionFromMeta(options.local.meta()));
     this.recentWrites = new RecentWrites(this.tuning.recentWritesUnitsMax, this.tuning.recentWritesWindowMs * 1000);
+    this.manifest.onNewEpoch((manifest) =>
+      this.emit({ type: "writer-changed", shard: this.shard, epoch: manifest.epoch, writer: manifest.writer === null ? null : { nodeId: manifest.writer.nodeId, url: manifest.writer.url } }),
+    );
   }
 
   /**
@@ -292,7 +304,23 @@ export class ShardEngine {
     });
     this.options.hybridClock.observe(this.validator.position.lastMaxTs);
     if (report.restoredFromSeqno !== null) this.recentWrites.reset(this.validator.position.lastMaxTs);
+    await this.followNewerEpoch();
     return report;
+  }
+
+  /**
+   * A segment of a newer epoch than the manifest this node last read (applied on a
+   * writer's vouch, without a manifest read) means a takeover: read the manifest now,
+   * so that who writes the shard — where writes are forwarded — follows the log at once.
+   * A failed read is retried after the next round.
+   */
+  private async followNewerEpoch(): Promise<void> {
+    if (this.validator.position.highestEpoch <= this.manifest.current.epoch) return;
+    try {
+      await this.manifest.refresh();
+    } catch (error) {
+      this.emit({ type: "driver-error", shard: this.shard, driver: "manifest-refresh", error });
+    }
   }
 
   /**
@@ -412,9 +440,11 @@ export class ShardEngine {
   }
 
   /**
-   * The frontier driver's step: an idle shard whose frontier is below the node's newest
-   * commit elsewhere appends a tick, so readers of every shard's common frontier see that
-   * commit. Its own tick is no data commit: idle shards never keep each other ticking.
+   * The frontier driver's step: an idle shard whose frontier is below the newest commit
+   * this node knows of on another shard — its own, or one it applied from another
+   * writer's log — appends a tick, so readers of every shard's common frontier (on this
+   * node and on others) see that commit. Its own tick is no data commit: idle shards
+   * never keep each other ticking, on one node or across nodes.
    */
   frontierTick(): void {
     if (this.currentState.kind !== "writing" || !this.accepting || this.queue.length > 0 || this.flushesRunning > 0 || this.tickRequested) return;
@@ -425,9 +455,9 @@ export class ShardEngine {
     this.kickFlush();
   }
 
-  /** The maxTs of the last data segment this writer committed (0 before any). */
+  /** The maxTs of the last data segment applied here, committed by this node or followed (0 before any). */
   get lastDataTs(): number {
-    return this.lastDataCommitTs;
+    return this.lastDataAppliedTs;
   }
 
   /** Writes a snapshot of the current local state and points the manifest at it. */
@@ -674,9 +704,6 @@ export class ShardEngine {
     this.settlePending(batch);
     this.inFlight = [];
     batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
-    if (kind === "data") {
-      this.lastDataCommitTs = segment.header.maxTs;
-    }
     this.sinceSnapshot.segments++;
     this.sinceSnapshot.bytes += segment.bytes.byteLength;
     if (fencedAfter) {
@@ -931,6 +958,7 @@ export class ShardEngine {
    * at the segment's maxTs, which makes the sync handler re-run the shard's subscriptions.
    */
   private notifyApplied(segment: Segment): void {
+    if (segment.header.kind === "data") this.lastDataAppliedTs = Math.max(this.lastDataAppliedTs, segment.header.maxTs);
     let failed = false;
     for (const listener of this.appliedListeners) {
       try {

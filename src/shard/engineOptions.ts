@@ -45,9 +45,9 @@ export interface ShardEngineOptions {
    */
   readonly catchUpOnOpen?: boolean;
   /**
-   * The newest ts of a data commit on any shard this node writes (default: this shard's
-   * own). An idle shard behind it ticks (tickWhenIdle), so readers of the shards' common
-   * frontier see that commit.
+   * The newest ts of a data commit this node applied on any shard, its own or one it
+   * follows from another writer (default: this shard's own). An idle shard behind it
+   * ticks (tickWhenIdle), so readers of the shards' common frontier see that commit.
    */
   readonly newestCommitTs?: () => number;
   /** Whether anyone reads the shards' common frontier from the bucket (a replica); default true. Without, idle shards never tick. */
@@ -118,8 +118,9 @@ export interface ShardEngineTuning {
   /**
    * Close an idle shard's frontier with empty tick segments, so that it does not hold back
    * a multi-shard read frontier (DESIGN.md §5): within frontierTickMs of a commit on
-   * another shard of this node (newestCommitTs above this shard's frontier), while
-   * someone reads that frontier (frontierWanted). No ticks while every shard is idle.
+   * another shard that this node made or applied (newestCommitTs above this shard's
+   * frontier), while someone reads that frontier (frontierWanted). No ticks while every
+   * shard is idle.
    * Default off (one shard; ShardedStore turns it on for several).
    */
   readonly tickWhenIdle: boolean;

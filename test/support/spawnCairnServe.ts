@@ -14,7 +14,15 @@ export interface SpawnedServe {
  * ServeProcess and the benchmarks' ServerChild.
  */
 export function spawnCairnServe(args: readonly string[], options: { env?: Record<string, string>; nodeFlags?: readonly string[] } = {}): Promise<SpawnedServe> {
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), "--import", "tsx", "src/cli/main.ts", "serve", ...args], {
+  return spawnServing(["src/cli/main.ts", "serve", ...args], options);
+}
+
+/**
+ * A TypeScript entry point (run by tsx) as a child process, resolved once it prints
+ * `serving at <url> ` as `cairn serve` does; rejected with its output if it exits first.
+ */
+export function spawnServing(scriptAndArgs: readonly string[], options: { env?: Record<string, string>; nodeFlags?: readonly string[] } = {}): Promise<SpawnedServe> {
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), "--import", "tsx", ...scriptAndArgs], {
     cwd: process.cwd(),
     env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -30,7 +38,7 @@ export function spawnCairnServe(args: readonly string[], options: { env?: Record
       child.off("close", onEarlyClose);
       resolve({ child, url: match[1]!, output });
     };
-    const onEarlyClose = (code: number | null) => reject(new Error(`cairn serve exited with ${code} before serving:\n${output}`));
+    const onEarlyClose = (code: number | null) => reject(new Error(`${scriptAndArgs[0]} exited with ${code} before serving:\n${output}`));
     child.stdout!.on("data", onData);
     child.stderr!.on("data", onData);
     child.once("close", onEarlyClose);

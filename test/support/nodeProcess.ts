@@ -1,0 +1,59 @@
+/**
+ * A Cairn node in a process of its own, started through `startNode` (the assembly
+ * `cairn serve` uses) with options the command line does not offer: which shards a
+ * writer owns, its lease-check cadence. Tests spawn it with `spawnServing` and one JSON
+ * argument (NodeProcessConfig); it prints `serving at <url> ` like `cairn serve`, and
+ * SIGTERM stops it gracefully ("stopped").
+ */
+import { loadApp } from "../../src/functions/index.js";
+import { openObjectStore } from "../../src/objectstore/index.js";
+import { startNode, type NodeOptions } from "../../src/server/startNode.js";
+
+export interface NodeProcessConfig {
+  readonly store: string;
+  readonly local: string;
+  readonly nodeId: string;
+  readonly app: string;
+  readonly adminKey: string;
+  readonly numShards?: number;
+  readonly role?: NodeOptions["role"];
+  readonly ownShards?: readonly number[];
+  readonly leaseCheckIntervalMs?: number;
+  readonly maxClockSkewMs?: number;
+  readonly engineTuning?: NodeOptions["engineTuning"];
+  readonly wakeHints?: boolean;
+  readonly pollIntervalMs?: number;
+}
+
+const config = JSON.parse(process.argv[2]!) as NodeProcessConfig;
+const say = (line: string) => process.stdout.write(`node ${config.nodeId}: ${line}\n`);
+const store = await openObjectStore(config.store);
+const node = await startNode({
+  store,
+  localDirectory: config.local,
+  app: await loadApp(config.app),
+  nodeId: config.nodeId,
+  port: 0,
+  host: "127.0.0.1",
+  adminKey: config.adminKey,
+  verifier: null,
+  webApp: null,
+  log: say,
+  ...(config.numShards !== undefined ? { numShards: config.numShards } : {}),
+  ...(config.role !== undefined ? { role: config.role } : {}),
+  ...(config.ownShards !== undefined ? { ownShards: config.ownShards } : {}),
+  ...(config.leaseCheckIntervalMs !== undefined ? { leaseCheckIntervalMs: config.leaseCheckIntervalMs } : {}),
+  ...(config.maxClockSkewMs !== undefined ? { maxClockSkewMs: config.maxClockSkewMs } : {}),
+  ...(config.engineTuning !== undefined ? { engineTuning: config.engineTuning } : {}),
+  ...(config.wakeHints !== undefined ? { wakeHints: config.wakeHints } : {}),
+  ...(config.pollIntervalMs !== undefined ? { tailer: { idlePollMs: config.pollIntervalMs } } : {}),
+});
+say(`serving at ${node.url} as ${node.role()}`);
+process.once("SIGTERM", () => {
+  void (async () => {
+    await node.stop();
+    await store.close();
+    say("stopped");
+    process.exit(0);
+  })();
+});
