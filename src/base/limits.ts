@@ -327,8 +327,21 @@ export const CONNECT_FRONTIER_WAIT_MS = 5_000;
  * is answered from its receipt).
  */
 export const FORWARDED_WRITE_VISIBLE_WAIT_MS = 10_000;
-/** How long a forwarded mutation may take at the writer (its 10 s run limit, OCC re-runs and the commit). */
+/**
+ * How long a node keeps trying to get a forwarded mutation committed (every try bounded
+ * by a lease, re-routed across takeovers) before it answers WRITER_UNAVAILABLE: a
+ * failover takes a lease plus the skew and a lease check (~13 s by default), so 60 s
+ * rides out several, while a caller still hears of a deployment with no writer at all.
+ */
 export const FORWARDED_MUTATION_TIMEOUT_MS = 60_000;
+/**
+ * First wait before trying a forwarded mutation again after the writer could not take it
+ * (not reachable, not the writer any more), doubling up to the maximum. A route change (a
+ * newer epoch seen) cuts the wait short, so the retry after a takeover is immediate;
+ * while no writer answers, a try (and a manifest read) at most once a second.
+ */
+export const FORWARD_RETRY_BACKOFF_BASE_MS = 50;
+export const FORWARD_RETRY_BACKOFF_MAX_MS = 1_000;
 /** … and a forwarded action (its 10 min run limit). */
 export const FORWARDED_ACTION_TIMEOUT_MS = 11 * 60_000;
 

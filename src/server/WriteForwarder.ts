@@ -1,5 +1,7 @@
+import type { Clock } from "../base/clock.js";
+import { ConditionWaiters } from "../base/ConditionWaiters.js";
 import { CairnError } from "../base/errors.js";
-import { FORWARDED_ACTION_TIMEOUT_MS, FORWARDED_MUTATION_TIMEOUT_MS } from "../base/limits.js";
+import { FORWARDED_ACTION_TIMEOUT_MS } from "../base/limits.js";
 import type { UserIdentity } from "../functions/index.js";
 import { errorFromPayload, type ErrorPayload } from "../sync/index.js";
 
@@ -18,6 +20,7 @@ export interface WriteForwarderOptions {
   readonly refreshWriter: () => Promise<WriterLocation | null>;
   /** This node's id: a manifest naming it while it does not write means a lease being re-acquired. */
   readonly selfNodeId: string;
+  readonly clock: Clock;
   /** For tests: the request function (default: global fetch). */
   readonly fetch?: typeof fetch;
 }
@@ -41,77 +44,132 @@ export interface ForwardedAnswer {
 /** Answers at which a second try, after re-reading the manifest, may find the right writer. */
 const REROUTE_CODES = new Set(["NOT_WRITER", "FENCED", "ENGINE_CLOSED", "ENGINE_POISONED", "SERVER_STOPPING"]);
 
+/** One try of a forwarded call: the writer's answer, its error about the call itself, or a routing failure. */
+export type ForwardAttempt =
+  | { readonly kind: "answer"; readonly answer: ForwardedAnswer }
+  | { readonly kind: "error"; readonly error: CairnError }
+  | { readonly kind: "failure"; readonly failure: RouteFailure };
+
+export interface RouteFailure {
+  readonly reason: string;
+  /** Whether the writer may have run the call (the request reached it, or may have). */
+  readonly outcomeUnknown: boolean;
+  readonly url: string | null;
+  /** The try was abandoned because a newer epoch names another writer: re-route at once. */
+  readonly rerouted?: boolean;
+}
+
 /**
  * A replica's path for writes (DESIGN.md §9): mutations and actions go to the shard's
  * writer as the manifest names it (`writer.url`), as admin calls carrying the caller's
  * verified identity and its `(clientId, seq)`.
  *
  * Invariants:
- * - The caller's receipt key travels unchanged, so a second try (or a client's re-send)
+ * - The caller's receipt key travels unchanged, so another try (or a client's re-send)
  *   after an answer was lost is answered from the receipt and never applied twice. The
- *   node gives every forwarded mutation a key (its own when the client sent none).
- * - One retry, after re-reading the manifest, when the writer did not answer or answered
- *   that it is not (or no longer) the writer (an action only if it surely did not run:
- *   actions carry no receipt). Then WRITER_UNAVAILABLE, which says whether
- *   the outcome is unknown.
+ *   node gives every forwarded mutation a key (its own when the client sent none) and
+ *   names it in a WRITER_UNAVAILABLE whose outcome is unknown.
+ * - A mutation is tried one attempt at a time (`attemptMutation`), each bounded by the
+ *   caller's timeout (a lease: a writer silent that long has lost it or will) and
+ *   abandoned at once when a newer epoch names another writer (`writerChanged`); the
+ *   caller re-routes. An action is tried once more after re-reading the manifest only if
+ *   it surely did not run (actions carry no receipt). Then WRITER_UNAVAILABLE, which
+ *   says whether the outcome is unknown.
  * - An answer the writer gave about the call itself (invalid arguments, a conflict, the
  *   function's own error) is passed through as it came.
  */
 export class WriteForwarder {
   private readonly fetch: typeof fetch;
+  /** Tries in flight, each with the writer it went to and how to abandon it. */
+  private readonly inFlight = new Set<{ readonly nodeId: string; readonly abandon: AbortController }>();
+  /** Bumped at every route change; waiters for a change compare against it. */
+  private routeVersion = 0;
+  private readonly routeWaiters: ConditionWaiters;
 
   constructor(private readonly options: WriteForwarderOptions) {
     this.fetch = options.fetch ?? globalThis.fetch;
+    this.routeWaiters = new ConditionWaiters(options.clock);
   }
 
-  mutation(call: ForwardedCall): Promise<ForwardedAnswer> {
-    return this.forward("mutation", call, FORWARDED_MUTATION_TIMEOUT_MS);
+  /**
+   * A newer epoch of the shard names `writer` (null: none, or this node): tries in flight
+   * to any other node are abandoned — that node lost the lease, and a call it has not
+   * answered may hang as long as it is frozen — and whoever waits for a route change
+   * goes on. An abandoned mutation is re-routed with its receipt key (never applied twice).
+   */
+  writerChanged(writer: WriterLocation | null): void {
+    for (const attempt of this.inFlight) if (attempt.nodeId !== writer?.nodeId) attempt.abandon.abort();
+    this.routeVersion++;
+    this.routeWaiters.notify();
   }
 
-  action(call: ForwardedCall): Promise<ForwardedAnswer> {
-    return this.forward("action", call, FORWARDED_ACTION_TIMEOUT_MS);
+  /** Resolves once the route changes (writerChanged) or after `timeoutMs`, whichever is first. */
+  async routeChange(timeoutMs: number): Promise<void> {
+    const seen = this.routeVersion;
+    await this.routeWaiters.wait(() => this.routeVersion !== seen, timeoutMs);
   }
 
-  private async forward(kind: "mutation" | "action", call: ForwardedCall, timeoutMs: number): Promise<ForwardedAnswer> {
-    const adminKey = this.options.adminKey;
-    if (adminKey === null) {
-      throw new CairnError("WRITER_UNAVAILABLE", `this node is a replica and forwards ${kind}s to the writer with the deployment's admin key, but none is set: start it with CAIRN_ADMIN_KEY (the writer's)`);
-    }
-    let writer = this.options.writer();
-    if (writer === null || writer.url === null || writer.nodeId === this.options.selfNodeId) writer = await this.options.refreshWriter();
-    const first = await this.tryOnce(kind, writer, adminKey, call, timeoutMs);
+  /**
+   * One try of a mutation at the writer the manifest names now (re-read first when asked,
+   * or when it names none or this node), abandoned after `timeoutMs` or when the route
+   * changes.
+   * The caller re-routes a failure; the receipt key in `call` makes that safe.
+   */
+  attemptMutation(call: ForwardedCall, timeoutMs: number, rereadManifest: boolean): Promise<ForwardAttempt> {
+    return this.attempt("mutation", call, timeoutMs, rereadManifest);
+  }
+
+  /**
+   * An action at the shard's writer. It carries no receipt: one that may have run is never
+   * sent again; one that surely did not (refused before it ran, no writer) is tried once
+   * more after re-reading the manifest. Then WRITER_UNAVAILABLE, saying which it was.
+   */
+  async action(call: ForwardedCall): Promise<ForwardedAnswer> {
+    const first = await this.attempt("action", call, FORWARDED_ACTION_TIMEOUT_MS, false);
     if (first.kind === "answer") return first.answer;
     if (first.kind === "error") throw first.error;
-    // An action carries no receipt: one that may have run is never sent again.
-    if (kind === "action" && first.failure.outcomeUnknown) throw unavailable(kind, first.failure, first.failure);
-    // The owner changed or did not answer: re-read the manifest and try once more.
-    const second = await this.tryOnce(kind, await this.options.refreshWriter(), adminKey, call, timeoutMs);
+    if (first.failure.outcomeUnknown) throw forwardUnavailable("action", [first.failure]);
+    const second = await this.attempt("action", call, FORWARDED_ACTION_TIMEOUT_MS, true);
     if (second.kind === "answer") return second.answer;
     if (second.kind === "error") throw second.error;
-    throw unavailable(kind, first.failure, second.failure);
+    throw forwardUnavailable("action", [first.failure, second.failure]);
   }
 
-  private tryOnce(kind: string, writer: WriterLocation | null, adminKey: string, call: ForwardedCall, timeoutMs: number): Promise<PostOutcome> {
+  private async attempt(kind: "mutation" | "action", call: ForwardedCall, timeoutMs: number, reread: boolean): Promise<ForwardAttempt> {
+    const adminKey = this.options.adminKey;
+    if (adminKey === null) {
+      throw new CairnError("WRITER_UNAVAILABLE", `this node does not write the shard and forwards ${kind}s to its writer with the deployment's admin key, but none is set: start it with CAIRN_ADMIN_KEY (the writer's)`);
+    }
+    let writer = this.options.writer();
+    if (reread || writer === null || writer.url === null || writer.nodeId === this.options.selfNodeId) writer = await this.options.refreshWriter();
     const problem = routeProblem(writer, this.options.selfNodeId);
-    if (problem !== null) return Promise.resolve({ kind: "failure", failure: problem });
-    return this.post(kind, writer!.url!, adminKey, call, timeoutMs);
+    if (problem !== null) return { kind: "failure", failure: problem };
+    const abandon = new AbortController();
+    const entry = { nodeId: writer!.nodeId, abandon };
+    this.inFlight.add(entry);
+    try {
+      return await this.post(kind, writer!.url!, adminKey, call, timeoutMs, abandon.signal);
+    } finally {
+      this.inFlight.delete(entry);
+    }
   }
 
-  private async post(kind: string, baseUrl: string, adminKey: string, call: ForwardedCall, timeoutMs: number): Promise<PostOutcome> {
+  private async post(kind: string, baseUrl: string, adminKey: string, call: ForwardedCall, timeoutMs: number, abandoned: AbortSignal): Promise<ForwardAttempt> {
     let response: Response;
     try {
       response = await this.fetch(new URL(`api/internal/forward/${kind}`, baseUrl), {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Admin ${adminKey}` },
         body: JSON.stringify(call),
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), abandoned]),
       });
     } catch (error) {
       // Refused before a connection existed: it did not run. Anything else (a reset, a
-      // timeout) may have come after the writer ran it: the outcome is unknown, and the
-      // receipt key is what makes the retry safe.
+      // timeout, an abandoned try) may have come after the writer ran it: the outcome is
+      // unknown, and the receipt key is what makes the retry safe.
       const code = fetchErrorCode(error);
       const neverSent = code !== null && NOT_CONNECTED_CODES.has(code);
+      if (abandoned.aborted) return { kind: "failure", failure: { reason: "abandoned: a newer epoch names another writer", outcomeUnknown: true, url: baseUrl, rerouted: true } };
       const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
       const reason = timedOut ? `no answer within ${timeoutMs / 1000} s` : `${neverSent ? "not reachable" : "connection lost"} (${code ?? describeFetchError(error)})`;
       return { kind: "failure", failure: { reason, outcomeUnknown: !neverSent, url: baseUrl } };
@@ -120,6 +178,7 @@ export class WriteForwarder {
     try {
       body = await response.json();
     } catch {
+      if (abandoned.aborted) return { kind: "failure", failure: { reason: "abandoned: a newer epoch names another writer", outcomeUnknown: true, url: baseUrl, rerouted: true } };
       return { kind: "failure", failure: { reason: `answered HTTP ${response.status} without a JSON body`, outcomeUnknown: true, url: baseUrl } };
     }
     if (response.ok) return { kind: "answer", answer: body as ForwardedAnswer };
@@ -135,17 +194,6 @@ export class WriteForwarder {
   }
 }
 
-interface RouteFailure {
-  readonly reason: string;
-  readonly outcomeUnknown: boolean;
-  readonly url: string | null;
-}
-
-type PostOutcome =
-  | { readonly kind: "answer"; readonly answer: ForwardedAnswer }
-  | { readonly kind: "error"; readonly error: CairnError }
-  | { readonly kind: "failure"; readonly failure: RouteFailure };
-
 function routeProblem(writer: WriterLocation | null, selfNodeId: string): RouteFailure | null {
   if (writer === null) return { reason: "the manifest names no writer (none is running, or it stopped)", outcomeUnknown: false, url: null };
   if (writer.nodeId === selfNodeId) return { reason: "the manifest names this node, which is re-acquiring its lease", outcomeUnknown: false, url: null };
@@ -153,12 +201,22 @@ function routeProblem(writer: WriterLocation | null, selfNodeId: string): RouteF
   return null;
 }
 
-function unavailable(kind: string, first: RouteFailure, last: RouteFailure): CairnError {
-  const outcomeUnknown = last.outcomeUnknown || first.outcomeUnknown;
-  const tail = outcomeUnknown ? "; whether it ran is unknown: send it again with the same (clientId, seq) to learn its result without running it twice" : "; it did not run";
-  const again = last.reason === first.reason ? "" : `; after re-reading the manifest: ${last.reason}`;
-  return new CairnError("WRITER_UNAVAILABLE", `could not forward the ${kind} to the shard's writer: ${first.reason}${again}${tail}`, {
-    details: { outcomeUnknown, ...(last.url !== null ? { writerUrl: last.url } : {}) },
+/**
+ * WRITER_UNAVAILABLE after `failures` (in order): whether the call may have run, and the
+ * receipt key to re-send a mutation with (`receipt`), so the caller can learn its result.
+ */
+export function forwardUnavailable(kind: string, failures: readonly RouteFailure[], receipt?: { readonly clientId: string; readonly seq: number }): CairnError {
+  const first = failures[0]!;
+  const last = failures[failures.length - 1]!;
+  const outcomeUnknown = failures.some((failure) => failure.outcomeUnknown);
+  const tail = !outcomeUnknown
+    ? "; it did not run"
+    : receipt !== undefined
+      ? `; whether it ran is unknown: send it again with clientId ${JSON.stringify(receipt.clientId)} and seq ${receipt.seq} to learn its result without running it twice`
+      : "; whether it ran is unknown";
+  const tries = failures.length === 1 ? "" : ` (${failures.length} tries; the last: ${last.reason})`;
+  return new CairnError("WRITER_UNAVAILABLE", `could not forward the ${kind} to the shard's writer: ${first.reason}${tries}${tail}`, {
+    details: { outcomeUnknown, ...(last.url !== null ? { writerUrl: last.url } : {}), ...(receipt !== undefined && outcomeUnknown ? { clientId: receipt.clientId, seq: receipt.seq } : {}) },
   });
 }
 

@@ -1,12 +1,18 @@
+import type { Clock } from "../base/clock.js";
 import { CairnError, hasErrorCode } from "../base/errors.js";
-import { FORWARDED_WRITE_VISIBLE_WAIT_MS } from "../base/limits.js";
+import {
+  FORWARD_RETRY_BACKOFF_BASE_MS,
+  FORWARD_RETRY_BACKOFF_MAX_MS,
+  FORWARDED_MUTATION_TIMEOUT_MS,
+  FORWARDED_WRITE_VISIBLE_WAIT_MS,
+} from "../base/limits.js";
 import { randomHex, type Random } from "../base/random.js";
 import type { MutationRun } from "../functions/index.js";
 import type { Value } from "../model/Value.js";
 import { decodeValue, encodeValue } from "../model/ValueJson.js";
 import type { EngineState } from "../shard/ShardEngine.js";
 import type { SyncBackend } from "../sync/index.js";
-import type { ForwardedAnswer, WriteForwarder } from "./WriteForwarder.js";
+import { forwardUnavailable, type ForwardedAnswer, type RouteFailure, type WriteForwarder } from "./WriteForwarder.js";
 
 export interface NodeBackendOptions {
   /** The node's own runtime: queries always, writes while it writes the shard. */
@@ -33,6 +39,13 @@ export interface NodeBackendOptions {
   readonly wakeTail: (shard: number) => void;
   readonly nodeId: string;
   readonly random: Random;
+  readonly clock: Clock;
+  /**
+   * Longest wait for one forwarded try's answer: the writer's lease (plus the clock skew
+   * takeovers tolerate). A writer silent that long is frozen or gone and loses the shard,
+   * so the mutation is tried again (with its receipt key) where the shard is written then.
+   */
+  readonly forwardAttemptTimeoutMs: number;
   readonly visibleWaitMs?: number;
 }
 
@@ -45,8 +58,13 @@ export interface NodeBackendOptions {
  * fence) needs no restart: each call looks at the engines.
  *
  * Invariants:
- * - A forwarded mutation carries a receipt key (the client's, or one made here), so it
- *   is applied at most once however often it is retried.
+ * - A forwarded mutation carries a receipt key (the client's, or one made here and named
+ *   to the caller in any answer whose outcome is unknown), so it is applied at most once
+ *   however often it is retried.
+ * - Failover keeps it moving: a try abandoned because a newer epoch names another writer
+ *   is re-routed at once; a try the writer does not answer within a lease is tried again;
+ *   and once this node writes the shard itself (it took it over), the mutation runs here,
+ *   under its receipt key. All of it within FORWARDED_MUTATION_TIMEOUT_MS.
  * - A forwarded mutation is answered only once this node has applied its commit
  *   (read-your-writes): a session sees its own write in the next Transition, an HTTP
  *   caller in its next query here. If the tail does not get there in time, the answer is
@@ -67,9 +85,27 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     return true;
   };
 
-  const forwardMutation = async (shard: number, path: string, args: Value, identity: Parameters<SyncBackend["runMutation"]>[2]): Promise<MutationRun> => {
-    const receipt = identity.clientId !== undefined && identity.seq !== undefined ? { clientId: identity.clientId, seq: identity.seq } : { clientId: forwardedClientId, seq: forwardedSeq++ };
-    const answer = await options.forwarder(shard).mutation({ path, args: encodeValue(args), identity: identity.identity, ...receipt });
+  const forwardMutation = async (shard: number, path: string, args: Value, callOptions: Parameters<SyncBackend["runMutation"]>[2]): Promise<MutationRun> => {
+    const receipt = callOptions.clientId !== undefined && callOptions.seq !== undefined ? { clientId: callOptions.clientId, seq: callOptions.seq } : { clientId: forwardedClientId, seq: forwardedSeq++ };
+    const call = { path, args: encodeValue(args), identity: callOptions.identity, ...receipt };
+    const forwarder = options.forwarder(shard);
+    const startedMs = options.clock.monotonicMs();
+    const failures: RouteFailure[] = [];
+    for (let attempt = 1; ; attempt++) {
+      // A takeover made this node the writer while it forwarded: the mutation runs here.
+      if (attempt > 1 && (await writesHere(shard))) return local.runMutation(path, args, { ...callOptions, ...receipt });
+      const outcome = await forwarder.attemptMutation(call, options.forwardAttemptTimeoutMs, attempt > 1 && failures.at(-1)?.rerouted !== true);
+      if (outcome.kind === "answer") return visibleHere(shard, outcome.answer, receipt);
+      if (outcome.kind === "error") throw outcome.error;
+      failures.push(outcome.failure);
+      if (options.clock.monotonicMs() - startedMs >= FORWARDED_MUTATION_TIMEOUT_MS) throw forwardUnavailable("mutation", failures, receipt);
+      // Re-routed by a newer epoch: at once. Else after a backoff, cut short by a route change.
+      if (outcome.failure.rerouted !== true) await forwarder.routeChange(Math.min(FORWARD_RETRY_BACKOFF_MAX_MS, FORWARD_RETRY_BACKOFF_BASE_MS * 2 ** (attempt - 1)));
+    }
+  };
+
+  /** The writer committed a forwarded mutation: answer once this node applied it too (read-your-writes). */
+  const visibleHere = async (shard: number, answer: ForwardedAnswer, receipt: { readonly clientId: string; readonly seq: number }): Promise<MutationRun> => {
     const ts = answerTs(answer);
     options.wakeTail(shard);
     if (!(await options.waitForTs(ts, visibleWaitMs))) {

@@ -161,6 +161,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         new WriteForwarder({
           adminKey: options.adminKey,
           selfNodeId: nodeId,
+          clock,
           writer: () => writerOf(shardEngine.manifestCurrent),
           refreshWriter: async () => writerOf(await shardEngine.refreshManifest()),
         }),
@@ -186,6 +187,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         wakeTail: (shard) => tailers[shard]?.wake(),
         nodeId,
         random: systemRandom,
+        clock,
+        forwardAttemptTimeoutMs: sharded.engines[0]!.tuning.leaseTtlMs + maxClockSkewMs,
       }),
       metrics,
       clock,
@@ -229,13 +232,17 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         case "acquired":
           hintSender?.hint({ shard: event.shard, seqno: event.fenceSeqno, hash: event.fenceHash });
           writingChanged();
+          // What this node still forwards for the shard runs here now.
+          forwarders[event.shard]?.writerChanged({ nodeId, url: advertisedUrl() });
           // A new writer of a shard others follow: find them now (hints, frontier ticks), not at the next renewal.
           listPeersNow?.();
           // A writer needs no watermark of its own (its GC would wait for it).
           void (tailers[event.shard]?.removeWatermark() ?? shardEngine.watermarkStore.remove(nodeId)).catch(() => undefined);
           return;
         case "writer-changed":
-          // A new writer of a shard this node follows: tell it at once that this node reads its frontier.
+          // Forwards to the writer that lost the shard are re-routed to the new one, which
+          // learns at once that this node reads its frontier.
+          forwarders[event.shard]?.writerChanged(event.writer);
           if (event.writer !== null && event.writer.nodeId !== nodeId && event.writer.url !== null) void announceTo([event.writer.url], nodeId, advertisedUrl(), options.adminKey);
           return;
         case "fenced":
