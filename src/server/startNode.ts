@@ -4,7 +4,7 @@ import { ConditionWaiters } from "../base/ConditionWaiters.js";
 import { CairnError, hasErrorCode } from "../base/errors.js";
 import { systemRandom } from "../base/random.js";
 import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
-import type { Manifest } from "../manifest/Manifest.js";
+import { isLeaseLive, type Manifest } from "../manifest/Manifest.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { LeaseWatcher } from "../replica/LeaseWatcher.js";
 import { NodeRegistry, type NodeRole } from "../replica/NodeRegistry.js";
@@ -269,12 +269,25 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           lastError: status.lastError,
           writer: manifest.writer?.nodeId ?? null,
           epoch: manifest.epoch,
+          // As this node last read the manifest (a follower re-reads it every manifestRefreshMs).
+          leaseExpiresAt: manifest.writer === null ? null : new Date(manifest.leaseExpiresAt).toISOString(),
+          writerLive: shardEngine.state.kind === "writing" || isLeaseLive(manifest, clock.nowMs()),
         };
       });
       const staleness = shards.map((shard) => shard.stalenessMs);
       const stalenessMs = staleness.some((value) => value === null) ? null : Math.max(...(staleness as number[]));
       const current = nodeRole();
-      const healthy = current === "writer" || (stalenessMs !== null && stalenessMs <= STALE_AFTER_MS && shards.every((shard) => shard.lastError === null));
+      // The node reads at the lowest shard frontier: a commit on another shard stays
+      // invisible until that shard's frontier passes it. Name the shard that holds reads
+      // back, by how long, and whether it has a live writer: a shard without one holds
+      // every read back until a writer or standby takes it over (a replica cannot: only a
+      // fence closes a dead writer's log), which health then reports as degraded.
+      const lowest = shards.reduce((held, shard) => (shard.frontierTs < held.frontierTs ? shard : held), shards[0]!);
+      const highestTs = Math.max(...shards.map((shard) => shard.frontierTs));
+      const heldBackMs = Math.round((highestTs - lowest.frontierTs) / 1000);
+      const healthy =
+        current === "writer" ||
+        (stalenessMs !== null && stalenessMs <= STALE_AFTER_MS && heldBackMs <= STALE_AFTER_MS && shards.every((shard) => shard.lastError === null));
       return {
         status: healthy ? "ok" : "degraded",
         role: current,
@@ -282,6 +295,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         deploymentId: sharded.deploymentId,
         shards,
         frontierTs: sync.currentTs,
+        frontierHeldBy: { shard: lowest.shard, heldBackMs, writer: lowest.writer, writerLive: lowest.writerLive },
         stalenessMs,
         sessions: sync.sessionCount,
       };

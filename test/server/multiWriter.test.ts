@@ -8,7 +8,8 @@
  *
  * A commit on either node shows in queries and live queries on both. Then node b is
  * SIGKILLed: shard 1 has no live writer, and node a's readers are held back only until
- * its lease lapses and node a takes the shard over.
+ * its lease lapses and node a takes the shard over. A shard that never gets a writer
+ * holds reads back for good, and health says which shard it is and that it has none.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -43,8 +44,8 @@ afterEach(async () => {
   }
 });
 
-async function node(config: Omit<NodeProcessConfig, "store" | "app" | "adminKey" | "local">): Promise<{ url: string; child: ChildProcess }> {
-  const full: NodeProcessConfig = { store: join(root, "bucket"), app: "test/functions/shardedApp.ts", adminKey: ADMIN_KEY, local: join(root, `local-${config.nodeId}`), ...config };
+async function node(config: Omit<NodeProcessConfig, "store" | "app" | "adminKey" | "local">, bucket = "bucket"): Promise<{ url: string; child: ChildProcess }> {
+  const full: NodeProcessConfig = { store: join(root, bucket), app: "test/functions/shardedApp.ts", adminKey: ADMIN_KEY, local: join(root, `local-${config.nodeId}`), ...config };
   const { child, url } = await spawnServing(["test/support/nodeProcess.ts", JSON.stringify(full)]);
   children.push(child);
   child.stdout!.resume();
@@ -124,5 +125,20 @@ describe("two nodes, each the writer of one shard", () => {
     await fourth;
     await within("a writes both shards", async () => JSON.stringify(await shardWriters(a.url)) === JSON.stringify(["here", "here"]));
     expect(seenOnA).toEqual([1, 2, 3, 4]);
+  });
+
+  it("say in health which shard holds reads back when it has no writer", async () => {
+    // Shard 1 never gets a writer: a writes only shard 0 and checks no leases.
+    const a = await node({ nodeId: "lonely", numShards: 2, ownShards: [0], leaseCheckIntervalMs: 3_600_000, engineTuning: FAST_LEASES }, "bucket-without-a-writer");
+    const onA = client(a.url);
+    void onA.mutation(api.messages.send, { channel: channelOn(0), n: 1, body: "committed on shard 0, held back by shard 1" }).catch(() => undefined);
+    type Health = { status: string; frontierHeldBy: { shard: number; heldBackMs: number; writer: string | null; writerLive: boolean } };
+    let health: Health | undefined;
+    await within("health names shard 1 as holding reads back", async () => {
+      health = (await (await fetch(`${a.url}api/health`)).json()) as Health;
+      return health.frontierHeldBy.heldBackMs > 0;
+    });
+    expect(health).toMatchObject({ status: "degraded", frontierHeldBy: { shard: 1, writer: null, writerLive: false } });
+    expect(await queried(a.url)).toEqual([]);
   });
 });
