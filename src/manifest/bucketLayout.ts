@@ -16,8 +16,6 @@ export const bucketLayout = {
   globals: () => "globals",
   /** The deployment's schema catalog: table and index numbers (functions/catalog). */
   schemaCatalog: () => "schema",
-  /** Held by a reshard while it runs (ReshardLock). */
-  reshardLock: () => "reshard-lock",
   manifest: (shard: number) => `s${shard}/manifest`,
   logPrefix: (shard: number) => `s${shard}/log/`,
   segment: (shard: number, seqno: number) => `s${shard}/log/${formatSeqno(seqno)}`,

@@ -91,7 +91,7 @@ const STALE_AFTER_MS = 10_000;
 
 /**
  * Assembles a node (DESIGN.md §9) of any role: the deployment's shards opened, the
- * functions runtime over shard 0 (where tables live until sharding routes them), the
+ * functions runtime over every shard, the
  * sync handler fed by every segment applied locally — the writer's own commits and the
  * tailer's — metrics, and the HTTP/WebSocket server. Then, by role: acquire every shard
  * (writer), or tail, forward writes and, with takeover, watch the leases.
