@@ -1,6 +1,7 @@
 /**
  * Time is injected everywhere in src/ so that the simulation can run many nodes on one
- * virtual clock. Nothing in src/ calls Date.now() or setTimeout directly.
+ * virtual clock. Nothing in src/ calls Date.now() or setTimeout directly (test/injectedTimeAndRandomness
+ * checks it).
  */
 export interface Clock {
   /** Wall-clock milliseconds since the Unix epoch. May jump (NTP steps, an operator). */
@@ -13,6 +14,41 @@ export interface Clock {
   monotonicMs(): number;
   /** Resolves after `ms` of this clock's time; rejects with the signal's reason if aborted. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Calls `callback` once after `ms` of this clock's time, unless cancelled first. A timer
+   * never keeps the process alive by itself: background upkeep (a sweep, a ping, a fold)
+   * must not hold up an exit.
+   */
+  setTimer(ms: number, callback: () => void): Timer;
+}
+
+/** A pending `Clock.setTimer` call. */
+export interface Timer {
+  /** Stops the callback from running; does nothing if it has run or was cancelled. */
+  cancel(): void;
+}
+
+/**
+ * Calls `tick` every `intervalMs` of `clock`'s time until cancelled (the next interval
+ * starts as a tick begins, as with setInterval). Like `setTimer`, it never keeps the process alive.
+ */
+export function every(clock: Clock, intervalMs: number, tick: () => void): Timer {
+  let cancelled = false;
+  let current: Timer;
+  const arm = () => {
+    current = clock.setTimer(intervalMs, () => {
+      if (cancelled) return;
+      arm();
+      tick();
+    });
+  };
+  arm();
+  return {
+    cancel: () => {
+      cancelled = true;
+      current.cancel();
+    },
+  };
 }
 
 export const systemClock: Clock = {
@@ -34,6 +70,11 @@ export const systemClock: Clock = {
       }, Math.max(0, ms));
       signal?.addEventListener("abort", onAbort, { once: true });
     }),
+  setTimer: (ms, callback) => {
+    const timer = setTimeout(callback, Math.max(0, ms));
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
 };
 
 /**
@@ -76,6 +117,13 @@ export class ManualClock implements Clock {
       this.sleepers.push(sleeper);
       signal?.addEventListener("abort", onAbort, { once: true });
     });
+  }
+
+  /** A timer is a sleeper that runs `callback` when it wakes. */
+  setTimer(ms: number, callback: () => void): Timer {
+    const sleeper = { wakeAtMs: this.currentMs + Math.max(0, ms), order: this.sleeperCount++, resolve: callback };
+    this.sleepers.push(sleeper);
+    return { cancel: () => (this.sleepers = this.sleepers.filter((s) => s !== sleeper)) };
   }
 
   /** Moves time forward by `ms`, waking every sleeper whose deadline has passed. */

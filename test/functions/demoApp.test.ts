@@ -40,7 +40,7 @@ describe("the demo app", () => {
     const node = await h.writer("a");
     const app = await loadApp(DEMO_APP_PATH);
     // The wall clock stands still: every mutation starts in the same millisecond.
-    const stopped: Clock = { nowMs: () => 1_800_000_000_000, monotonicMs: () => systemClock.monotonicMs(), sleep: (ms, signal) => systemClock.sleep(ms, signal) };
+    const stopped: Clock = { nowMs: () => 1_800_000_000_000, monotonicMs: () => systemClock.monotonicMs(), sleep: (ms, signal) => systemClock.sleep(ms, signal), setTimer: systemClock.setTimer };
     const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(h.bucket, app.schema, new SeededRandom(1)), shard: node.engine, clock: stopped });
     const bodies = Array.from({ length: 20 }, (_, i) => `message ${i}`);
     for (const body of bodies) await runtime.runMutation("messages:send", { channel: "general", author: "ada", body });

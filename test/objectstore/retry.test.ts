@@ -5,7 +5,7 @@
  * the attempt bound keeping the error's code.
  */
 import { describe, expect, it } from "vitest";
-import type { Clock } from "../../src/base/clock.js";
+import { systemClock, type Clock } from "../../src/base/clock.js";
 import { CairnError, type ErrorCode } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { backoffDelayMs, retryTransient, type RetryPolicy } from "../../src/objectstore/retry.js";
@@ -29,6 +29,8 @@ class RecordingClock implements Clock {
     this.sleeps.push(ms);
     this.currentMs += ms;
   }
+
+  readonly setTimer = systemClock.setTimer;
 }
 
 function failing(codes: readonly ErrorCode[], details: Record<string, unknown> = {}) {

@@ -225,7 +225,7 @@ describe("openObjectStore on S3 checks the bucket", () => {
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     const { port } = silent.address() as AddressInfo;
     // Time runs 50× faster on this clock, so the answer timeouts pass in milliseconds.
-    const fastClock: Clock = { nowMs: () => Date.now(), monotonicMs: () => performance.now(), sleep: (ms, signal) => systemClock.sleep(ms / 50, signal) };
+    const fastClock: Clock = { nowMs: () => Date.now(), monotonicMs: () => performance.now(), sleep: (ms, signal) => systemClock.sleep(ms / 50, signal), setTimer: systemClock.setTimer };
     try {
       await expect(
         openObjectStore(`s3://${endpoint.bucket}?endpoint=http://127.0.0.1:${port}`, {
@@ -389,6 +389,7 @@ describe("S3ObjectStore 5xx answers to conditional writes (an unknown outcome, r
         sleeps += 1;
         return backoff.promise;
       },
+      setTimer: systemClock.setTimer,
     };
     const store = endpointStore({ prefix, clock: heldClock });
     endpoint.faults.set([{ operations: ["PutObject"], error500Rate: 1 }]);

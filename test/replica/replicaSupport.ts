@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
-import type { Clock } from "../../src/base/clock.js";
+import type { Clock, Timer } from "../../src/base/clock.js";
 import { FsObjectStore } from "../../src/objectstore/FsObjectStore.js";
 import { ShardHarness, type BucketFactory } from "../support/shardHarness.js";
 
@@ -55,6 +55,10 @@ export class RecordingClock implements Clock {
     const sleeping = this.base.sleep(ms, signal);
     sleeping.then(settled, settled);
     return sleeping;
+  }
+
+  setTimer(ms: number, callback: () => void): Timer {
+    return this.base.setTimer(ms, callback);
   }
 }
 

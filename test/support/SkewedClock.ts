@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/base/clock.js";
+import type { Clock, Timer } from "../../src/base/clock.js";
 
 /**
  * A node's view of a shared clock, off by an offset (clock skew between machines). The
@@ -21,5 +21,9 @@ export class SkewedClock implements Clock {
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return this.base.sleep(ms, signal);
+  }
+
+  setTimer(ms: number, callback: () => void): Timer {
+    return this.base.setTimer(ms, callback);
   }
 }
