@@ -1,14 +1,10 @@
 import { resolve } from "node:path";
 import { randomBytes } from "node:crypto";
-import { systemClock } from "../base/clock.js";
-import { systemRandom } from "../base/random.js";
-import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT } from "../gc/ConsumerWatermarks.js";
-import { planGarbage, type GarbagePlan, type GarbageReport } from "../gc/collectGarbage.js";
-import { openGlobals } from "../manifest/Globals.js";
-import { generationStore } from "../manifest/layoutGeneration.js";
-import { ShardManifest } from "../manifest/ShardManifest.js";
+import { systemClock, systemRandom } from "../base/index.js";
+import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT, planGarbage, type GarbagePlan, type GarbageReport } from "../gc/index.js";
+import { openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { ShardedStore } from "../shard/ShardedStore.js";
+import { ShardedStore } from "../shard/index.js";
 import { progressReporter } from "./progressReporter.js";
 
 export interface GcOptions {

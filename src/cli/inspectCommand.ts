@@ -1,9 +1,5 @@
-import { systemClock } from "../base/clock.js";
-import { systemRandom } from "../base/random.js";
-import { bucketLayout, parseSegmentSeqno } from "../manifest/bucketLayout.js";
-import { openGlobals } from "../manifest/Globals.js";
-import { generationStore } from "../manifest/layoutGeneration.js";
-import { ShardManifest } from "../manifest/ShardManifest.js";
+import { systemClock, systemRandom } from "../base/index.js";
+import { bucketLayout, parseSegmentSeqno, openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
 import { openObjectStore } from "../objectstore/index.js";
 
 /** Prints what the bucket holds, read-only: globals, manifests, log extents. */

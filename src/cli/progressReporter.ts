@@ -1,4 +1,4 @@
-import type { EngineEvent } from "../shard/ShardEngine.js";
+import type { EngineEvent } from "../shard/index.js";
 
 /**
  * Prints engine events for a person at a terminal: progress of long work (restore,

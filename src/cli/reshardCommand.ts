@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
-import { CairnError, type ErrorCode } from "../base/errors.js";
-import type { ReshardProgress, ReshardReport } from "../shard/reshardObjectStore.js";
+import { CairnError, type ErrorCode } from "../base/index.js";
+import type { ReshardProgress, ReshardReport } from "../shard/index.js";
 import { throttled } from "./progressReporter.js";
 import type { ReshardWorkerData, ReshardWorkerMessage } from "./reshardWorker.js";
 

@@ -1,8 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { systemClock } from "../base/clock.js";
-import { systemRandom } from "../base/random.js";
+import { systemClock, systemRandom } from "../base/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { reshardObjectStore } from "../shard/reshardObjectStore.js";
+import { reshardObjectStore } from "../shard/index.js";
 
 /**
  * The thread `cairn reshard` runs the reshard in (reshardCommand.ts explains why): opens
@@ -17,8 +16,8 @@ export interface ReshardWorkerData {
 }
 
 export type ReshardWorkerMessage =
-  | { readonly type: "progress"; readonly progress: import("../shard/reshardObjectStore.js").ReshardProgress }
-  | { readonly type: "done"; readonly report: import("../shard/reshardObjectStore.js").ReshardReport }
+  | { readonly type: "progress"; readonly progress: import("../shard/index.js").ReshardProgress }
+  | { readonly type: "done"; readonly report: import("../shard/index.js").ReshardReport }
   | { readonly type: "failed"; readonly code: string | null; readonly message: string; readonly details: unknown };
 
 const data = workerData as ReshardWorkerData;

@@ -1,13 +1,9 @@
 import { fileURLToPath } from "node:url";
-import { CairnError } from "../base/errors.js";
+import { CairnError, systemRandom } from "../base/index.js";
 import { loadApp } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { systemRandom } from "../base/random.js";
-import { jwtVerifier, loadJwks } from "../server/JwtVerifier.js";
-import { localNodeId } from "../server/localNodeId.js";
-import { startNode } from "../server/startNode.js";
-import { resolveTuning, type ShardEngineTuning } from "../shard/engineOptions.js";
-import type { WebApp } from "../server/WebAssets.js";
+import { jwtVerifier, loadJwks, localNodeId, startNode, type WebApp } from "../server/index.js";
+import { resolveTuning, type ShardEngineTuning } from "../shard/index.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { progressReporter } from "./progressReporter.js";
 

@@ -1,10 +1,7 @@
-import { systemClock } from "../base/clock.js";
-import { CairnError } from "../base/errors.js";
-import { systemRandom } from "../base/random.js";
-import { openGlobals } from "../manifest/Globals.js";
-import { generationStore } from "../manifest/layoutGeneration.js";
+import { systemClock, CairnError, systemRandom } from "../base/index.js";
+import { openGlobals, generationStore } from "../manifest/index.js";
 import { openObjectStore } from "../objectstore/index.js";
-import { verifyShard, type ShardVerification } from "../shard/verifyShard.js";
+import { verifyShard, type ShardVerification } from "../shard/index.js";
 import { throttled } from "./progressReporter.js";
 
 export interface VerifyOptions {

@@ -1,5 +1,5 @@
 import { invalidArgument } from "../base/errors.js";
-import type { FunctionKind, RegisteredFunction } from "../functions/registration.js";
+import type { FunctionKind, RegisteredFunction } from "../functions/index.js";
 
 /**
  * Typed references to an app's functions, with no code generation: the app's

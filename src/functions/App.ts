@@ -1,4 +1,4 @@
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import { isRegisteredFunction, type AnyFunction, type FunctionKind } from "./registration.js";
 import { isSchemaDefinition, type AnySchema } from "./schema.js";
 

@@ -1,17 +1,19 @@
-import { CairnError } from "../base/errors.js";
-import type { Random } from "../base/random.js";
-import { newDocumentId, type DocumentId } from "../model/DocumentId.js";
-import type { ValueObject } from "../model/Value.js";
+import { CairnError, type Random } from "../base/index.js";
+import {
+  newDocumentId,
+  type DocumentId,
+  type ValueObject,
+  withoutUndefinedFields,
+  compareBytes,
+  type Value,
+  encodeIndexKey,
+} from "../model/index.js";
 import type { TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
 import type { PendingWrites } from "./PendingWrites.js";
 import { QueryChain } from "./QueryChain.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
-import { withoutUndefinedFields } from "../model/withoutUndefinedFields.js";
 import { validateWith } from "./validate.js";
-import { compareBytes } from "../model/compareBytes.js";
-import type { Value } from "../model/Value.js";
-import { encodeIndexKey } from "../model/IndexKey.js";
 import { laneOfDocument, routeForDocument } from "./routing.js";
 
 /**

@@ -1,19 +1,21 @@
-import { systemClock, type Clock } from "../base/clock.js";
-import { CairnError, ERROR_CODES, hasErrorCode } from "../base/errors.js";
 import {
+  systemClock,
+  type Clock,
+  CairnError,
+  ERROR_CODES,
+  hasErrorCode,
   ACTION_RUN_MS_MAX,
   FUNCTION_RUN_MS_MAX,
   FUNCTION_WATCHDOG_INTERVAL_MS,
   MUTATION_ATTEMPTS_MAX,
   MUTATION_BACKOFF_MAX_MS,
-} from "../base/limits.js";
-import { SeededRandom, systemRandom, type Random } from "../base/random.js";
+  SeededRandom,
+  systemRandom,
+  type Random,
+} from "../base/index.js";
 import type { LocalStore } from "../local/index.js";
-import type { KeyRange } from "../model/KeyRange.js";
-import { shardOfRoute } from "../model/shardFor.js";
-import { validateValue, type Value } from "../model/Value.js";
-import { decodeValueText, encodeValueText } from "../model/ValueJson.js";
-import type { CommitResult, WriteUnit } from "../shard/WriteUnit.js";
+import { type KeyRange, shardOfRoute, validateValue, type Value, decodeValueText, encodeValueText } from "../model/index.js";
+import type { CommitResult, WriteUnit } from "../shard/index.js";
 import type { App } from "./App.js";
 import type { Catalog } from "./catalog.js";
 import { DatabaseReader, DatabaseWriter } from "./Database.js";

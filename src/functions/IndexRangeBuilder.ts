@@ -1,6 +1,5 @@
-import { CairnError } from "../base/errors.js";
-import type { IndexBound, IndexBounds } from "../model/IndexRange.js";
-import { validateValue, type Value } from "../model/Value.js";
+import { CairnError } from "../base/index.js";
+import { type IndexBound, type IndexBounds, validateValue, type Value } from "../model/index.js";
 import type { IndexInfo } from "./catalog.js";
 
 /**

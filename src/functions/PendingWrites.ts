@@ -1,8 +1,6 @@
-import { CairnError } from "../base/errors.js";
-import { MUTATION_DOCUMENTS_MAX } from "../base/limits.js";
-import { bytesEqual, compareBytes } from "../model/compareBytes.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import type { DocumentWrite, IndexWrite } from "../shard/WriteUnit.js";
+import { CairnError, MUTATION_DOCUMENTS_MAX } from "../base/index.js";
+import { bytesEqual, compareBytes, type DocumentId } from "../model/index.js";
+import type { DocumentWrite, IndexWrite } from "../shard/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import { encodeDocument, indexKeyOf, type DocumentObject } from "./documents.js";
 import { idKeyBytes } from "./documentIdRange.js";

@@ -1,8 +1,5 @@
-import { CairnError } from "../base/errors.js";
-import { QUERY_COLLECT_ROWS_MAX, QUERY_PAGE_ITEMS_MAX } from "../base/limits.js";
-import { compareBytes } from "../model/compareBytes.js";
-import { indexRange } from "../model/IndexRange.js";
-import { successorKey } from "../model/KeyRange.js";
+import { CairnError, QUERY_COLLECT_ROWS_MAX, QUERY_PAGE_ITEMS_MAX } from "../base/index.js";
+import { compareBytes, indexRange, successorKey } from "../model/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
 import { documentIdRange, idKeyBytes } from "./documentIdRange.js";

@@ -1,9 +1,16 @@
-import { CairnError } from "../base/errors.js";
-import { FUNCTION_READ_ROWS_MAX } from "../base/limits.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import { documentKeyOfCanonical, indexKeyspace, isEmptyRange, keyRange, pointRange, tableKeyspace, type KeyRange } from "../model/KeyRange.js";
-import type { ReadSet, WrittenKey } from "../shard/WriteUnit.js";
-import { compareBytes } from "../model/compareBytes.js";
+import { CairnError, FUNCTION_READ_ROWS_MAX } from "../base/index.js";
+import {
+  type DocumentId,
+  documentKeyOfCanonical,
+  indexKeyspace,
+  isEmptyRange,
+  keyRange,
+  pointRange,
+  tableKeyspace,
+  type KeyRange,
+  compareBytes,
+} from "../model/index.js";
+import type { ReadSet, WrittenKey } from "../shard/index.js";
 
 /**
  * Everything one function run read, exactly (DESIGN.md §7): a point in a table's keyspace

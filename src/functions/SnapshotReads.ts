@@ -1,7 +1,5 @@
-import { CairnError } from "../base/errors.js";
-import { compareBytes } from "../model/compareBytes.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import { successorKey } from "../model/KeyRange.js";
+import { CairnError } from "../base/index.js";
+import { compareBytes, type DocumentId, successorKey } from "../model/index.js";
 import type { LocalStore } from "../local/index.js";
 import type { Catalog, IndexInfo, TableInfo } from "./catalog.js";
 import { decodeDocument, type DocumentObject } from "./documents.js";

@@ -1,10 +1,7 @@
-import { CairnError, hasErrorCode } from "../base/errors.js";
-import { INDEX_BACKFILL_BATCH_DOCUMENTS, MUTATION_ATTEMPTS_MAX } from "../base/limits.js";
-import type { Random } from "../base/random.js";
-import { indexRange } from "../model/IndexRange.js";
-import { successorKey } from "../model/KeyRange.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import type { WriteUnit } from "../shard/WriteUnit.js";
+import { CairnError, hasErrorCode, INDEX_BACKFILL_BATCH_DOCUMENTS, MUTATION_ATTEMPTS_MAX, type Random } from "../base/index.js";
+import { indexRange, successorKey } from "../model/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import type { WriteUnit } from "../shard/index.js";
 import { markIndexReady, type Catalog, type IndexInfo } from "./catalog.js";
 import { decodeDocument, indexKeyOf } from "./documents.js";
 import type { ShardAccess } from "./FunctionRuntime.js";

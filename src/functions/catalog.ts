@@ -1,16 +1,15 @@
 import { z } from "zod";
-import { CairnError } from "../base/errors.js";
-import type { Random } from "../base/random.js";
-import type { CasFields } from "../manifest/CasObject.js";
+import { CairnError, type Random } from "../base/index.js";
 import {
+  type CasFields,
   SCHEMA_CATALOG_FORMAT,
   schemaCatalogObject,
   type CatalogIndex,
   type CatalogTable,
   type SchemaCatalog,
-} from "../manifest/SchemaCatalog.js";
-import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/DocumentId.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+} from "../manifest/index.js";
+import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import { SYSTEM_INDEXES, type AnySchema, type TableDefinition } from "./schema.js";
 
 /**

@@ -1,7 +1,5 @@
-import { CairnError } from "../base/errors.js";
-import { compareUtf8 } from "../model/compareBytes.js";
-import { documentIdSpan } from "../model/DocumentId.js";
-import type { IndexBound, IndexBounds } from "../model/IndexRange.js";
+import { CairnError } from "../base/index.js";
+import { compareUtf8, documentIdSpan, type IndexBound, type IndexBounds } from "../model/index.js";
 
 /**
  * The `by_id` index is served from the table's documents themselves (LocalStore's

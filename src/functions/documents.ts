@@ -1,9 +1,13 @@
-import { CairnError } from "../base/errors.js";
-import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import { encodeIndexKey } from "../model/IndexKey.js";
-import type { Value, ValueObject } from "../model/Value.js";
-import { decodeValueText, encodeValueText, utf8ByteLength } from "../model/ValueJson.js";
+import { CairnError, DOCUMENT_BYTES_MAX } from "../base/index.js";
+import {
+  type DocumentId,
+  encodeIndexKey,
+  type Value,
+  type ValueObject,
+  decodeValueText,
+  encodeValueText,
+  utf8ByteLength,
+} from "../model/index.js";
 import type { IndexInfo } from "./catalog.js";
 
 /**

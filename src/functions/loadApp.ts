@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import { App } from "./App.js";
 
 /**

@@ -1,4 +1,4 @@
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 
 /**
  * The opaque cursor of `paginate`: which index and order it belongs to, and the key of

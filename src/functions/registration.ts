@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { CairnError } from "../base/errors.js";
-import type { DocumentId } from "../model/DocumentId.js";
+import { CairnError } from "../base/index.js";
+import type { DocumentId } from "../model/index.js";
 import type { QueryChain } from "./QueryChain.js";
 import type { AnySchema, Doc, NewDoc, TableNames } from "./schema.js";
 import type { Id, ObjectShape } from "./values.js";

@@ -1,9 +1,14 @@
-import { CairnError } from "../base/errors.js";
-import { parseDocumentId, routeOfId, type DocumentId } from "../model/DocumentId.js";
-import { encodeIndexKey } from "../model/IndexKey.js";
-import type { IndexBounds } from "../model/IndexRange.js";
-import { routeOfKey, shardOfRoute } from "../model/shardFor.js";
-import type { Value } from "../model/Value.js";
+import { CairnError } from "../base/index.js";
+import {
+  parseDocumentId,
+  routeOfId,
+  type DocumentId,
+  encodeIndexKey,
+  type IndexBounds,
+  routeOfKey,
+  shardOfRoute,
+  type Value,
+} from "../model/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import type { Id, ObjectShape } from "./values.js";
 
 /**

@@ -1,7 +1,6 @@
 import type { z } from "zod";
-import { CairnError } from "../base/errors.js";
-import { formatPath, validateValue } from "../model/Value.js";
-import { withoutUndefinedFields } from "../model/withoutUndefinedFields.js";
+import { CairnError } from "../base/index.js";
+import { formatPath, validateValue, withoutUndefinedFields } from "../model/index.js";
 import { withIdScope, type TableNumberOf } from "./idScope.js";
 
 /**

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { INT64_MAX, INT64_MIN, isValue, type Value } from "../model/Value.js";
-import { isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/DocumentId.js";
+import { INT64_MAX, INT64_MIN, isValue, type Value, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/index.js";
 import { currentIdScope } from "./idScope.js";
 
 /**

@@ -1,5 +1,4 @@
-import type { DocumentId } from "../model/DocumentId.js";
-import { documentKeyOfCanonical, indexKeyspace, pointRange, tableKeyspace, type KeyRange } from "../model/KeyRange.js";
+import { type DocumentId, documentKeyOfCanonical, indexKeyspace, pointRange, tableKeyspace, type KeyRange } from "../model/index.js";
 
 /**
  * The keys a set of writes changed, as KeyRanges of the same keyspaces reads record: a

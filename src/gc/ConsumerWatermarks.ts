@@ -1,9 +1,7 @@
 import { z } from "zod";
-import { CairnError, hasErrorCode } from "../base/errors.js";
-import type { Random } from "../base/random.js";
-import { bucketLayout } from "../manifest/bucketLayout.js";
-import { CasObject, jsonCasCodec } from "../manifest/CasObject.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { CairnError, hasErrorCode, type Random } from "../base/index.js";
+import { bucketLayout, CasObject, jsonCasCodec } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 
 /**
  * Replicas publish how far they have applied each shard's log, so that the owner's GC

@@ -1,8 +1,13 @@
-import { DELETE_BATCH_KEYS_MAX } from "../base/limits.js";
-import { bucketLayout, parseSegmentSeqno, parseSnapshotSeqno } from "../manifest/bucketLayout.js";
-import type { Manifest } from "../manifest/Manifest.js";
-import type { LeaseOwner, ShardManifest } from "../manifest/ShardManifest.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { DELETE_BATCH_KEYS_MAX } from "../base/index.js";
+import {
+  bucketLayout,
+  parseSegmentSeqno,
+  parseSnapshotSeqno,
+  type Manifest,
+  type LeaseOwner,
+  type ShardManifest,
+} from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import { lowestNeededSeqno, type ConsumerWatermarks, type MalformedWatermark } from "./ConsumerWatermarks.js";
 
 /**

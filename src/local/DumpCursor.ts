@@ -1,7 +1,5 @@
-import { CairnError } from "../base/errors.js";
-import { LOCAL_DUMP_CHUNK_BYTES_MAX, LOCAL_DUMP_ROWS_PER_CHUNK } from "../base/limits.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { CairnError, LOCAL_DUMP_CHUNK_BYTES_MAX, LOCAL_DUMP_ROWS_PER_CHUNK } from "../base/index.js";
+import type { DocumentId, ClientReceipt, DocumentRevision, IndexUpdate } from "../model/index.js";
 import { type LocalMeta, readMeta } from "./LocalMeta.js";
 import type { SqliteDatabase } from "./schema.js";
 import type { DocumentRow, IndexEntryRow, ReceiptRow } from "./statements.js";

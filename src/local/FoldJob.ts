@@ -1,4 +1,4 @@
-import type { IndexUpdate } from "../model/Revision.js";
+import type { IndexUpdate } from "../model/index.js";
 import { metaParameters } from "./LocalMeta.js";
 import type { FrozenGeneration } from "./Overlay.js";
 

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import { ABORT, CLOSED } from "./foldWorker.mjs";
 import { FOLD_SQL } from "./statements.js";
 

@@ -1,4 +1,4 @@
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import { type FoldJob, transferablesOf } from "./FoldJob.js";
 import { closedError, FoldThread } from "./FoldThread.js";
 import { prepareFold, writeFold, type FoldStatements } from "./foldWorker.mjs";

@@ -1,4 +1,4 @@
-import { assert } from "../base/errors.js";
+import { assert } from "../base/index.js";
 import type { SqliteDatabase } from "./schema.js";
 
 /**

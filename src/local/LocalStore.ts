@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
-import { CairnError, invalidArgument } from "../base/errors.js";
 import {
+  CairnError,
+  invalidArgument,
   LOCAL_FOLD_DELAY_MS,
   LOCAL_FOLD_MIN_ROWS,
   LOCAL_FOLD_MIN_BYTES,
@@ -10,11 +11,16 @@ import {
   LOCAL_WAL_RESTART_BYTES,
   LOCAL_PRUNE_BATCH_ROWS,
   LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
-} from "../base/limits.js";
-import { compareBytes, compareUtf8 } from "../model/compareBytes.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import { successorKey } from "../model/KeyRange.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+} from "../base/index.js";
+import {
+  compareBytes,
+  compareUtf8,
+  type DocumentId,
+  successorKey,
+  type ClientReceipt,
+  type DocumentRevision,
+  type IndexUpdate,
+} from "../model/index.js";
 import {
   checkChangesWindow,
   checkDocumentId,

@@ -1,6 +1,5 @@
-import { SortedMap } from "../base/SortedMap.js";
-import { compareKeyStrings, keyString } from "../model/keyString.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { SortedMap } from "../base/index.js";
+import { compareKeyStrings, keyString, type ClientReceipt, type DocumentRevision, type IndexUpdate } from "../model/index.js";
 import type { LocalMeta } from "./LocalMeta.js";
 
 /** Index keys of one generation: the default comparator also orders numbers, dates and arrays; these are strings only. */

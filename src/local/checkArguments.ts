@@ -1,4 +1,4 @@
-import { CairnError, invalidArgument } from "../base/errors.js";
+import { CairnError, invalidArgument } from "../base/index.js";
 import type { LocalMeta, MetaUpdate } from "./LocalMeta.js";
 
 /**

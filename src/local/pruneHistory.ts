@@ -1,4 +1,4 @@
-import { LOCAL_PRUNE_BATCH_ROWS } from "../base/limits.js";
+import { LOCAL_PRUNE_BATCH_ROWS } from "../base/index.js";
 import { type LocalMeta, metaParameters, UPDATE_META } from "./LocalMeta.js";
 import type { SqliteDatabase } from "./schema.js";
 

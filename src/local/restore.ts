@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
-import { CairnError } from "../base/errors.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
+import { CairnError } from "../base/index.js";
+import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/index.js";
 import type { DumpChunk } from "./DumpCursor.js";
 import { type LocalMeta, metaParameters, UPDATE_META } from "./LocalMeta.js";
 import { DATA_TABLES, dataTablesSql, dropStaging, SECONDARY_INDEXES_SQL, STAGING_PREFIX, type SqliteDatabase } from "./schema.js";

@@ -1,5 +1,4 @@
-import { compareUtf8 } from "../model/compareBytes.js";
-import type { DocumentId } from "../model/DocumentId.js";
+import { compareUtf8, type DocumentId } from "../model/index.js";
 import type { Overlay } from "./Overlay.js";
 import { FilePager } from "./FilePager.js";
 import type { DocumentScanRow, Statements } from "./statements.js";

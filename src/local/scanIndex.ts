@@ -1,8 +1,4 @@
-import { compareBytes } from "../model/compareBytes.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import { successorKey } from "../model/KeyRange.js";
-import type { DocumentRevision } from "../model/Revision.js";
-import { keyString } from "../model/keyString.js";
+import { compareBytes, type DocumentId, successorKey, type DocumentRevision, keyString } from "../model/index.js";
 import { newestEntry, type Overlay } from "./Overlay.js";
 import { FilePager } from "./FilePager.js";
 import type { ScanRow, Statements } from "./statements.js";

@@ -1,6 +1,5 @@
 import Database from "better-sqlite3";
-import { CairnError } from "../base/errors.js";
-import { LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_BYTES, LOCAL_PAGE_CACHE_KIB } from "../base/limits.js";
+import { CairnError, LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_BYTES, LOCAL_PAGE_CACHE_KIB } from "../base/index.js";
 
 /**
  * The SQLite schema of one shard's local materialization (DESIGN.md §6).

@@ -1,9 +1,14 @@
-import { CairnError, type ErrorCode } from "../base/errors.js";
-import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
-import { isCanonicalSpelling, parseDocumentId, parseDocumentIdOfTable } from "../model/DocumentId.js";
-import { validateIndexKey } from "../model/IndexKey.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
-import { ROUTE_BYTES } from "../model/shardFor.js";
+import { CairnError, type ErrorCode, DOCUMENT_BYTES_MAX } from "../base/index.js";
+import {
+  isCanonicalSpelling,
+  parseDocumentId,
+  parseDocumentIdOfTable,
+  validateIndexKey,
+  type ClientReceipt,
+  type DocumentRevision,
+  type IndexUpdate,
+  ROUTE_BYTES,
+} from "../model/index.js";
 
 /**
  * Checks on the records that `apply` and `restore` write, run over a whole batch before

@@ -1,7 +1,6 @@
 import { z } from "zod";
-import { CairnError, hasErrorCode, isCasConflict, type ErrorCode } from "../base/errors.js";
-import { randomHex, type Random } from "../base/random.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { CairnError, hasErrorCode, isCasConflict, type ErrorCode, randomHex, type Random } from "../base/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 
 /**
  * One small JSON object in the bucket updated only by compare-and-swap: the primitive

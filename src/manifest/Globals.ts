@@ -1,9 +1,6 @@
 import { z } from "zod";
-import { CairnError, isCasConflict } from "../base/errors.js";
-import type { Clock } from "../base/clock.js";
-import { SHARDS_MAX } from "../base/limits.js";
-import { randomHex, type Random } from "../base/random.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { CairnError, isCasConflict, type Clock, SHARDS_MAX, randomHex, type Random } from "../base/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import { bucketLayout } from "./bucketLayout.js";
 import { CasObject, jsonCasCodec, type CasSnapshot } from "./CasObject.js";
 

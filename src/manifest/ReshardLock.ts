@@ -1,6 +1,5 @@
-import { CairnError, isCasConflict } from "../base/errors.js";
-import type { Random } from "../base/random.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { CairnError, isCasConflict, type Random } from "../base/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import type { CasFields, CasSnapshot } from "./CasObject.js";
 import { globalsObject, type Globals } from "./Globals.js";
 

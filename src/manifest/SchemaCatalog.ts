@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { Random } from "../base/random.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import type { Random } from "../base/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import { bucketLayout } from "./bucketLayout.js";
 import { CasObject, jsonCasCodec } from "./CasObject.js";
 

@@ -1,6 +1,5 @@
-import { CairnError, isCasConflict } from "../base/errors.js";
-import type { Random } from "../base/random.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { CairnError, isCasConflict, type Random } from "../base/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import { bucketLayout } from "./bucketLayout.js";
 import { CasObject, type CasFields, type CasSnapshot } from "./CasObject.js";
 import {

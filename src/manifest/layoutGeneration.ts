@@ -1,5 +1,4 @@
-import { PrefixedObjectStore } from "../objectstore/PrefixedObjectStore.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { PrefixedObjectStore, type ObjectStore } from "../objectstore/index.js";
 
 /**
  * Layout generations (DESIGN.md §10). A reshard never rewrites shards in place: it writes

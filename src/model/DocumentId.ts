@@ -1,5 +1,4 @@
-import { CairnError } from "../base/errors.js";
-import type { Random } from "../base/random.js";
+import { CairnError, type Random } from "../base/index.js";
 import { ROUTE_BYTES } from "./shardFor.js";
 
 /**

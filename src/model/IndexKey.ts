@@ -1,5 +1,4 @@
-import { CairnError, invalidArgument } from "../base/errors.js";
-import { VALUE_DEPTH_MAX } from "../base/limits.js";
+import { CairnError, invalidArgument, VALUE_DEPTH_MAX } from "../base/index.js";
 import type { DocumentId } from "./DocumentId.js";
 import { encodeDocumentId, isCanonicalSpelling, parseDocumentId } from "./DocumentId.js";
 import type { Value, ValueObject, ValuePath } from "./Value.js";

@@ -1,4 +1,4 @@
-import { assert } from "../base/errors.js";
+import { assert } from "../base/index.js";
 import { indexKeyPrefix } from "./IndexKey.js";
 import type { KeyRange } from "./KeyRange.js";
 import { indexKeyspace, keyRange, prefixEnd } from "./KeyRange.js";

@@ -1,4 +1,4 @@
-import { assert } from "../base/errors.js";
+import { assert } from "../base/index.js";
 import type { KeyRange } from "./KeyRange.js";
 import { isEmptyRange, startsBeforeEnd, validateKeyRange } from "./KeyRange.js";
 import { compareBytes } from "./compareBytes.js";

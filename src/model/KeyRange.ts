@@ -1,4 +1,4 @@
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import type { DocumentId } from "./DocumentId.js";
 import { TABLE_NUMBER_MAX, encodeDocumentId, parseDocumentId } from "./DocumentId.js";
 import { compareBytes } from "./compareBytes.js";

@@ -1,5 +1,4 @@
-import { CairnError } from "../base/errors.js";
-import { FIELD_NAME_LENGTH_MAX, VALUE_DEPTH_MAX } from "../base/limits.js";
+import { CairnError, FIELD_NAME_LENGTH_MAX, VALUE_DEPTH_MAX } from "../base/index.js";
 
 /**
  * A Cairn value: what documents, function arguments and results are made of.

@@ -1,5 +1,4 @@
-import { CairnError } from "../base/errors.js";
-import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
+import { CairnError, DOCUMENT_BYTES_MAX } from "../base/index.js";
 import { decodeBase64, encodeBase64 } from "./Base64.js";
 import type { Value, ValueObject, ValuePath } from "./Value.js";
 import {

@@ -49,3 +49,8 @@ export {
 } from "./KeyRange.js";
 export type { IntervalHandle } from "./IntervalIndex.js";
 export { IntervalIndex } from "./IntervalIndex.js";
+export { documentIdSpan, isCanonicalSpelling, parseDocumentIdOfTable, routeOfId } from "./DocumentId.js";
+export { compareUtf8 } from "./compareBytes.js";
+export { compareKeyStrings, keyString } from "./keyString.js";
+export { ROUTE_BYTES, routeOfKey, shardOfRoute } from "./shardFor.js";
+export { withoutUndefinedFields } from "./withoutUndefinedFields.js";

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import { CairnError } from "../base/errors.js";
-import { SHARDS_MAX } from "../base/limits.js";
+import { CairnError, SHARDS_MAX } from "../base/index.js";
 
 /**
  * Which shard a shard-key value belongs to (DESIGN.md §10). The definition is part of the

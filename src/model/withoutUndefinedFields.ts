@@ -1,4 +1,4 @@
-import { VALUE_DEPTH_MAX } from "../base/limits.js";
+import { VALUE_DEPTH_MAX } from "../base/index.js";
 import { setField } from "./Value.js";
 
 // An `undefined` object field counts as missing (what `v.optional` declares): the

@@ -2,10 +2,15 @@ import { createHash } from "node:crypto";
 import { link, open, readFile, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { Clock } from "../base/clock.js";
-import { CairnError } from "../base/errors.js";
-import { FS_LOCK_POLL_MS_MAX, FS_LOCK_STALE_MS, FS_LOCK_WAIT_MS_MAX } from "../base/limits.js";
-import { randomHex, type Random } from "../base/random.js";
+import {
+  type Clock,
+  CairnError,
+  FS_LOCK_POLL_MS_MAX,
+  FS_LOCK_STALE_MS,
+  FS_LOCK_WAIT_MS_MAX,
+  randomHex,
+  type Random,
+} from "../base/index.js";
 
 /**
  * Per-key mutual exclusion between processes sharing one directory store.

@@ -3,10 +3,18 @@ import { mkdirSync } from "node:fs";
 import { link, mkdir, open, readdir, rename, rmdir, stat, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
-import { systemClock, type Clock } from "../base/clock.js";
-import { CairnError, ERROR_CODES } from "../base/errors.js";
-import { FS_DELETE_CONCURRENCY_MAX, FS_PARENT_RETRIES_MAX, FS_TEMPORARY_STALE_MS } from "../base/limits.js";
-import { randomHex, systemRandom, type Random } from "../base/random.js";
+import {
+  systemClock,
+  type Clock,
+  CairnError,
+  ERROR_CODES,
+  FS_DELETE_CONCURRENCY_MAX,
+  FS_PARENT_RETRIES_MAX,
+  FS_TEMPORARY_STALE_MS,
+  randomHex,
+  systemRandom,
+  type Random,
+} from "../base/index.js";
 import { FsKeyLocks, errorCode, unlinkIfPresent } from "./FsKeyLocks.js";
 import { directoryComponentsForPrefix, keyForPathComponents, pathComponentsForKey } from "./fsKeyPaths.js";
 import { assertValidKey, compareKeys } from "./keys.js";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import { assertValidKey, compareKeys } from "./keys.js";
 import type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutResult } from "./ObjectStore.js";
 

@@ -1,4 +1,4 @@
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import { assertValidKey } from "./keys.js";
 import type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutResult } from "./ObjectStore.js";
 

@@ -8,9 +8,14 @@ import {
   S3Client,
   type S3ClientConfig,
 } from "@aws-sdk/client-s3";
-import { systemClock, type Clock } from "../base/clock.js";
-import { CairnError, hasErrorCode, invalidArgument, isCasConflict, isStoreTransient } from "../base/errors.js";
 import {
+  systemClock,
+  type Clock,
+  CairnError,
+  hasErrorCode,
+  invalidArgument,
+  isCasConflict,
+  isStoreTransient,
   DELETE_BATCH_KEYS_MAX,
   LIST_PAGE_KEYS_MAX,
   STORE_CONNECT_TIMEOUT_MS,
@@ -18,8 +23,9 @@ import {
   STORE_KEY_BYTES_MAX,
   STORE_SOCKET_IDLE_TIMEOUT_MS,
   STORE_SOCKETS_MAX,
-} from "../base/limits.js";
-import { systemRandom, type Random } from "../base/random.js";
+  systemRandom,
+  type Random,
+} from "../base/index.js";
 import { assertValidKey } from "./keys.js";
 import type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutResult } from "./ObjectStore.js";
 import { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";

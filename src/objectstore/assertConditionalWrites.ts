@@ -1,5 +1,4 @@
-import { CairnError, errorKindOf, hasErrorCode, isCasConflict } from "../base/errors.js";
-import { randomHex, systemRandom, type Random } from "../base/random.js";
+import { CairnError, errorKindOf, hasErrorCode, isCasConflict, randomHex, systemRandom, type Random } from "../base/index.js";
 import type { ObjectStore } from "./ObjectStore.js";
 
 /**

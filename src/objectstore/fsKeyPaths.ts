@@ -1,4 +1,4 @@
-import { FS_NAME_CHUNK_CHARS_MAX } from "../base/limits.js";
+import { FS_NAME_CHUNK_CHARS_MAX } from "../base/index.js";
 
 /**
  * How the directory store names an object key on disk.

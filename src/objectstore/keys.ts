@@ -1,5 +1,4 @@
-import { CairnError } from "../base/errors.js";
-import { STORE_KEY_BYTES_MAX } from "../base/limits.js";
+import { CairnError, STORE_KEY_BYTES_MAX } from "../base/index.js";
 
 /** Characters XML 1.0 cannot carry (or rewrites): C0 controls, DEL, U+FFFE, U+FFFF. */
 const XML_UNSAFE = /[\u0000-\u001f\u007f\ufffe\uffff]/;

@@ -1,8 +1,5 @@
 import { mkdir } from "node:fs/promises";
-import type { Clock } from "../base/clock.js";
-import { CairnError } from "../base/errors.js";
-import { STORE_OPEN_ATTEMPTS_MAX } from "../base/limits.js";
-import type { Random } from "../base/random.js";
+import { type Clock, CairnError, STORE_OPEN_ATTEMPTS_MAX, type Random } from "../base/index.js";
 import { errorCode } from "./FsKeyLocks.js";
 import { FsObjectStore } from "./FsObjectStore.js";
 import { MemoryObjectStore } from "./MemoryObjectStore.js";

@@ -1,6 +1,6 @@
 import { isAbsolute, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 
 /**
  * Store URLs: the one string that tells Cairn where its bucket is (`--store <url>`).

@@ -1,7 +1,13 @@
-import type { Clock } from "../base/clock.js";
-import { CairnError, hasErrorCode, isStoreTransient } from "../base/errors.js";
-import { STORE_ATTEMPTS_MAX, STORE_BACKOFF_BASE_MS, STORE_BACKOFF_MAX_MS } from "../base/limits.js";
-import type { Random } from "../base/random.js";
+import {
+  type Clock,
+  CairnError,
+  hasErrorCode,
+  isStoreTransient,
+  STORE_ATTEMPTS_MAX,
+  STORE_BACKOFF_BASE_MS,
+  STORE_BACKOFF_MAX_MS,
+  type Random,
+} from "../base/index.js";
 
 /**
  * Bounded retry of store operations that failed transiently (STORE_TRANSIENT,

@@ -1,5 +1,4 @@
-import { CairnError, type ErrorCode } from "../base/errors.js";
-import { STORE_THROTTLED_BACKOFF_MIN_MS } from "../base/limits.js";
+import { CairnError, type ErrorCode, STORE_THROTTLED_BACKOFF_MIN_MS } from "../base/index.js";
 
 /**
  * The one place where a failed S3 call becomes a CairnError.

@@ -1,7 +1,6 @@
-import type { Clock } from "../base/clock.js";
-import { hasErrorCode } from "../base/errors.js";
-import type { Manifest } from "../manifest/Manifest.js";
-import type { EngineState } from "../shard/ShardEngine.js";
+import { type Clock, hasErrorCode } from "../base/index.js";
+import type { Manifest } from "../manifest/index.js";
+import type { EngineState } from "../shard/index.js";
 
 /** What a lease watcher needs of its shard's engine. */
 export interface TakeoverEngine {

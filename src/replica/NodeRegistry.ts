@@ -1,9 +1,7 @@
 import { z } from "zod";
-import { CairnError, hasErrorCode, isCasConflict } from "../base/errors.js";
-import type { Random } from "../base/random.js";
-import { bucketLayout } from "../manifest/bucketLayout.js";
-import { CasObject, jsonCasCodec, type CasSnapshot } from "../manifest/CasObject.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { CairnError, hasErrorCode, isCasConflict, type Random } from "../base/index.js";
+import { bucketLayout, CasObject, jsonCasCodec, type CasSnapshot } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 
 /**
  * The nodes of a deployment, each registered under `nodes/{nodeId}` (DESIGN.md §9): where

@@ -1,11 +1,7 @@
-import type { Clock } from "../base/clock.js";
-import { ConditionWaiters } from "../base/ConditionWaiters.js";
-import { CairnError, hasErrorCode } from "../base/errors.js";
-import type { ConsumerWatermarks } from "../gc/ConsumerWatermarks.js";
-import type { Segment } from "../segments/Segment.js";
-import type { LogPosition } from "../segments/LogValidator.js";
-import type { CatchUpReport, Vouching } from "../shard/catchUp.js";
-import type { EngineState } from "../shard/ShardEngine.js";
+import { type Clock, ConditionWaiters, CairnError, hasErrorCode } from "../base/index.js";
+import type { ConsumerWatermarks } from "../gc/index.js";
+import type { Segment, LogPosition } from "../segments/index.js";
+import type { CatchUpReport, Vouching, EngineState } from "../shard/index.js";
 import type { WakeHint } from "./WakeHintSender.js";
 import { WriterVouches } from "./WriterVouches.js";
 

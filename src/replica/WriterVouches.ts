@@ -1,6 +1,5 @@
-import type { Clock } from "../base/clock.js";
-import { ConditionWaiters } from "../base/ConditionWaiters.js";
-import type { Vouching } from "../shard/catchUp.js";
+import { type Clock, ConditionWaiters } from "../base/index.js";
+import type { Vouching } from "../shard/index.js";
 
 /**
  * What a shard's writer told this replica in its wake hints (WakeHintSender): segments

@@ -1,4 +1,4 @@
-import { assert } from "../base/errors.js";
+import { assert } from "../base/index.js";
 
 /**
  * Growable little binary writer for the segment and snapshot payload codecs. Integers are

@@ -1,4 +1,4 @@
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import type { Segment } from "./Segment.js";
 
 /**

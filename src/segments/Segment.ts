@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import { decodeFramed, encodeFramed, FrameError } from "./framedObject.js";
 import { decodeRecords, encodeRecords, type RecordBatch } from "./recordCodec.js";
 

@@ -1,7 +1,7 @@
 import PQueue from "p-queue";
-import { CairnError } from "../base/errors.js";
-import { bucketLayout } from "../manifest/bucketLayout.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { CairnError } from "../base/index.js";
+import { bucketLayout } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import { decodeSegment, type Segment, type SegmentAddress } from "./Segment.js";
 
 /** GETs and verifies one segment; null when the slot is empty. */

@@ -1,6 +1,4 @@
-import type { DocumentId } from "../model/DocumentId.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
-import { ROUTE_BYTES } from "../model/shardFor.js";
+import { type DocumentId, type ClientReceipt, type DocumentRevision, type IndexUpdate, ROUTE_BYTES } from "../model/index.js";
 import { ByteReader, ByteWriter } from "./ByteWriter.js";
 
 /**

@@ -2,10 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX } from "../base/limits.js";
+import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, systemClock, type Clock } from "../base/index.js";
 import { CLOSE_CODES, encodeMessage, errorPayload, type SyncHandler } from "../sync/index.js";
-import { CairnError } from "../base/errors.js";
-import { systemClock, type Clock } from "../base/clock.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import type { WebAsset } from "./WebAssets.js";
 

@@ -1,11 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { CairnError } from "../base/errors.js";
-import { CONNECT_FRONTIER_WAIT_MS, PROTOCOL_NAME_CHARS_MAX } from "../base/limits.js";
+import { CairnError, CONNECT_FRONTIER_WAIT_MS, PROTOCOL_NAME_CHARS_MAX } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
-import type { WakeHint } from "../replica/WakeHintSender.js";
-import { decodeValue, encodeValue } from "../model/ValueJson.js";
+import type { WakeHint } from "../replica/index.js";
+import { decodeValue, encodeValue } from "../model/index.js";
 import { errorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { httpStatusOf } from "./httpStatus.js";
 import { readBody } from "./readBody.js";

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import type { TokenVerifier, VerifiedToken } from "../sync/index.js";
 
 export interface JwtVerifierOptions {

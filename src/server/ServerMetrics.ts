@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { StoreCall } from "../objectstore/index.js";
-import type { EngineEvent } from "../shard/ShardEngine.js";
+import type { EngineEvent } from "../shard/index.js";
 import type { SyncStats } from "../sync/index.js";
 
 /**

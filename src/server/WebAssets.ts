@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 
 /** A browser app the server serves at `/`: its HTML page and the script it loads as /app.js. */
 export interface WebApp {

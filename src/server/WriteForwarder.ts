@@ -1,7 +1,4 @@
-import type { Clock } from "../base/clock.js";
-import { ConditionWaiters } from "../base/ConditionWaiters.js";
-import { CairnError } from "../base/errors.js";
-import { FORWARDED_ACTION_TIMEOUT_MS } from "../base/limits.js";
+import { type Clock, ConditionWaiters, CairnError, FORWARDED_ACTION_TIMEOUT_MS } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
 import { errorFromPayload, type ErrorPayload } from "../sync/index.js";
 

@@ -1,7 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CairnError } from "../base/errors.js";
-import type { Random } from "../base/random.js";
+import { CairnError, type Random } from "../base/index.js";
 
 const NODE_ID_FILE = "node-id";
 const NODE_ID = /^[A-Za-z0-9._-]{1,128}$/;

@@ -1,16 +1,17 @@
-import type { Clock } from "../base/clock.js";
-import { CairnError, hasErrorCode } from "../base/errors.js";
 import {
+  type Clock,
+  CairnError,
+  hasErrorCode,
   FORWARD_RETRY_BACKOFF_BASE_MS,
   FORWARD_RETRY_BACKOFF_MAX_MS,
   FORWARDED_MUTATION_TIMEOUT_MS,
   FORWARDED_WRITE_VISIBLE_WAIT_MS,
-} from "../base/limits.js";
-import { randomHex, type Random } from "../base/random.js";
+  randomHex,
+  type Random,
+} from "../base/index.js";
 import type { MutationRun } from "../functions/index.js";
-import type { Value } from "../model/Value.js";
-import { decodeValue, encodeValue } from "../model/ValueJson.js";
-import type { EngineState } from "../shard/ShardEngine.js";
+import { type Value, decodeValue, encodeValue } from "../model/index.js";
+import type { EngineState } from "../shard/index.js";
 import type { SyncBackend } from "../sync/index.js";
 import { forwardUnavailable, type ForwardedAnswer, type RouteFailure, type WriteForwarder } from "./WriteForwarder.js";
 

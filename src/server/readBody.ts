@@ -1,6 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { CairnError } from "../base/errors.js";
-import { MESSAGE_BYTES_MAX } from "../base/limits.js";
+import { CairnError, MESSAGE_BYTES_MAX } from "../base/index.js";
 
 /** The request's body as text; MESSAGE_TOO_LARGE past MESSAGE_BYTES_MAX (read no further). */
 export async function readBody(request: IncomingMessage, bytesMax = MESSAGE_BYTES_MAX): Promise<string> {

@@ -1,4 +1,4 @@
-import type { Clock } from "../base/clock.js";
+import type { Clock } from "../base/index.js";
 
 /**
  * Hybrid-logical timestamps (DESIGN.md §5): `ts = max(lastTs + 1, nowMicros)`, strictly

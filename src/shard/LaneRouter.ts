@@ -1,11 +1,18 @@
-import { CairnError } from "../base/errors.js";
-import { parseDocumentId, routeOfId, type DocumentId } from "../model/DocumentId.js";
-import { encodeIndexKey } from "../model/IndexKey.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
-import { routeOfKey, shardOfRoute } from "../model/shardFor.js";
-import type { Value } from "../model/Value.js";
-import { decodeValueText } from "../model/ValueJson.js";
-import type { CatalogTable, SchemaCatalog } from "../manifest/SchemaCatalog.js";
+import { CairnError } from "../base/index.js";
+import {
+  parseDocumentId,
+  routeOfId,
+  type DocumentId,
+  encodeIndexKey,
+  type ClientReceipt,
+  type DocumentRevision,
+  type IndexUpdate,
+  routeOfKey,
+  shardOfRoute,
+  type Value,
+  decodeValueText,
+} from "../model/index.js";
+import type { CatalogTable, SchemaCatalog } from "../manifest/index.js";
 
 /**
  * Which lane each stored row belongs to in a layout of `lanes` shards, by the

@@ -1,4 +1,4 @@
-import { CairnError } from "../base/errors.js";
+import { CairnError } from "../base/index.js";
 import type { DumpChunk, DumpCursor, LocalMeta } from "../local/index.js";
 
 /**

@@ -1,9 +1,7 @@
-import { CairnError, hasErrorCode, isCasConflict } from "../base/errors.js";
-import { bucketLayout } from "../manifest/bucketLayout.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import type { LogPosition } from "../segments/LogValidator.js";
-import { readSegment } from "../segments/logReader.js";
-import type { Segment } from "../segments/Segment.js";
+import { CairnError, hasErrorCode, isCasConflict } from "../base/index.js";
+import { bucketLayout } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { type LogPosition, readSegment, type Segment } from "../segments/index.js";
 
 /**
  * Creates a writer's next segment at the tail of the log (DESIGN.md §4, commit and

@@ -1,14 +1,16 @@
-import { CairnError, errorKindOf, hasErrorCode } from "../base/errors.js";
-import { randomHex } from "../base/random.js";
-import { yieldToEventLoop } from "../base/yieldToEventLoop.js";
-import { collectGarbage, type GarbageReport } from "../gc/collectGarbage.js";
-import { ConsumerWatermarks } from "../gc/ConsumerWatermarks.js";
-import type { SnapshotPointer } from "../manifest/Manifest.js";
-import { ShardManifest, type LeaseOwner } from "../manifest/ShardManifest.js";
-import { LogValidator, type LogPosition } from "../segments/LogValidator.js";
-import { EMPTY_RECORD_BATCH, type RecordBatch } from "../segments/recordCodec.js";
-import { encodeSegment, type Segment, type SegmentKind } from "../segments/Segment.js";
-import { writeSnapshot } from "../snapshots/writeSnapshot.js";
+import { CairnError, errorKindOf, hasErrorCode, randomHex, yieldToEventLoop } from "../base/index.js";
+import { collectGarbage, type GarbageReport, ConsumerWatermarks } from "../gc/index.js";
+import { type SnapshotPointer, ShardManifest, type LeaseOwner } from "../manifest/index.js";
+import {
+  LogValidator,
+  type LogPosition,
+  EMPTY_RECORD_BATCH,
+  type RecordBatch,
+  encodeSegment,
+  type Segment,
+  type SegmentKind,
+} from "../segments/index.js";
+import { writeSnapshot } from "../snapshots/index.js";
 import { catchUp, type CatchUpOptions, type CatchUpProgress, type CatchUpReport } from "./catchUp.js";
 import { checkLocalPosition } from "./checkLocalPosition.js";
 import { judgeCreatedSegment, type CommitVerdict } from "./commitVerdict.js";

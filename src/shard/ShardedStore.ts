@@ -1,13 +1,9 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { systemClock, type Clock } from "../base/clock.js";
-import { CairnError, hasErrorCode } from "../base/errors.js";
-import { systemRandom, type Random } from "../base/random.js";
+import { systemClock, type Clock, CairnError, hasErrorCode, systemRandom, type Random } from "../base/index.js";
 import { LocalStore, SCHEMA_VERSION } from "../local/index.js";
-import { globalsObject, openGlobals } from "../manifest/Globals.js";
-import { generationStore } from "../manifest/layoutGeneration.js";
-import { claimLayoutForWriting } from "../manifest/ReshardLock.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { globalsObject, openGlobals, generationStore, claimLayoutForWriting } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import type { ShardEngineTuning } from "./engineOptions.js";
 import { HybridClock } from "./HybridClock.js";
 import { ShardEngine, type EngineEvent } from "./ShardEngine.js";

@@ -1,9 +1,6 @@
-import { CairnError } from "../base/errors.js";
-import { DOCUMENT_BYTES_MAX } from "../base/limits.js";
-import type { DocumentId } from "../model/DocumentId.js";
-import type { RecordBatch } from "../segments/recordCodec.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
-import { ROUTE_BYTES } from "../model/shardFor.js";
+import { CairnError, DOCUMENT_BYTES_MAX } from "../base/index.js";
+import { type DocumentId, type ClientReceipt, type DocumentRevision, type IndexUpdate, ROUTE_BYTES } from "../model/index.js";
+import type { RecordBatch } from "../segments/index.js";
 
 /**
  * What the functions layer hands the shard engine: one transaction's writes, computed

@@ -1,5 +1,5 @@
-import { SortedMap } from "../base/SortedMap.js";
-import { compareKeyStrings, keyString } from "../model/keyString.js";
+import { SortedMap } from "../base/index.js";
+import { compareKeyStrings, keyString } from "../model/index.js";
 import type { ReadSet, WrittenKey } from "./WriteUnit.js";
 
 /**

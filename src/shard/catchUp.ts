@@ -1,13 +1,9 @@
-import { CairnError, hasErrorCode } from "../base/errors.js";
-import { CATCH_UP_ROUND_BYTES_MAX, CATCH_UP_ROUND_SEGMENTS_MAX } from "../base/limits.js";
+import { CairnError, hasErrorCode, CATCH_UP_ROUND_BYTES_MAX, CATCH_UP_ROUND_SEGMENTS_MAX } from "../base/index.js";
 import type { LocalStore } from "../local/index.js";
-import type { Manifest } from "../manifest/Manifest.js";
-import type { ShardManifest } from "../manifest/ShardManifest.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import type { LogValidator } from "../segments/LogValidator.js";
-import { readLog } from "../segments/logReader.js";
-import type { Segment } from "../segments/Segment.js";
-import { restoreSnapshot, type RestoreProgress } from "../snapshots/restoreSnapshot.js";
+import type { Manifest, ShardManifest } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { type LogValidator, readLog, type Segment } from "../segments/index.js";
+import { restoreSnapshot, type RestoreProgress } from "../snapshots/index.js";
 import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
 
 /**

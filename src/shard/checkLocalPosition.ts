@@ -1,7 +1,7 @@
 import type { LocalMeta } from "../local/index.js";
-import type { Manifest } from "../manifest/Manifest.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import { readSegment } from "../segments/logReader.js";
+import type { Manifest } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { readSegment } from "../segments/index.js";
 
 /**
  * On open (a warm restart), whether the local file's position still describes the

@@ -1,4 +1,4 @@
-import type { FenceRecord, Manifest } from "../manifest/Manifest.js";
+import type { FenceRecord, Manifest } from "../manifest/index.js";
 
 /**
  * Whether a segment this writer created is part of the log, decided from a manifest read

@@ -1,12 +1,10 @@
 import { z } from "zod";
-import type { Clock } from "../base/clock.js";
-import { CairnError } from "../base/errors.js";
-import type { Random } from "../base/random.js";
-import { CONSUMER_TTL_MS_DEFAULT } from "../gc/ConsumerWatermarks.js";
+import { type Clock, CairnError, type Random } from "../base/index.js";
+import { CONSUMER_TTL_MS_DEFAULT } from "../gc/index.js";
 import type { LocalStore } from "../local/index.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import type { HybridClock } from "./HybridClock.js";
-import { SNAPSHOT_FETCH_CONCURRENCY } from "../snapshots/restoreSnapshot.js";
+import { SNAPSHOT_FETCH_CONCURRENCY } from "../snapshots/index.js";
 
 /**
  * How a shard engine is assembled and tuned. Every default states its trade-off; costs

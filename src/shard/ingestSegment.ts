@@ -1,7 +1,6 @@
-import { CairnError, errorKindOf } from "../base/errors.js";
+import { CairnError, errorKindOf } from "../base/index.js";
 import type { LocalMeta, LocalStore } from "../local/index.js";
-import { judgeSegment, type LogPosition, type LogValidator, type Verdict } from "../segments/LogValidator.js";
-import type { Segment } from "../segments/Segment.js";
+import { judgeSegment, type LogPosition, type LogValidator, type Verdict, type Segment } from "../segments/index.js";
 
 /**
  * Applies one segment at the log position to the local store (or records that it was

@@ -2,22 +2,29 @@ import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { systemClock, type Clock } from "../base/clock.js";
-import { CairnError } from "../base/errors.js";
-import { SHARDS_MAX } from "../base/limits.js";
-import { randomHex, systemRandom, type Random } from "../base/random.js";
+import { systemClock, type Clock, CairnError, SHARDS_MAX, randomHex, systemRandom, type Random } from "../base/index.js";
 import { LocalStore, type DumpCursor, type LocalMeta } from "../local/index.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/Revision.js";
-import { CasObject } from "../manifest/CasObject.js";
-import { globalsObject, type Globals } from "../manifest/Globals.js";
-import { generationKeyPrefixes, generationStore } from "../manifest/layoutGeneration.js";
-import { isLeaseLive, manifestCodec, MANIFEST_FORMAT, type Manifest } from "../manifest/Manifest.js";
-import { dropRetiredGeneration, HeldReshardLock, isReshardLockHeld, reshardInProgress } from "../manifest/ReshardLock.js";
-import { bucketLayout } from "../manifest/bucketLayout.js";
-import { schemaCatalogObject } from "../manifest/SchemaCatalog.js";
-import { ShardManifest } from "../manifest/ShardManifest.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import { writeSnapshot } from "../snapshots/writeSnapshot.js";
+import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/index.js";
+import {
+  CasObject,
+  globalsObject,
+  type Globals,
+  generationKeyPrefixes,
+  generationStore,
+  isLeaseLive,
+  manifestCodec,
+  MANIFEST_FORMAT,
+  type Manifest,
+  dropRetiredGeneration,
+  HeldReshardLock,
+  isReshardLockHeld,
+  reshardInProgress,
+  bucketLayout,
+  schemaCatalogObject,
+  ShardManifest,
+} from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { writeSnapshot } from "../snapshots/index.js";
 import type { ShardEngineTuning } from "./engineOptions.js";
 import { HybridClock } from "./HybridClock.js";
 import { LaneRouter } from "./LaneRouter.js";

@@ -1,13 +1,8 @@
-import { errorKindOf } from "../base/errors.js";
-import { prefetchInOrder } from "../base/prefetchInOrder.js";
-import { systemRandom } from "../base/random.js";
-import { bucketLayout, parseSegmentSeqno } from "../manifest/bucketLayout.js";
-import type { Manifest, SnapshotPointer } from "../manifest/Manifest.js";
-import { ShardManifest } from "../manifest/ShardManifest.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import { LogValidator, LOG_START, type LogPosition } from "../segments/LogValidator.js";
-import { readSegment } from "../segments/logReader.js";
-import { readSnapshotParts } from "../snapshots/restoreSnapshot.js";
+import { errorKindOf, prefetchInOrder, systemRandom } from "../base/index.js";
+import { bucketLayout, parseSegmentSeqno, type Manifest, type SnapshotPointer, ShardManifest } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { LogValidator, LOG_START, type LogPosition, readSegment } from "../segments/index.js";
+import { readSnapshotParts } from "../snapshots/index.js";
 
 /**
  * Reads one shard's manifest, log and snapshot and checks everything a reader relies on

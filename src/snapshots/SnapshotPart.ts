@@ -1,7 +1,6 @@
 import { z } from "zod";
-import { CairnError } from "../base/errors.js";
-import { decodeFramed, encodeFramed } from "../segments/framedObject.js";
-import { decodeRecords, type RecordBatch } from "../segments/recordCodec.js";
+import { CairnError } from "../base/index.js";
+import { decodeFramed, encodeFramed, decodeRecords, type RecordBatch } from "../segments/index.js";
 
 /**
  * One part of a snapshot: a framed object (checksummed, zlib-compressed) holding a run

@@ -1,10 +1,8 @@
 import { createHash } from "node:crypto";
-import { CairnError } from "../base/errors.js";
-import { prefetchInOrder } from "../base/prefetchInOrder.js";
+import { CairnError, prefetchInOrder } from "../base/index.js";
 import type { DumpChunk, LocalStore, RestoreStats } from "../local/index.js";
-import { bucketLayout } from "../manifest/bucketLayout.js";
-import type { SnapshotPointer } from "../manifest/Manifest.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
+import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
 import { decodeSnapshotPart, type DecodedSnapshotPart } from "./SnapshotPart.js";
 
 /**

@@ -1,13 +1,10 @@
 import { createHash } from "node:crypto";
 import PQueue from "p-queue";
-import { CairnError } from "../base/errors.js";
+import { CairnError, yieldToEventLoop } from "../base/index.js";
 import type { DumpChunk, DumpCursor } from "../local/index.js";
-import { bucketLayout } from "../manifest/bucketLayout.js";
-import type { SnapshotPointer } from "../manifest/Manifest.js";
-import type { ObjectStore } from "../objectstore/ObjectStore.js";
-import { ByteWriter } from "../segments/ByteWriter.js";
-import { writeIndexUpdate, writeReceipt, writeRevision } from "../segments/recordCodec.js";
-import { yieldToEventLoop } from "../base/yieldToEventLoop.js";
+import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { ByteWriter, writeIndexUpdate, writeReceipt, writeRevision } from "../segments/index.js";
 import { encodeSnapshotPart } from "./SnapshotPart.js";
 
 /**

@@ -4,7 +4,7 @@ import {
   SESSION_RESPONSE_BYTES_MAX,
   SESSION_RESPONSE_FRAMES_MAX,
   SESSION_SEND_BUFFER_BYTES,
-} from "../base/limits.js";
+} from "../base/index.js";
 import type { Version } from "./protocol.js";
 
 /** The socket as the outbox sees it: `written` is called once the frame left (or failed to). */

@@ -1,6 +1,5 @@
-import { SYNC_RECENT_COMMITS_MAX, SYNC_RECENT_KEYS_MAX } from "../base/limits.js";
-import { IntervalIndex } from "../model/IntervalIndex.js";
-import type { KeyRange } from "../model/KeyRange.js";
+import { SYNC_RECENT_COMMITS_MAX, SYNC_RECENT_KEYS_MAX } from "../base/index.js";
+import { IntervalIndex, type KeyRange } from "../model/index.js";
 
 interface Commit {
   readonly ts: number;

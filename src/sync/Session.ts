@@ -1,10 +1,6 @@
-import { CairnError, errorKindOf } from "../base/errors.js";
-import { SESSION_QUERIES_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX, SESSION_TOPICS_MAX } from "../base/limits.js";
+import { CairnError, errorKindOf, SESSION_QUERIES_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX, SESSION_TOPICS_MAX } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
-import type { IntervalHandle } from "../model/IntervalIndex.js";
-import type { KeyRange } from "../model/KeyRange.js";
-import type { Value } from "../model/Value.js";
-import { decodeValue, encodeValue } from "../model/ValueJson.js";
+import { type IntervalHandle, type KeyRange, type Value, decodeValue, encodeValue } from "../model/index.js";
 import { Outbox, type FrameSink, type OutboxLimits } from "./Outbox.js";
 import { CLOSE_CODES, encodeMessage, errorPayload, parseClientMessage, type ClientMessage, type MutationEntry, type ServerMessage, type Version } from "./protocol.js";
 import type { QueryResult, SharedQueryRuns } from "./SharedQueryRuns.js";

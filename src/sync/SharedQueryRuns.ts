@@ -1,5 +1,5 @@
-import { SYNC_SHARED_RESULTS_MAX } from "../base/limits.js";
-import type { KeyRange } from "../model/KeyRange.js";
+import { SYNC_SHARED_RESULTS_MAX } from "../base/index.js";
+import type { KeyRange } from "../model/index.js";
 
 /** One query run as the sessions use it: the result already encoded once for every frame. */
 export interface QueryResult {

@@ -1,5 +1,5 @@
 import type { ActionRun, MutationRun, RecordedQueryRun, UserIdentity } from "../functions/index.js";
-import type { Value } from "../model/Value.js";
+import type { Value } from "../model/index.js";
 
 /**
  * What the sync handler needs from the node it serves: running functions and reading

@@ -1,10 +1,14 @@
-import { CairnError } from "../base/errors.js";
-import { systemClock, type Clock } from "../base/clock.js";
-import { ConditionWaiters } from "../base/ConditionWaiters.js";
-import { CONNECT_FRONTIER_WAIT_MS, SERVER_DRAIN_MS_MAX, SESSION_OVER_LIMITS_MS_MAX } from "../base/limits.js";
-import { IntervalIndex, type IntervalHandle } from "../model/IntervalIndex.js";
-import type { KeyRange } from "../model/KeyRange.js";
-import type { Segment } from "../segments/Segment.js";
+import {
+  CairnError,
+  systemClock,
+  type Clock,
+  ConditionWaiters,
+  CONNECT_FRONTIER_WAIT_MS,
+  SERVER_DRAIN_MS_MAX,
+  SESSION_OVER_LIMITS_MS_MAX,
+} from "../base/index.js";
+import { IntervalIndex, type IntervalHandle, type KeyRange } from "../model/index.js";
+import type { Segment } from "../segments/index.js";
 import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
 import { CLOSE_CODES } from "./protocol.js";
 import { RecentCommits } from "./RecentCommits.js";

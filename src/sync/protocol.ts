@@ -1,13 +1,15 @@
 import { z } from "zod";
-import { CairnError, ERROR_CODES, type ErrorCode } from "../base/errors.js";
 import {
+  CairnError,
+  ERROR_CODES,
+  type ErrorCode,
   AUTH_TOKEN_CHARS_MAX,
   MUTATION_BATCH_ENTRIES_MAX,
   PROTOCOL_NAME_CHARS_MAX,
   SESSION_QUERIES_MAX,
   SESSION_TOPICS_MAX,
   TOPIC_CHARS_MAX,
-} from "../base/limits.js";
+} from "../base/index.js";
 
 /**
  * The sync protocol (DESIGN.md §8): JSON text frames over one WebSocket, each a tagged

@@ -1,5 +1,5 @@
 import type { FunctionRuntime } from "../functions/index.js";
-import { decodeValueText } from "../model/ValueJson.js";
+import { decodeValueText } from "../model/index.js";
 import type { SyncBackend } from "./SyncBackend.js";
 
 /** What the backend needs of the node's shards: the ts every query reads them all at. */

@@ -1,6 +1,6 @@
 import { writeRangesOf } from "../functions/index.js";
-import type { KeyRange } from "../model/KeyRange.js";
-import type { Segment } from "../segments/Segment.js";
+import type { KeyRange } from "../model/index.js";
+import type { Segment } from "../segments/index.js";
 
 /**
  * The keys a segment changed, in the keyspaces queries record reads in: a point per

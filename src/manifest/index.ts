@@ -1,0 +1,12 @@
+/**
+ * The manifest layer's public surface: the generic CAS object, the shard manifest with its
+ * leases and epochs, globals, the schema catalog, the reshard lock and the bucket layout.
+ */
+export { CasObject, jsonCasCodec, type CasFields, type CasSnapshot } from "./CasObject.js";
+export { globalsObject, openGlobals, type Globals } from "./Globals.js";
+export { isLeaseLive, MANIFEST_FORMAT, manifestCodec, type FenceRecord, type Manifest, type SnapshotPointer } from "./Manifest.js";
+export { claimLayoutForWriting, dropRetiredGeneration, HeldReshardLock, isReshardLockHeld, reshardInProgress } from "./ReshardLock.js";
+export { SCHEMA_CATALOG_FORMAT, schemaCatalogObject, type CatalogIndex, type CatalogTable, type SchemaCatalog } from "./SchemaCatalog.js";
+export { ShardManifest, type LeaseOwner } from "./ShardManifest.js";
+export { bucketLayout, parseSegmentSeqno, parseSnapshotSeqno } from "./bucketLayout.js";
+export { generationKeyPrefixes, generationStore } from "./layoutGeneration.js";

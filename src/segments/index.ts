@@ -1,0 +1,7 @@
+/** The segment format and the log: encoding, checksum chain, validation and reading. */
+export { ByteWriter } from "./ByteWriter.js";
+export { judgeSegment, LOG_START, LogValidator, type LogPosition, type Verdict } from "./LogValidator.js";
+export { encodeSegment, type Segment, type SegmentKind } from "./Segment.js";
+export { decodeFramed, encodeFramed } from "./framedObject.js";
+export { readLog, readSegment } from "./logReader.js";
+export { decodeRecords, EMPTY_RECORD_BATCH, writeIndexUpdate, writeReceipt, writeRevision, type RecordBatch } from "./recordCodec.js";

@@ -1,0 +1,3 @@
+/** Snapshot writer and reader (streamed, chunked), and restore into a local store. */
+export { readSnapshotParts, restoreSnapshot, SNAPSHOT_FETCH_CONCURRENCY, type RestoreProgress } from "./restoreSnapshot.js";
+export { writeSnapshot } from "./writeSnapshot.js";
