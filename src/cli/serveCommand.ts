@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { CairnError, systemRandom } from "../base/index.js";
+import { isNodeId, NODE_ID_FORM } from "../model/index.js";
 import { loadApp } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
 import { jwtVerifier, loadJwks, localNodeId, startNode, type WebApp } from "../server/index.js";
@@ -48,8 +49,8 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
   const verifier = tokenVerifier(options);
   const role = roleOf(options);
-  if (options.nodeId !== undefined && !/^[A-Za-z0-9._-]{1,128}$/.test(options.nodeId)) {
-    throw new CairnError("INVALID_ARGUMENT", `--node-id must be 1–128 letters, digits, '.', '_' or '-' (it names the node's registry entry and watermarks), not ${JSON.stringify(options.nodeId)}`);
+  if (options.nodeId !== undefined && !isNodeId(options.nodeId)) {
+    throw new CairnError("INVALID_ARGUMENT", `--node-id must be ${NODE_ID_FORM} (it names the node's registry entry and watermarks), not ${JSON.stringify(options.nodeId)}`);
   }
   const engineTuning = parseEngineTuning(options.engineTuning);
   if (options.advertiseUrl !== undefined && !(/^https?:\/\//.test(options.advertiseUrl) && URL.canParse(options.advertiseUrl))) {

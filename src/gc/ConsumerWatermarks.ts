@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CairnError, hasErrorCode, type Random } from "../base/index.js";
+import { NODE_ID_PATTERN } from "../model/index.js";
 import { bucketLayout, CasObject, jsonCasCodec } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 
@@ -26,7 +27,6 @@ const watermarkSchema = z.object({
 export type ConsumerWatermark = z.infer<typeof watermarkSchema>;
 
 const watermarkCodec = jsonCasCodec(watermarkSchema, "WATERMARK_INVALID", "consumer watermark");
-const CONSUMER_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** A silent consumer stops holding GC back after 24 h: a day of log is cheap, forever is not. */
 export const CONSUMER_TTL_MS_DEFAULT = 24 * 60 * 60 * 1000;
@@ -82,8 +82,8 @@ export class ConsumerWatermarks {
     const prefix = bucketLayout.consumersPrefix(this.shard);
     for await (const entry of this.store.list(prefix)) {
       const consumerId = entry.key.slice(prefix.length);
-      if (!CONSUMER_ID_PATTERN.test(consumerId)) {
-        malformed.push({ consumerId, reason: `the key does not name a consumer (ids match ${CONSUMER_ID_PATTERN})` });
+      if (!NODE_ID_PATTERN.test(consumerId)) {
+        malformed.push({ consumerId, reason: `the key does not name a consumer (ids match ${NODE_ID_PATTERN})` });
         continue;
       }
       try {
@@ -102,8 +102,9 @@ export class ConsumerWatermarks {
   }
 
   private object(consumerId: string): CasObject<ConsumerWatermark> {
-    if (!CONSUMER_ID_PATTERN.test(consumerId)) {
-      throw new CairnError("INVALID_ARGUMENT", `consumer id must match ${CONSUMER_ID_PATTERN}, got ${JSON.stringify(consumerId)}`);
+    // A consumer is a node that follows the log: its id is that node's id.
+    if (!NODE_ID_PATTERN.test(consumerId)) {
+      throw new CairnError("INVALID_ARGUMENT", `consumer id must match ${NODE_ID_PATTERN}, got ${JSON.stringify(consumerId)}`);
     }
     return new CasObject(this.store, bucketLayout.consumer(this.shard, consumerId), watermarkCodec, this.random);
   }

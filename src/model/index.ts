@@ -54,3 +54,4 @@ export { compareUtf8 } from "./compareBytes.js";
 export { compareKeyStrings, keyString } from "./keyString.js";
 export { ROUTE_BYTES, routeOfKey, shardOfRoute } from "./shardFor.js";
 export { withoutUndefinedFields } from "./withoutUndefinedFields.js";
+export { isNodeId, NODE_ID_FORM, NODE_ID_PATTERN } from "./NodeId.js";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CairnError, hasErrorCode, isCasConflict, type Random } from "../base/index.js";
+import { NODE_ID_PATTERN } from "../model/index.js";
 import { bucketLayout, CasObject, jsonCasCodec, type CasSnapshot } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 
@@ -31,7 +32,6 @@ export type NodeEntry = z.infer<typeof nodeEntrySchema>;
 export type NodeRole = NodeEntry["role"];
 
 const nodeEntryCodec = jsonCasCodec(nodeEntrySchema, "NODE_ENTRY_INVALID", "node entry");
-const NODE_ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** How long an expired entry stays for operators to see before a scan deletes it. */
 const EXPIRED_ENTRY_KEPT_MS = 60 * 60 * 1000;

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { CairnError, CONNECT_FRONTIER_WAIT_MS, PROTOCOL_NAME_CHARS_MAX } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
 import type { WakeHint } from "../replica/index.js";
-import { decodeValue, encodeValue } from "../model/index.js";
+import { decodeValue, encodeValue, NODE_ID_PATTERN } from "../model/index.js";
 import { errorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { httpStatusOf } from "./httpStatus.js";
 import { readBody } from "./readBody.js";
@@ -47,7 +47,7 @@ const forwardedSchema = callSchema.omit({ minTs: true }).extend({
 });
 
 const peerSchema = z.strictObject({
-  nodeId: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/),
+  nodeId: z.string().regex(NODE_ID_PATTERN),
   url: z.url({ protocol: /^https?$/ }).max(2048),
 });
 

@@ -1,9 +1,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CairnError, type Random } from "../base/index.js";
+import { isNodeId, NODE_ID_FORM } from "../model/index.js";
 
 const NODE_ID_FILE = "node-id";
-const NODE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 /**
  * The node id kept beside the local files: a node restarted on its local directory is
@@ -20,7 +20,7 @@ export function localNodeId(localDirectory: string, random: Random): string {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new CairnError("INVALID_ARGUMENT", `cannot read ${path}: ${(error as Error).message}`);
   }
   if (text !== null) {
-    if (!NODE_ID.test(text)) throw new CairnError("INVALID_ARGUMENT", `${path} does not hold a node id (letters, digits, . _ -); delete it to get a new one`);
+    if (!isNodeId(text)) throw new CairnError("INVALID_ARGUMENT", `${path} does not hold a node id (${NODE_ID_FORM}); delete it to get a new one`);
     return text;
   }
   const id = `node-${Buffer.from(random.bytes(6)).toString("hex")}`;

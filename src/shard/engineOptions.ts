@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { type Clock, CairnError, type Random } from "../base/index.js";
+import { NODE_ID_PATTERN } from "../model/index.js";
 import { CONSUMER_TTL_MS_DEFAULT } from "../gc/index.js";
 import type { LocalStore } from "../local/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
@@ -172,9 +173,6 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   historyRetentionMs: 60 * 60 * 1000,
   receiptRetentionMs: 24 * 60 * 60 * 1000,
 };
-
-/** Node ids name writers in manifests and segment headers. */
-export const NODE_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Longest duration option: ~31 years, so `now + duration` stays an exact integer. */
