@@ -1,6 +1,5 @@
 import { resolve } from "node:path";
-import { randomBytes } from "node:crypto";
-import { systemClock, systemRandom } from "../base/index.js";
+import { randomHex, systemClock, systemRandom } from "../base/index.js";
 import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT, planGarbage, type GarbagePlan, type GarbageReport } from "../gc/index.js";
 import { openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
@@ -44,7 +43,7 @@ export async function gcCommand(options: GcOptions): Promise<void> {
     const sharded = await ShardedStore.open({
       store,
       localDirectory: resolve(options.local),
-      nodeId: `gc-${randomBytes(6).toString("hex")}`,
+      nodeId: `gc-${randomHex(systemRandom, 6)}`,
       onEvent: progressReporter((line) => process.stderr.write(`${line}\n`)),
     });
     try {

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from "../base/index.js";
 import type { EngineEvent } from "../shard/index.js";
 
 /**
@@ -7,18 +8,18 @@ import type { EngineEvent } from "../shard/index.js";
 const PROGRESS_INTERVAL_MS = 500;
 
 /** `write`, but at most once per PROGRESS_INTERVAL_MS (for long work's progress lines). */
-export function throttled(write: (line: string) => void): (line: string) => void {
+export function throttled(write: (line: string) => void, clock: Clock = systemClock): (line: string) => void {
   let lastAt = 0;
   return (line) => {
-    const now = Date.now();
+    const now = clock.nowMs();
     if (now - lastAt < PROGRESS_INTERVAL_MS) return;
     lastAt = now;
     write(line);
   };
 }
 
-export function progressReporter(write: (line: string) => void): (event: EngineEvent) => void {
-  const progressLine = throttled(write);
+export function progressReporter(write: (line: string) => void, clock: Clock = systemClock): (event: EngineEvent) => void {
+  const progressLine = throttled(write, clock);
   return (event) => {
     switch (event.type) {
       case "progress": {

@@ -11,6 +11,9 @@ import {
   LOCAL_WAL_RESTART_BYTES,
   LOCAL_PRUNE_BATCH_ROWS,
   LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
+  systemClock,
+  type Clock,
+  type Timer,
 } from "../base/index.js";
 import {
   compareBytes,
@@ -98,6 +101,8 @@ export interface LocalStoreOptions {
     readonly overlayRowsMax?: number;
     readonly walRestartBytes?: number;
   };
+  /** Times the delayed fold (default: the system clock). */
+  readonly clock?: Clock;
 }
 
 export interface ApplyBatch {
@@ -166,7 +171,7 @@ export class LocalStore {
   private failure: CairnError | null = null;
   /** The fold in flight, if any. */
   private folding: Promise<void> | null = null;
-  private foldTimer: NodeJS.Timeout | null = null;
+  private foldTimer: Timer | null = null;
   private foldSoon: NodeJS.Immediate | null = null;
   /** Batches applied and batches folded since open: `flush` waits for the second to reach the first. */
   private appliedBatches = 0;
@@ -188,6 +193,7 @@ export class LocalStore {
     private readonly foldDelayMs: number,
     private readonly overlayRowsMax: number,
     walRestartBytes: number,
+    private readonly clock: Clock,
   ) {
     this.currentMeta = readMeta(db);
     this.fileMeta = this.currentMeta;
@@ -219,7 +225,7 @@ export class LocalStore {
     if (!Number.isSafeInteger(walRestartBytes) || walRestartBytes < 1) {
       throw invalidArgument(`fold.walRestartBytes must be a positive integer, not ${String(walRestartBytes)}`);
     }
-    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs, overlayRowsMax, walRestartBytes);
+    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs, overlayRowsMax, walRestartBytes, options.clock ?? systemClock);
   }
 
   meta(): LocalMeta {
@@ -637,11 +643,10 @@ export class LocalStore {
       return;
     }
     if (this.foldTimer === null) {
-      this.foldTimer = setTimeout(() => {
+      this.foldTimer = this.clock.setTimer(this.foldDelayMs, () => {
         this.foldTimer = null;
         this.startFold();
-      }, this.foldDelayMs);
-      this.foldTimer.unref();
+      });
     }
   }
 
@@ -741,7 +746,7 @@ export class LocalStore {
   }
 
   private clearFoldTimers(): void {
-    if (this.foldTimer !== null) clearTimeout(this.foldTimer);
+    this.foldTimer?.cancel();
     if (this.foldSoon !== null) clearImmediate(this.foldSoon);
     this.foldTimer = null;
     this.foldSoon = null;

@@ -1,3 +1,4 @@
+import { systemClock } from "../base/index.js";
 import type { GetOptions, GetResult, ListEntry, ListOptions, ObjectStore, PutResult } from "./ObjectStore.js";
 
 export type StoreOperation = "get" | "create" | "casPut" | "delete" | "deleteMany" | "list";
@@ -20,7 +21,7 @@ export class ObservedObjectStore implements ObjectStore {
   constructor(
     private readonly inner: ObjectStore,
     private readonly observe: (call: StoreCall) => void,
-    private readonly monotonicMs: () => number = () => performance.now(),
+    private readonly monotonicMs: () => number = () => systemClock.monotonicMs(),
   ) {
     this.description = inner.description;
   }

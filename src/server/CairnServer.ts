@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, systemClock, type Clock } from "../base/index.js";
+import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer } from "../base/index.js";
 import { CLOSE_CODES, encodeMessage, errorPayload, type SyncHandler } from "../sync/index.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import type { WebAsset } from "./WebAssets.js";
@@ -40,7 +40,7 @@ export class CairnServer {
   private readonly http: Server;
   private readonly sockets = new WebSocketServer({ noServer: true, maxPayload: MESSAGE_BYTES_MAX });
   private readonly missedPings = new Map<WebSocket, number>();
-  private readonly pinger: ReturnType<typeof setInterval>;
+  private readonly pinger: Timer;
   private state: "listening" | "stopping" | "stopped" = "listening";
 
   private constructor(
@@ -49,8 +49,7 @@ export class CairnServer {
     http: Server,
   ) {
     this.http = http;
-    this.pinger = setInterval(() => this.pingAll(), options.pingIntervalMs ?? PING_INTERVAL_MS);
-    this.pinger.unref();
+    this.pinger = every(options.clock ?? systemClock, options.pingIntervalMs ?? PING_INTERVAL_MS, () => this.pingAll());
   }
 
   static async listen(options: CairnServerOptions, where: ListenOptions): Promise<CairnServer> {
@@ -83,7 +82,7 @@ export class CairnServer {
   async stop(): Promise<void> {
     if (this.state !== "listening") return;
     this.state = "stopping";
-    clearInterval(this.pinger);
+    this.pinger.cancel();
     const httpClosed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
     await this.options.handler.close();

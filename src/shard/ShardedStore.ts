@@ -61,7 +61,7 @@ export class ShardedStore {
     const engines: ShardEngine[] = [];
     try {
       for (let shard = 0; shard < numShards; shard++) {
-        const local = openLocalCopy(localPath(options.localDirectory, deploymentId, generation, shard), shard, deploymentId, options.onEvent);
+        const local = openLocalCopy(localPath(options.localDirectory, deploymentId, generation, shard), shard, deploymentId, options.onEvent, clock);
         locals.push(local);
         engines.push(
           await ShardEngine.open({
@@ -150,15 +150,15 @@ export class ShardedStore {
  * build in an older layout is deleted and rebuilt from the bucket (reported as an
  * event), while one of a newer build is refused, so that a rollback never destroys it.
  */
-function openLocalCopy(path: string, shard: number, deploymentId: string, onEvent: ShardedStoreOptions["onEvent"]): LocalStore {
+function openLocalCopy(path: string, shard: number, deploymentId: string, onEvent: ShardedStoreOptions["onEvent"], clock: Clock): LocalStore {
   try {
-    return LocalStore.open({ path, shard, deploymentId });
+    return LocalStore.open({ path, shard, deploymentId, clock });
   } catch (error) {
     const stored = hasErrorCode(error, "LOCAL_SCHEMA_UNSUPPORTED") ? (error as CairnError).details.storedSchemaVersion : undefined;
     if (typeof stored !== "number" || stored >= SCHEMA_VERSION) throw error;
     for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
     onEvent?.({ type: "local-rebuilt", shard, reason: `its local copy had schema version ${stored}; this build uses ${SCHEMA_VERSION}` });
-    return LocalStore.open({ path, shard, deploymentId });
+    return LocalStore.open({ path, shard, deploymentId, clock });
   }
 }
 

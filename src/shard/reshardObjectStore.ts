@@ -168,7 +168,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
     // Read: every old shard fenced and materialized.
     for (let shard = 0; shard < from.numShards; shard++) {
       renewal.check();
-      const local = LocalStore.open({ path: join(workDirectory, `old-${from.generation}-${shard}.sqlite`), shard, deploymentId: from.deploymentId });
+      const local = LocalStore.open({ path: join(workDirectory, `old-${from.generation}-${shard}.sqlite`), shard, deploymentId: from.deploymentId, clock });
       let engine: ShardEngine;
       try {
         engine = await ShardEngine.open({

@@ -6,6 +6,8 @@ import {
   CONNECT_FRONTIER_WAIT_MS,
   SERVER_DRAIN_MS_MAX,
   SESSION_OVER_LIMITS_MS_MAX,
+  every,
+  type Timer,
 } from "../base/index.js";
 import { IntervalIndex, type IntervalHandle, type KeyRange } from "../model/index.js";
 import type { Segment } from "../segments/index.js";
@@ -95,7 +97,7 @@ export class SyncHandler {
   private transitionsCommitted = 0;
   private accepting = true;
   private readonly frontierWaiters: ConditionWaiters;
-  private sweeper: ReturnType<typeof setInterval> | null;
+  private sweeper: Timer | null;
 
   constructor(options: SyncHandlerOptions) {
     this.backend = options.backend;
@@ -105,8 +107,7 @@ export class SyncHandler {
     this.overLimitsMsMax = options.overLimitsMsMax ?? SESSION_OVER_LIMITS_MS_MAX;
     this.ts = options.backend.readTs;
     this.host = this.sessionHost(options.verifier ?? null, options.outboxLimits ?? DEFAULT_OUTBOX_LIMITS, options.connectFrontierWaitMs ?? CONNECT_FRONTIER_WAIT_MS);
-    this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 1_000);
-    this.sweeper.unref?.();
+    this.sweeper = every(this.clock, options.sweepIntervalMs ?? 1_000, () => this.sweep());
   }
 
   get currentTs(): number {
@@ -264,7 +265,7 @@ export class SyncHandler {
    */
   async close(drainMsMax = SERVER_DRAIN_MS_MAX): Promise<void> {
     this.accepting = false;
-    if (this.sweeper !== null) clearInterval(this.sweeper);
+    this.sweeper?.cancel();
     this.sweeper = null;
     const deadline = this.clock.monotonicMs() + drainMsMax;
     while ([...this.sessions].some((session) => session.requestCount > 0) && this.clock.monotonicMs() < deadline) {
