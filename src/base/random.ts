@@ -1,5 +1,3 @@
-import { randomFillSync } from "node:crypto";
-
 /**
  * Randomness is injected so that a simulation seed replays exactly. Production uses the
  * system CSPRNG; tests use SeededRandom.
@@ -12,7 +10,22 @@ export interface Random {
 }
 
 /**
- * The system CSPRNG, drawn in blocks: each `randomFillSync` call costs several
+ * Fills `bytes` from the system CSPRNG through Web Crypto (a global in Node 20 and in
+ * browsers), not node:crypto: the client's browser bundle holds this module too (through
+ * base/index.ts), and a bundle for browsers cannot import node:crypto. One call fills at
+ * most WEB_CRYPTO_FILL_BYTES_MAX bytes (the Web Crypto limit).
+ */
+const WEB_CRYPTO_FILL_BYTES_MAX = 65_536;
+
+function fillFromSystem(bytes: Uint8Array): Uint8Array {
+  for (let at = 0; at < bytes.byteLength; at += WEB_CRYPTO_FILL_BYTES_MAX) {
+    globalThis.crypto.getRandomValues(bytes.subarray(at, at + WEB_CRYPTO_FILL_BYTES_MAX));
+  }
+  return bytes;
+}
+
+/**
+ * The system CSPRNG, drawn in blocks: each system call costs several
  * microseconds whatever its size, and every insert needs 16 bytes for its id, so bytes
  * come from a pool refilled SYSTEM_RANDOM_POOL_BYTES at a time. Bytes are handed out once
  * and never reused.
@@ -24,9 +37,9 @@ class SystemRandom implements Random {
   private at = SYSTEM_RANDOM_POOL_BYTES;
 
   bytes(length: number): Uint8Array {
-    if (length > SYSTEM_RANDOM_POOL_BYTES) return randomFillSync(new Uint8Array(length));
+    if (length > SYSTEM_RANDOM_POOL_BYTES) return fillFromSystem(new Uint8Array(length));
     if (this.at + length > SYSTEM_RANDOM_POOL_BYTES) {
-      randomFillSync(this.pool);
+      fillFromSystem(this.pool);
       this.at = 0;
     }
     const out = this.pool.slice(this.at, this.at + length);
