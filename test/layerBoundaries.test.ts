@@ -3,14 +3,12 @@
  * index.ts, no import goes up the layer order, and none goes around another layer's
  * index.ts — and the check itself catches each kind of break (an upward import, a
  * type-only import around an index, a dynamic import, a re-export) in a made-up tree.
- * The client's imports (the exception for browser-safe modules included) reach nothing
- * a browser cannot load: src/client/index.ts bundles for the browser platform.
+ * (That the client's imports reach nothing a browser cannot load is test/client/browserBundle.)
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import { afterAll, describe, expect, it } from "vitest";
 import { layerViolations } from "./support/houseRules.js";
 
@@ -19,11 +17,6 @@ const SRC = join(dirname(fileURLToPath(import.meta.url)), "..", "src");
 describe("layer boundaries", () => {
   it("src/ imports only layers below, and only through their index.ts", () => {
     expect(layerViolations(SRC)).toEqual([]);
-  });
-
-  it("the client reaches only modules a browser can load: it bundles for the browser platform", async () => {
-    const bundled = await build({ entryPoints: [join(SRC, "client", "index.ts")], bundle: true, format: "esm", platform: "browser", write: false, logLevel: "silent" });
-    expect(bundled.errors).toEqual([]);
   });
 
   describe("the check", () => {

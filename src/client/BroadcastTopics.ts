@@ -1,5 +1,4 @@
-import { CairnError, invalidArgument } from "../base/errors.js";
-import { SESSION_TOPICS_MAX, TOPIC_CHARS_MAX } from "../base/limits.js";
+import { CairnError, invalidArgument, SESSION_TOPICS_MAX, TOPIC_CHARS_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 
 /**

@@ -1,4 +1,4 @@
-import { CairnError, invalidArgument } from "../base/errors.js";
+import { CairnError, invalidArgument } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import { encodeValue } from "../model/ValueJson.js";
 import { encodeMessage, parseServerMessage, type ClientMessage } from "../sync/protocol.js";

@@ -1,5 +1,4 @@
-import { CairnError, invalidArgument } from "../base/errors.js";
-import { AUTH_TOKEN_CHARS_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX } from "../base/limits.js";
+import { CairnError, invalidArgument, AUTH_TOKEN_CHARS_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
 import { errorFromPayload, type ServerMessage, type Version } from "../sync/protocol.js";

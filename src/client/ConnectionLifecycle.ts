@@ -1,4 +1,4 @@
-import { assert } from "../base/errors.js";
+import { assert } from "../base/index.js";
 import { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_MAX_MS } from "./limits.js";
 import type { Random } from "./Random.js";
 

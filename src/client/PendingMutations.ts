@@ -1,4 +1,4 @@
-import { MUTATION_BATCH_ENTRIES_MAX } from "../base/limits.js";
+import { MUTATION_BATCH_ENTRIES_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import type { JsonValue } from "../model/ValueJson.js";
 import type { ClientMessage } from "../sync/protocol.js";

@@ -1,4 +1,4 @@
-import type { CairnError } from "../base/errors.js";
+import type { CairnError } from "../base/index.js";
 import { compareValues } from "../model/compareValues.js";
 import type { Value } from "../model/Value.js";
 

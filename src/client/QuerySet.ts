@@ -1,5 +1,4 @@
-import { CairnError } from "../base/errors.js";
-import { SESSION_QUERIES_MAX } from "../base/limits.js";
+import { CairnError, SESSION_QUERIES_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
 import { errorFromPayload, type ClientMessage, type QueryModification } from "../sync/protocol.js";

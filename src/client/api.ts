@@ -1,4 +1,4 @@
-import { invalidArgument } from "../base/errors.js";
+import { invalidArgument } from "../base/index.js";
 import type { FunctionKind, RegisteredFunction } from "../functions/index.js";
 
 /**

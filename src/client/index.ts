@@ -23,5 +23,5 @@ export type { Timers } from "./Timers.js";
 export type { WebSocketConstructor, WebSocketLike } from "./WebSocketLike.js";
 export { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_MAX_MS } from "./limits.js";
 // Errors are recognised by `code` (hasErrorCode), never by instanceof: a bundle may hold its own copy.
-export { hasErrorCode, type CairnError, type ErrorCode, type ErrorKind } from "../base/errors.js";
+export { hasErrorCode, type CairnError, type ErrorCode, type ErrorKind } from "../base/index.js";
 export type { Value } from "../model/Value.js";

@@ -38,14 +38,13 @@ export const LAYER_ORDER = [
 
 /**
  * The client runs in browsers (the demo page bundles it with esbuild for the browser
- * platform), and the index.ts of base, model and sync reach node:crypto, SQLite and the
- * server's handler, which a browser bundle cannot hold. So the client imports these
+ * platform), and the index.ts of model and sync reach node:crypto (shardFor), SQLite and
+ * the server's handler, which a browser bundle cannot hold. So the client imports these
  * browser-safe modules of theirs directly; `sync/protocol.ts` is the client↔server
- * protocol module both ends share (STYLE.md practice 19). Nothing else may.
+ * protocol module both ends share (STYLE.md practice 19). Nothing else may (base is
+ * browser-safe as a whole: the client imports it through base/index.ts).
  */
 export const CLIENT_BROWSER_SAFE_IMPORTS: ReadonlySet<string> = new Set([
-  "base/errors.ts",
-  "base/limits.ts",
   "model/Value.ts",
   "model/ValueJson.ts",
   "model/compareValues.ts",
