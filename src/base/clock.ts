@@ -132,7 +132,7 @@ export class ManualClock implements Clock {
     this.wakeDue();
   }
 
-  /** Number of pending sleepers; the simulation advances time when all actors sleep. */
+  /** Number of pending sleepers (timers included); the simulation advances time when all actors sleep. */
   get pendingSleepers(): number {
     return this.sleepers.length;
   }
