@@ -1,6 +1,8 @@
 /**
  * The data model's public surface: values and their lossless JSON encoding, document
- * ids, order-preserving index keys, key ranges and the interval index.
+ * ids, order-preserving index keys, key ranges, the interval index, shard routing and
+ * node ids. Shard routing hashes with node:crypto, so a browser bundle cannot hold this
+ * index: the client imports the value modules it needs directly (test/support/houseRules).
  */
 export type { Value, ValueKind, ValueObject } from "./Value.js";
 export { INT64_MAX, INT64_MIN, VALUE_KINDS, formatPath, isValue, validateValue } from "./Value.js";
@@ -52,6 +54,6 @@ export { IntervalIndex } from "./IntervalIndex.js";
 export { documentIdSpan, isCanonicalSpelling, parseDocumentIdOfTable, routeOfId } from "./DocumentId.js";
 export { compareUtf8 } from "./compareBytes.js";
 export { compareKeyStrings, keyString } from "./keyString.js";
-export { ROUTE_BYTES, routeOfKey, shardOfRoute } from "./shardFor.js";
+export { ROUTE_BYTES, routeOfKey, shardFor, shardOfRoute } from "./shardFor.js";
 export { withoutUndefinedFields } from "./withoutUndefinedFields.js";
 export { isNodeId, NODE_ID_FORM, NODE_ID_PATTERN } from "./NodeId.js";
