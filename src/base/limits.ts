@@ -341,6 +341,14 @@ export const FORWARDED_MUTATION_TIMEOUT_MS = 60_000;
  * while no writer answers, a try (and a manifest read) at most once a second.
  */
 export const FORWARD_RETRY_BACKOFF_BASE_MS = 50;
+/**
+ * How long, beyond the clock-skew margin, a forwarded mutation keeps trying once its
+ * shard's lease has lapsed (or was released) with no new writer: a standby checks leases
+ * every 2 s and then acquires, so 5 s sees any takeover that is coming; past it the
+ * deployment has no node that may write the shard, and the caller is told at once
+ * rather than after FORWARDED_MUTATION_TIMEOUT_MS.
+ */
+export const FORWARD_TAKEOVER_GRACE_MS = 5_000;
 export const FORWARD_RETRY_BACKOFF_MAX_MS = 1_000;
 /** … and a forwarded action (its 10 min run limit). */
 export const FORWARDED_ACTION_TIMEOUT_MS = 11 * 60_000;

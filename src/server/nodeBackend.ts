@@ -47,6 +47,14 @@ export interface NodeBackendOptions {
    * so the mutation is tried again (with its receipt key) where the shard is written then.
    */
   readonly forwardAttemptTimeoutMs: number;
+  /** Whether `shard`'s manifest, as this node last read it, names a writer whose lease is live. */
+  readonly writerLeaseLive: (shard: number) => boolean;
+  /**
+   * How long a forward goes on once the shard has no live lease: long enough for a
+   * standby (or another writer) to see it and take the shard over. After that nobody is
+   * coming, and the caller hears WRITER_UNAVAILABLE instead of waiting the whole bound.
+   */
+  readonly takeoverWaitMs: number;
   readonly visibleWaitMs?: number;
 }
 
@@ -65,7 +73,9 @@ export interface NodeBackendOptions {
  * - Failover keeps it moving: a try abandoned because a newer epoch names another writer
  *   is re-routed at once; a try the writer does not answer within a lease is tried again;
  *   and once this node writes the shard itself (it took it over), the mutation runs here,
- *   under its receipt key. All of it within FORWARDED_MUTATION_TIMEOUT_MS.
+ *   under its receipt key. All of it within FORWARDED_MUTATION_TIMEOUT_MS, and only while
+ *   a takeover may still come: once the shard has had no live lease for takeoverWaitMs,
+ *   the forward gives up.
  * - A forwarded mutation is answered only once this node has applied its commit
  *   (read-your-writes): a session sees its own write in the next Transition, an HTTP
  *   caller in its next query here. If the tail does not get there in time, the answer is
@@ -92,6 +102,7 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     const forwarder = options.forwarder(shard);
     const startedMs = options.clock.monotonicMs();
     const failures: RouteFailure[] = [];
+    let leaselessSinceMs: number | null = null;
     for (let attempt = 1; ; attempt++) {
       // A takeover made this node the writer while it forwarded: the mutation runs here.
       if (attempt > 1 && (await writesHere(shard))) return local.runMutation(path, args, { ...callOptions, ...receipt });
@@ -99,7 +110,10 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
       if (outcome.kind === "answer") return visibleHere(shard, outcome.answer, receipt);
       if (outcome.kind === "error") throw outcome.error;
       failures.push(outcome.failure);
-      if (options.clock.monotonicMs() - startedMs >= FORWARDED_MUTATION_TIMEOUT_MS) throw forwardUnavailable("mutation", failures, receipt);
+      const nowMs = options.clock.monotonicMs();
+      leaselessSinceMs = options.writerLeaseLive(shard) ? null : (leaselessSinceMs ?? nowMs);
+      const nobodyTookOver = leaselessSinceMs !== null && nowMs - leaselessSinceMs >= options.takeoverWaitMs;
+      if (nobodyTookOver || nowMs - startedMs >= FORWARDED_MUTATION_TIMEOUT_MS) throw forwardUnavailable("mutation", failures, receipt);
       // Re-routed by a newer epoch: at once. Else after a backoff, cut short by a route change.
       if (outcome.failure.rerouted !== true) await forwarder.routeChange(Math.min(FORWARD_RETRY_BACKOFF_MAX_MS, FORWARD_RETRY_BACKOFF_BASE_MS * 2 ** (attempt - 1)));
     }

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { systemClock, type Clock, ConditionWaiters, CairnError, hasErrorCode, systemRandom } from "../base/index.js";
+import { systemClock, type Clock, ConditionWaiters, CairnError, FORWARD_TAKEOVER_GRACE_MS, hasErrorCode, systemRandom } from "../base/index.js";
 import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
@@ -181,6 +181,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         random: systemRandom,
         clock,
         forwardAttemptTimeoutMs: sharded.engines[0]!.tuning.leaseTtlMs + maxClockSkewMs,
+        writerLeaseLive: (shard) => isLeaseLive(sharded.engines[shard]!.manifestCurrent, clock.nowMs()),
+        takeoverWaitMs: maxClockSkewMs + FORWARD_TAKEOVER_GRACE_MS,
       }),
       metrics,
       clock,

@@ -388,7 +388,8 @@ describe("a replica over a directory bucket, tried where it breaks", () => {
 
   it("answers WRITER_UNAVAILABLE when the writer does not answer, and keeps serving reads", async () => {
     const deployment = await directoryDeployment();
-    const writer = await serve(deployment, "dead-w");
+    // A short lease: the replica gives up once nobody took the dead writer's shard over.
+    const writer = await serve(deployment, "dead-w", ["--engine-tuning", JSON.stringify({ leaseTtlMs: 3_000, heartbeatIntervalMs: 1_000 })]);
     await client(writer.url).mutation(api.counters.bump, { name: "x" });
     const replica = await serve(deployment, "dead-r", ["--replica"]);
     await eventually(async () => (await post(replica, "query", "counters:get", { name: "x" })).body.value === 1);
