@@ -3,8 +3,9 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer } from "../base/index.js";
-import { CLOSE_CODES, encodeMessage, errorPayload, type SyncHandler } from "../sync/index.js";
+import { CLOSE_CODES, closeReason, encodeMessage, errorPayload, type SessionConnection, type SyncHandler } from "../sync/index.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
+import { pathOf } from "./requestPath.js";
 import type { WebAsset } from "./WebAssets.js";
 
 export interface CairnServerOptions {
@@ -35,6 +36,11 @@ const SOCKET_CLOSE_WAIT_MS = 2_000;
  *
  * Liveness: every socket is pinged each `pingIntervalMs`; one that left PINGS_MISSED_MAX
  * pings in a row unanswered is terminated (its session closes with it).
+ *
+ * Client bytes never end the process: a request target that does not parse is answered
+ * 400 (HTTP and upgrade alike), every socket has an 'error' listener from the moment it
+ * is ours, and a throw out of a session's socket callbacks closes that session with
+ * INTERNAL (its stack logged here), never reaching the event loop.
  */
 export class CairnServer {
   private readonly http: Server;
@@ -65,7 +71,7 @@ export class CairnServer {
     });
     const server = new CairnServer(options, http.address() as AddressInfo, http);
     http.on("request", (request, response) => void server.onRequest(request, response));
-    http.on("upgrade", (request, socket, head) => server.onUpgrade(request, socket, head));
+    http.on("upgrade", (request, socket: Duplex, head) => server.onUpgrade(request, socket, head));
     return server;
   }
 
@@ -96,7 +102,8 @@ export class CairnServer {
   private async onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
     try {
       if (this.state !== "listening") throw new CairnError("SERVER_STOPPING", "the server is stopping");
-      const path = new URL(request.url ?? "/", "http://localhost").pathname;
+      const path = pathOf(request.url);
+      if (path === null) throw new CairnError("PROTOCOL_INVALID", "the request target is not a valid URL path");
       if (await this.options.api.handle(request, response, path)) return;
       const asset = this.options.assets.get(path);
       if (asset === undefined || (request.method !== "GET" && request.method !== "HEAD")) {
@@ -107,40 +114,74 @@ export class CairnServer {
       response.writeHead(200, { "content-type": asset.contentType, "content-length": asset.body.byteLength, "cache-control": "no-cache" });
       response.end(request.method === "HEAD" ? undefined : asset.body);
     } catch (error) {
-      sendError(response, error);
+      sendError(response, error, this.options.log);
     }
   }
 
   private onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
-    const path = new URL(request.url ?? "/", "http://localhost").pathname;
-    if (path !== SYNC_PATH || this.state !== "listening") {
-      socket.end(`HTTP/1.1 ${path !== SYNC_PATH ? "404 Not Found" : "503 Service Unavailable"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    // Node hands an upgraded socket over without its own 'error' listener: a reset
+    // before the handshake ends would otherwise be an uncaught 'error' event.
+    socket.on("error", (error) => this.options.log(`sync upgrade socket error: ${error.message}`));
+    const path = pathOf(request.url);
+    const refusal = path === null ? "400 Bad Request" : path !== SYNC_PATH ? "404 Not Found" : this.state !== "listening" ? "503 Service Unavailable" : null;
+    if (refusal !== null) {
+      socket.end(`HTTP/1.1 ${refusal}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }
-    this.sockets.handleUpgrade(request, socket, head, (ws) => this.onSocket(ws));
+    try {
+      this.sockets.handleUpgrade(request, socket, head, (ws) => this.onSocket(ws));
+    } catch (error) {
+      this.options.log(`sync upgrade failed: ${(error as Error)?.stack ?? String(error)}`);
+      socket.destroy();
+    }
   }
 
   private onSocket(ws: WebSocket): void {
+    ws.on("error", (error) => this.options.log(`sync socket error: ${error.message}`));
     const connection = this.options.handler.connect({
       send: (text, written) => ws.send(text, (error) => written(error ?? undefined)),
-      close: (code, reason) => ws.close(code, reason),
+      close: (code, reason) => ws.close(code, closeReason(reason)),
       terminate: () => ws.terminate(),
     });
     this.missedPings.set(ws, 0);
     ws.on("pong", () => this.missedPings.set(ws, 0));
-    ws.on("message", (data, isBinary) => {
-      if (isBinary) {
-        const error = new CairnError("PROTOCOL_INVALID", "frames must be text (JSON), not binary");
-        ws.send(encodeMessage({ type: "ProtocolError", error: errorPayload(error) }));
-        return;
-      }
-      connection.receive(data.toString());
-    });
-    ws.on("error", (error) => this.options.log(`sync socket error: ${error.message}`));
-    ws.on("close", () => {
+    ws.on("message", (data, isBinary) =>
+      this.guarded(ws, connection, () => {
+        if (isBinary) {
+          const error = new CairnError("PROTOCOL_INVALID", "frames must be text (JSON), not binary");
+          ws.send(encodeMessage({ type: "ProtocolError", error: errorPayload(error) }));
+          return;
+        }
+        connection.receive(data.toString());
+      }),
+    );
+    ws.on("close", () =>
+      this.guarded(ws, connection, () => {
+        this.missedPings.delete(ws);
+        connection.closed();
+      }),
+    );
+  }
+
+  /**
+   * Runs a socket callback; a throw (a bug: the session's own handling never throws)
+   * is logged with its stack and ends that one session, not the process.
+   */
+  private guarded(ws: WebSocket, connection: SessionConnection, callback: () => void): void {
+    try {
+      callback();
+    } catch (error) {
+      this.options.log(`sync session failed: ${(error as Error)?.stack ?? String(error)}`);
       this.missedPings.delete(ws);
-      connection.closed();
-    });
+      try {
+        connection.closed();
+      } catch (closing) {
+        this.options.log(`sync session failed while closing: ${(closing as Error)?.stack ?? String(closing)}`);
+      }
+      const failed = new CairnError("INTERNAL", "the server failed to handle this session");
+      ws.send(encodeMessage({ type: "FatalError", error: errorPayload(failed) }), () => undefined);
+      ws.close(CLOSE_CODES.internalError, "internal error");
+    }
   }
 
   private pingAll(): void {

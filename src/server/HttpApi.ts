@@ -5,7 +5,7 @@ import { CairnError, CONNECT_FRONTIER_WAIT_MS, PROTOCOL_NAME_CHARS_MAX } from ".
 import type { UserIdentity } from "../functions/index.js";
 import type { WakeHint } from "../replica/index.js";
 import { decodeValue, encodeValue, NODE_ID_PATTERN } from "../model/index.js";
-import { errorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import { errorPayload, isInternalError, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { httpStatusOf } from "./httpStatus.js";
 import { readBody } from "./readBody.js";
 
@@ -30,6 +30,8 @@ export interface HttpApiOptions {
   readonly waitForTs?: (ts: number, timeoutMs: number) => Promise<boolean>;
   /** How long a query's `minTs` waits (default CONNECT_FRONTIER_WAIT_MS, as a session's Connect). */
   readonly frontierWaitMs?: number;
+  /** Where an Internal failure's stack goes (the client gets only its code). */
+  readonly log?: (line: string) => void;
 }
 
 const callSchema = z.strictObject({
@@ -91,7 +93,7 @@ export class HttpApi {
     try {
       await this.route(request, response, path);
     } catch (error) {
-      sendError(response, error);
+      sendError(response, error, this.options.log);
     }
     return true;
   }
@@ -231,7 +233,9 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.end(text);
 }
 
-export function sendError(response: ServerResponse, error: unknown): void {
+/** Answers with the error's wire form; an Internal failure's stack goes to `log`, never to the client. */
+export function sendError(response: ServerResponse, error: unknown, log?: (line: string) => void): void {
+  if (isInternalError(error)) log?.(`request failed: ${(error as Error)?.stack ?? String(error)}`);
   const payload = errorPayload(error);
   if (response.headersSent) {
     response.destroy();

@@ -296,6 +296,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     };
     const api = new HttpApi({
       backend,
+      log,
       verifier: options.verifier,
       adminKey: options.adminKey,
       health,

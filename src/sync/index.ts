@@ -1,5 +1,6 @@
 /** The sync layer's public surface: the protocol and the handler a node serves sessions with. */
 export * from "./protocol.js";
+export { closeReason, CLOSE_REASON_BYTES_MAX } from "./closeReason.js";
 export { SyncHandler, type SessionConnection, type SyncHandlerOptions, type SyncStats } from "./SyncHandler.js";
 export type { SessionTransport } from "./Session.js";
 export type { CallerOptions, SyncBackend } from "./SyncBackend.js";

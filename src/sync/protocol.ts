@@ -172,6 +172,8 @@ export const CLOSE_CODES = {
   overloaded: 4429,
   /** Two pings went unanswered. */
   unresponsive: 4408,
+  /** The server failed to handle the session (a bug, logged on the server): reconnect. */
+  internalError: 1011,
   /** A replica is behind the state the client has already seen (REPLICA_BEHIND): reconnect with backoff. */
   behind: 4503,
 } as const;
@@ -209,20 +211,34 @@ function parseWith<T>(schema: z.ZodType<T>, text: string, side: string): T {
   return parsed.data;
 }
 
-/** The wire form of an error: code, kind and message (and details a client may use). */
+/** The message every Internal error carries on the wire: its real message (a bug's) stays in the server's log. */
+export const INTERNAL_ERROR_MESSAGE = "internal error (details are in the server's log)";
+
+/**
+ * The wire form of an error: code, kind and message (and details a client may use). An
+ * error of kind Internal — a bug, or anything that is not a CairnError — keeps its
+ * message on the server (callers log it: see `isInternalError`): it may hold paths,
+ * keys or stack text a client must not see.
+ */
 export function errorPayload(error: unknown): ErrorPayload {
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
   if (typeof code === "string" && code in ERROR_CODES) {
     const cairn = error as CairnError;
+    const kind = ERROR_CODES[code as ErrorCode];
     const details = publicDetails(cairn.details);
     return {
       code,
-      kind: ERROR_CODES[code as ErrorCode],
-      message: cairn.message,
+      kind,
+      message: kind === "Internal" ? INTERNAL_ERROR_MESSAGE : String(cairn.message),
       ...(details !== undefined ? { details } : {}),
     };
   }
-  return { code: "INTERNAL", kind: "Internal", message: "internal error" };
+  return { code: "INTERNAL", kind: "Internal", message: INTERNAL_ERROR_MESSAGE };
+}
+
+/** Whether `errorPayload` hides this error's message: the server must log it instead. */
+export function isInternalError(error: unknown): boolean {
+  return errorPayload(error).kind === "Internal";
 }
 
 /** Rebuilds a CairnError from its wire form (an unknown code becomes INTERNAL, keeping the message). */
