@@ -282,6 +282,35 @@ export const SESSION_RESPONSE_BYTES_MAX = 16 * 1024 * 1024;
 export const SESSION_OVER_LIMITS_MS_MAX = 30_000;
 /** Queries one session may subscribe to at once. */
 export const SESSION_QUERIES_MAX = 1_000;
+/**
+ * Queries a session holds refused (past SESSION_QUERIES_MAX or SESSION_QUERY_ARGS_BYTES_MAX,
+ * or with arguments that do not decode): each keeps only its id and a shared QueryFailed
+ * result until the client removes it. A client that piles up more than this without
+ * removing any is broken or hostile; its session is ended (SESSION_LIMIT_EXCEEDED).
+ */
+export const SESSION_REFUSED_QUERIES_MAX = 1_000;
+/**
+ * Arguments (JSON characters) of all queries one session subscribes to. A live query's
+ * arguments are ids and filters, ~100 bytes; 1 MiB is 1 KiB for each of
+ * SESSION_QUERIES_MAX queries, while without it 1,000 queries of one 16 MiB frame each
+ * would pin 16 GiB. A query past it is refused with SESSION_LIMIT_EXCEEDED.
+ */
+export const SESSION_QUERY_ARGS_BYTES_MAX = 1024 * 1024;
+/**
+ * Frames a session has received and not finished (waiting to be taken in order, a
+ * query-set change waiting for its turn, mutations and actions not yet answered), in
+ * characters of frame text, each frame counted as at least SESSION_FRAME_BYTES_MIN (its
+ * parsed form and bookkeeping). Two maximal frames fit; a client that sends faster than
+ * its requests finish is ended (SESSION_LIMIT_EXCEEDED) instead of queueing without
+ * bound — its mutations stay answerable from their receipts.
+ */
+export const SESSION_INBOUND_BYTES_MAX = 32 * 1024 * 1024;
+export const SESSION_FRAME_BYTES_MIN = 1024;
+/**
+ * Query ids removed while a session's resync is pending, remembered to tell the client
+ * in the resync. Churning the query set while not reading past this ends the session.
+ */
+export const SESSION_REMOVED_UNSENT_MAX = 10_000;
 /** Requests (mutations and actions) one session may have waiting or running at once. */
 export const SESSION_REQUESTS_IN_FLIGHT_MAX = 1_000;
 /** Entries in one MutationBatch. */
@@ -312,6 +341,12 @@ export const SYNC_RECENT_KEYS_MAX = 1_000_000;
  * path, args and identity) at the same timestamp: one run per commit, not per session.
  */
 export const SYNC_SHARED_RESULTS_MAX = 10_000;
+/**
+ * … and at most this much heap (result text and read ranges, estimated): without it
+ * 10,000 results of a few MiB each would pin gigabytes. 64 MiB holds 10,000 results of
+ * ~6 KiB; a bigger result is evicted sooner and at worst runs once per session.
+ */
+export const SYNC_SHARED_RESULTS_BYTES_MAX = 64 * 1024 * 1024;
 /** How long a stopping server waits for running requests before it closes the sockets. */
 export const SERVER_DRAIN_MS_MAX = 10_000;
 

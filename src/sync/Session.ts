@@ -1,9 +1,21 @@
-import { CairnError, errorKindOf, SESSION_QUERIES_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX, SESSION_TOPICS_MAX } from "../base/index.js";
+import {
+  CairnError,
+  errorKindOf,
+  SESSION_FRAME_BYTES_MIN,
+  SESSION_INBOUND_BYTES_MAX,
+  SESSION_QUERIES_MAX,
+  SESSION_QUERY_ARGS_BYTES_MAX,
+  SESSION_REFUSED_QUERIES_MAX,
+  SESSION_REMOVED_UNSENT_MAX,
+  SESSION_REQUESTS_IN_FLIGHT_MAX,
+  SESSION_TOPICS_MAX,
+} from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
 import { type IntervalHandle, type KeyRange, type Value, decodeValue, encodeValue } from "../model/index.js";
 import { Outbox, type FrameSink, type OutboxLimits } from "./Outbox.js";
-import { CLOSE_CODES, encodeMessage, errorPayload, parseClientMessage, type ClientMessage, type MutationEntry, type ServerMessage, type Version } from "./protocol.js";
-import type { QueryResult, SharedQueryRuns } from "./SharedQueryRuns.js";
+import { closeReason } from "./closeReason.js";
+import { CLOSE_CODES, encodeMessage, errorPayload, isInternalError, parseClientMessage, type ClientMessage, type ErrorPayload, type MutationEntry, type ServerMessage, type Version } from "./protocol.js";
+import { subscriptionDigest, type QueryResult, type SharedQueryRuns } from "./SharedQueryRuns.js";
 import type { RecentCommits } from "./RecentCommits.js";
 import type { SyncBackend } from "./SyncBackend.js";
 import type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
@@ -40,13 +52,31 @@ export interface SessionHost {
   log(line: string): void;
 }
 
-interface SubscribedQuery {
+/**
+ * A query of the session's set. One that runs keeps its decoded arguments and their
+ * digest (the shared-run key), never their text; one refused when it was added (over a
+ * session limit, or arguments that do not decode) keeps only its QueryFailed result.
+ */
+type SubscribedQuery = RunnableQuery | RefusedQuery;
+
+interface RunnableQuery {
+  readonly kind: "runnable";
   readonly queryId: number;
   readonly path: string;
-  /** The decoded arguments, or the error decoding them gave (reported as QueryFailed). */
-  readonly args: { readonly ok: true; readonly value: Value } | { readonly ok: false; readonly error: CairnError };
-  readonly argsText: string;
+  readonly args: Value;
+  /** subscriptionDigest(path, args text). */
+  readonly digest: string;
+  /** Characters of the arguments' JSON text (counted against SESSION_QUERY_ARGS_BYTES_MAX). */
+  readonly argsChars: number;
   /** Hash of the result last put in a Transition (null: none yet). */
+  hash: string | null;
+  handles: IntervalHandle[];
+}
+
+interface RefusedQuery {
+  readonly kind: "refused";
+  readonly queryId: number;
+  readonly result: QueryResult;
   hash: string | null;
   handles: IntervalHandle[];
 }
@@ -55,7 +85,7 @@ type ModifyQuerySet = Extract<ClientMessage, { type: "ModifyQuerySet" }>;
 
 type WorkItem =
   | { readonly kind: "commit"; ts: number; readonly queryIds: Set<number>; readonly waitFor: Promise<void>[] }
-  | { readonly kind: "modify"; readonly message: ModifyQuerySet; readonly validAt: number }
+  | { readonly kind: "modify"; readonly message: ModifyQuerySet; readonly validAt: number; readonly release: () => void }
   | { readonly kind: "identity"; readonly identity: Identity; readonly validAt: number }
   | { readonly kind: "refresh" };
 
@@ -81,6 +111,13 @@ const ANONYMOUS: Identity = { user: null, key: "", expiresAtMs: null };
  * after a newer one. Inbound frames are taken in order too (a Mutation after a SetAuth
  * runs as the new identity).
  *
+ * Bounds (base/limits.ts): SESSION_QUERIES_MAX queries that run, holding at most
+ * SESSION_QUERY_ARGS_BYTES_MAX of arguments; SESSION_REFUSED_QUERIES_MAX refused ones;
+ * SESSION_INBOUND_BYTES_MAX of frames received and not finished; SESSION_REQUESTS_IN_FLIGHT_MAX
+ * requests; SESSION_TOPICS_MAX topics; SESSION_REMOVED_UNSENT_MAX removals owed to a
+ * resync; the outbox's budgets. Work items are bounded by the frames that made them
+ * (consecutive commit items merge, as do consecutive identity items).
+ *
  * Invariants:
  * - every query of the session is valid at `sentVersion.ts`: a commit touching one of
  *   them queues a work item before any later item, and results are only ever computed
@@ -103,6 +140,11 @@ export class Session {
   /** The identity subscriptions run as (changes in work order, after `identity`). */
   private queryIdentity: Identity = ANONYMOUS;
   private readonly queries = new Map<number, SubscribedQuery>();
+  private runnableQueries = 0;
+  private refusedQueries = 0;
+  private argsChars = 0;
+  /** Characters of frames received and not finished (see SESSION_INBOUND_BYTES_MAX). */
+  private inboundChars = 0;
   private querySet = 0;
   /** The version of the last Transition produced (handed to the outbox). */
   private sentVersion: Version = { querySet: 0, ts: 0 };
@@ -112,7 +154,7 @@ export class Session {
   private scheduledTs = 0;
   private answeredTs = 0;
   private resyncPending = false;
-  private removedSinceHanded: number[] = [];
+  private removedSinceHanded = new Set<number>();
   private intake: Promise<void> = Promise.resolve();
   private mutations: Promise<void> = Promise.resolve();
   /** Resolves when the mutation committing now is answered; null when none is. */
@@ -165,7 +207,32 @@ export class Session {
       else this.respond({ type: "ProtocolError", error: errorPayload(error), ...requestIdOf(text) });
       return;
     }
-    this.intake = this.intake.then(() => this.take(message)).catch((error: unknown) => this.fatal(error));
+    const chars = Math.max(text.length, SESSION_FRAME_BYTES_MIN);
+    if (this.inboundChars + chars > SESSION_INBOUND_BYTES_MAX) return this.inboundFull(message);
+    this.inboundChars += chars;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.inboundChars -= chars;
+    };
+    this.intake = this.intake.then(() => this.take(message, release)).catch((error: unknown) => this.fatal(error));
+  }
+
+  /**
+   * A frame past SESSION_INBOUND_BYTES_MAX: a request is refused (it changes nothing and
+   * the client may send it again); anything else cannot be skipped without breaking the
+   * session's order, so the session ends.
+   */
+  private inboundFull(message: ClientMessage): void {
+    const error = new CairnError("SESSION_LIMIT_EXCEEDED", `a session holds at most ${SESSION_INBOUND_BYTES_MAX} bytes of frames it has not finished; wait for answers before sending more`);
+    if (this.state === "open" && (message.type === "Mutation" || message.type === "MutationBatch")) {
+      for (const entry of message.type === "Mutation" ? [message] : message.entries) this.respond({ type: "MutationResponse", requestId: entry.requestId, success: false, error: errorPayload(error) });
+    } else if (this.state === "open" && message.type === "Action") {
+      this.respond({ type: "ActionResponse", requestId: message.requestId, success: false, error: errorPayload(error) });
+    } else {
+      this.fatal(error);
+    }
   }
 
   /** The socket closed (or the handler closes the session): stop everything, release the index. */
@@ -175,6 +242,7 @@ export class Session {
     this.outbox.close();
     for (const query of this.queries.values()) this.host.unregister(query.handles);
     this.queries.clear();
+    this.removedSinceHanded.clear();
     for (const topic of this.topics) this.host.listen(this, topic, false);
     this.topics.clear();
     this.work.length = 0;
@@ -184,9 +252,9 @@ export class Session {
   /** Ends the session with a FatalError frame and a close (used for protocol violations and shutdown). */
   fatal(error: unknown, code: number = CLOSE_CODES.protocolError): void {
     if (this.state === "closed") return;
-    const payload = errorPayload(error);
+    const payload = this.wireError(error, "the session");
     this.transport.send(encodeMessage({ type: "FatalError", error: payload }), () => undefined);
-    this.transport.close(code, payload.message.slice(0, 120));
+    this.transport.close(code, closeReason(payload.message));
     this.close(`fatal: [${payload.code}] ${payload.message}`);
   }
 
@@ -226,30 +294,38 @@ export class Session {
 
   // ---- inbound ------------------------------------------------------------------------
 
-  private async take(message: ClientMessage): Promise<void> {
+  /** Takes a frame in arrival order; `release` is called once the frame is finished (its charge ends). */
+  private async take(message: ClientMessage, release: () => void): Promise<void> {
     if (this.state === "closed") return;
     if (this.state === "awaitingConnect" && message.type !== "Connect") {
       throw new CairnError("PROTOCOL_INVALID", `the first frame must be Connect, not ${message.type}`);
     }
+    // Frames whose work outlives this call hand `release` on; the others finish here.
     switch (message.type) {
-      case "Connect":
-        return this.connect(message);
       case "ModifyQuerySet":
-        return this.enqueue({ kind: "modify", message, validAt: this.host.currentTs });
+        return this.enqueue({ kind: "modify", message, validAt: this.host.currentTs, release });
       case "Mutation":
-        return this.startMutations([message], false);
+        return this.startMutations([message], false, release);
       case "MutationBatch":
-        return this.startMutations(message.entries, true);
+        return this.startMutations(message.entries, true, release);
       case "Action":
-        return this.startAction(message.requestId, message.path, message.args);
-      case "SetAuth":
-        return this.setAuth(message.token);
-      case "Publish":
-        return this.publish(message.topic, message.event);
-      case "ModifyTopics":
-        return this.modifyTopics(message.add, message.remove);
-      default:
-        return assertNever(message);
+        return this.startAction(message.requestId, message.path, message.args, release);
+    }
+    try {
+      switch (message.type) {
+        case "Connect":
+          return await this.connect(message);
+        case "SetAuth":
+          return await this.setAuth(message.token);
+        case "Publish":
+          return this.publish(message.topic, message.event);
+        case "ModifyTopics":
+          return this.modifyTopics(message.add, message.remove);
+        default:
+          return assertNever(message);
+      }
+    } finally {
+      release();
     }
   }
 
@@ -309,7 +385,11 @@ export class Session {
   private setIdentity(identity: Identity): void {
     const changed = identity.key !== this.identity.key;
     this.identity = identity;
-    if (changed) this.enqueue({ kind: "identity", identity, validAt: this.host.currentTs });
+    if (!changed) return;
+    const last = this.work[this.work.length - 1];
+    // Not started yet: running as the newer identity alone ends in the same state.
+    if (last !== undefined && last.kind === "identity") this.work.pop();
+    this.enqueue({ kind: "identity", identity, validAt: Math.max(this.host.currentTs, last?.kind === "identity" ? last.validAt : 0) });
   }
 
   private publish(topic: string, event: unknown): void {
@@ -340,15 +420,16 @@ export class Session {
 
   // ---- requests -----------------------------------------------------------------------
 
-  private startMutations(entries: readonly MutationEntry[], batch: boolean): void {
+  private startMutations(entries: readonly MutationEntry[], batch: boolean, release: () => void): void {
     if (this.requestsInFlight + entries.length > SESSION_REQUESTS_IN_FLIGHT_MAX) {
+      release();
       const error = new CairnError("SESSION_LIMIT_EXCEEDED", `a session has at most ${SESSION_REQUESTS_IN_FLIGHT_MAX} requests waiting or running`);
       for (const entry of entries) this.respond({ type: "MutationResponse", requestId: entry.requestId, success: false, error: errorPayload(error) });
       return;
     }
     this.requestsInFlight += entries.length;
     const identity = this.identity;
-    this.mutations = this.mutations.then(() => this.runMutations(entries, batch, identity));
+    this.mutations = this.mutations.then(() => this.runMutations(entries, batch, identity)).finally(release);
   }
 
   private async runMutations(entries: readonly MutationEntry[], batch: boolean, identity: Identity): Promise<void> {
@@ -385,7 +466,7 @@ export class Session {
       this.answered(run.ts);
       return null;
     } catch (error) {
-      this.respond({ type: "MutationResponse", requestId: entry.requestId, success: false, error: errorPayload(error) });
+      this.respond({ type: "MutationResponse", requestId: entry.requestId, success: false, error: this.wireError(error, `mutation ${entry.path}`) });
       return error;
     } finally {
       this.running = null;
@@ -407,8 +488,9 @@ export class Session {
     else this.host.oweTransition(this, ts);
   }
 
-  private startAction(requestId: number, path: string, args: unknown): void {
+  private startAction(requestId: number, path: string, args: unknown, release: () => void): void {
     if (this.requestsInFlight >= SESSION_REQUESTS_IN_FLIGHT_MAX) {
+      release();
       const error = new CairnError("SESSION_LIMIT_EXCEEDED", `a session has at most ${SESSION_REQUESTS_IN_FLIGHT_MAX} requests waiting or running`);
       this.respond({ type: "ActionResponse", requestId, success: false, error: errorPayload(error) });
       return;
@@ -420,9 +502,10 @@ export class Session {
         const run = await this.host.backend.runAction(path, decodeValue(args), { identity: identity.user });
         this.respond({ type: "ActionResponse", requestId, success: true, value: encodeValue(run.value) });
       } catch (error) {
-        this.respond({ type: "ActionResponse", requestId, success: false, error: errorPayload(error) });
+        this.respond({ type: "ActionResponse", requestId, success: false, error: this.wireError(error, `action ${path}`) });
       } finally {
         this.requestsInFlight--;
+        release();
       }
     })();
   }
@@ -445,15 +528,15 @@ export class Session {
     try {
       while (this.state === "open" && this.work.length > 0) {
         const item = this.work.shift()!;
-        await this.process(item);
+        try {
+          await this.process(item);
+        } finally {
+          if (item.kind === "modify") item.release();
+        }
       }
     } catch (error) {
-      if (errorKindOf(error) === "InvalidInput") {
-        this.fatal(error);
-      } else {
-        this.host.log(`session ${this.sessionId}: work failed: ${error instanceof Error ? error.stack : String(error)}`);
-        this.fatal(new CairnError("INTERNAL", "the server failed to update this session's queries"));
-      }
+      // InvalidInput: the client's fault, told as it is; anything else is logged by fatal.
+      this.fatal(errorKindOf(error) === "InvalidInput" ? error : new CairnError("INTERNAL", "the server failed to update this session's queries", { cause: error }));
     } finally {
       this.working = false;
     }
@@ -480,7 +563,7 @@ export class Session {
     await Promise.all(waitFor);
     if (this.resyncPending || this.state !== "open") return;
     const ts = Math.max(itemTs, this.sentVersion.ts);
-    const queries = [...queryIds].map((id) => this.queries.get(id)).filter((query) => query !== undefined);
+    const queries = [...queryIds].map((id) => this.queries.get(id)).filter((query) => query !== undefined && query.kind === "runnable");
     const results = await Promise.all(queries.map((query) => this.runAt(query, ts)));
     if (this.state !== "open") return;
     if (results.some(historyGone)) return this.needRefresh();
@@ -505,7 +588,7 @@ export class Session {
       const query = this.queries.get(queryId);
       if (query === undefined) continue;
       this.host.unregister(query.handles);
-      this.queries.delete(queryId);
+      this.forget(query);
       removed.push(queryId);
       modifications.push(`{"type":"QueryRemoved","queryId":${queryId}}`);
     }
@@ -514,17 +597,23 @@ export class Session {
       if (this.queries.has(entry.queryId)) throw new CairnError("PROTOCOL_INVALID", `query ${entry.queryId} is already in the query set`);
       const query = this.subscribedQuery(entry.queryId, entry.path, entry.args);
       this.queries.set(entry.queryId, query);
+      if (query.kind === "runnable") {
+        this.runnableQueries++;
+        this.argsChars += query.argsChars;
+      } else if (++this.refusedQueries > SESSION_REFUSED_QUERIES_MAX) {
+        throw new CairnError("SESSION_LIMIT_EXCEEDED", `a session holds at most ${SESSION_REFUSED_QUERIES_MAX} refused queries; remove them before adding more`);
+      }
       added.push({ query, echoedHash: entry.resultHash });
     }
     if (this.resyncPending) {
-      this.removedSinceHanded.push(...removed);
+      this.removedUnsent(removed);
       return;
     }
     const ts = Math.max(validAt, this.sentVersion.ts);
     const results = await Promise.all(added.map(({ query }) => this.runAt(query, ts)));
     if (this.state !== "open") return;
     if (results.some(historyGone)) {
-      this.removedSinceHanded.push(...removed);
+      this.removedUnsent(removed);
       return this.needRefresh();
     }
     added.forEach(({ query, echoedHash }, at) => {
@@ -547,8 +636,8 @@ export class Session {
   private async processRefresh(): Promise<void> {
     await this.outbox.drained();
     if (this.state !== "open") return;
-    const removed = this.removedSinceHanded;
-    this.removedSinceHanded = [];
+    const removed = [...this.removedSinceHanded];
+    this.removedSinceHanded.clear();
     this.sentVersion = this.outbox.handedVersion;
     this.resyncPending = false;
     await this.rerunAll(Math.max(this.host.currentTs, this.sentVersion.ts), true, removed);
@@ -559,7 +648,7 @@ export class Session {
     const results = await Promise.all(queries.map((query) => this.runAt(query, ts)));
     if (this.state !== "open") return;
     if (results.some(historyGone)) {
-      this.removedSinceHanded.push(...removed);
+      this.removedUnsent(removed);
       return this.needRefresh();
     }
     const modifications = removed.map((queryId) => `{"type":"QueryRemoved","queryId":${queryId}}`);
@@ -578,29 +667,55 @@ export class Session {
     this.work.unshift({ kind: "refresh" });
   }
 
+  /** A query the client added: runnable, or refused with its error (past a limit, or arguments that do not decode). */
   private subscribedQuery(queryId: number, path: string, args: unknown): SubscribedQuery {
+    if (this.runnableQueries >= SESSION_QUERIES_MAX) return refusedQuery(queryId, OVER_QUERIES_LIMIT);
     const argsText = JSON.stringify(args ?? null);
-    let decoded: SubscribedQuery["args"];
-    if (this.queries.size >= SESSION_QUERIES_MAX) {
-      decoded = { ok: false, error: new CairnError("SESSION_LIMIT_EXCEEDED", `a session subscribes to at most ${SESSION_QUERIES_MAX} queries`) };
-    } else {
-      try {
-        decoded = { ok: true, value: decodeValue(args) };
-      } catch (error) {
-        decoded = { ok: false, error: error as CairnError };
-      }
+    if (this.argsChars + argsText.length > SESSION_QUERY_ARGS_BYTES_MAX) return refusedQuery(queryId, OVER_ARGS_LIMIT);
+    let value: Value;
+    try {
+      value = decodeValue(args);
+    } catch (error) {
+      return refusedQuery(queryId, failedResult(error, 0));
     }
-    return { queryId, path, args: decoded, argsText, hash: null, handles: [] };
+    return { kind: "runnable", queryId, path, args: value, digest: subscriptionDigest(path, argsText), argsChars: argsText.length, hash: null, handles: [] };
+  }
+
+  /** Drops a query from the set and from the counts that bound it. */
+  private forget(query: SubscribedQuery): void {
+    this.queries.delete(query.queryId);
+    if (query.kind === "refused") {
+      this.refusedQueries--;
+    } else {
+      this.runnableQueries--;
+      this.argsChars -= query.argsChars;
+    }
+  }
+
+  /** Removals to tell the client in its resync; past SESSION_REMOVED_UNSENT_MAX the session ends. */
+  private removedUnsent(removed: Iterable<number>): void {
+    for (const queryId of removed) this.removedSinceHanded.add(queryId);
+    if (this.removedSinceHanded.size > SESSION_REMOVED_UNSENT_MAX) {
+      this.fatal(new CairnError("SESSION_LIMIT_EXCEEDED", `a session not reading its frames may remove at most ${SESSION_REMOVED_UNSENT_MAX} queries before its resync`));
+    }
+  }
+
+  /** The error's wire form; an Internal failure (a bug) is logged here with its stack, since the client gets no message. */
+  private wireError(error: unknown, what: string): ErrorPayload {
+    if (isInternalError(error)) this.host.log(`session ${this.sessionId}: ${what} failed: ${stackOf(error)}`);
+    return errorPayload(error);
   }
 
   private runAt(query: SubscribedQuery, ts: number): Promise<QueryResult> {
-    if (!query.args.ok) return Promise.resolve(failedResult(query.args.error, ts));
-    const args = query.args.value;
+    if (query.kind === "refused") return Promise.resolve({ ...query.result, readTs: ts });
+    const { path, args } = query;
     const identity = this.queryIdentity;
-    const key = `${query.path}\u0000${query.argsText}\u0000${identity.key}`;
-    return this.host.shared.run(key, ts, async () => {
-      const run = await this.host.backend.runQuery(query.path, args, { identity: identity.user, readTs: ts });
-      if (run.outcome.kind === "failed") return { ...failedResult(run.outcome.error, ts), readRanges: run.readRanges };
+    return this.host.shared.run(query.digest, identity.key, ts, async () => {
+      const run = await this.host.backend.runQuery(path, args, { identity: identity.user, readTs: ts });
+      if (run.outcome.kind === "failed") {
+        if (isInternalError(run.outcome.error)) this.wireError(run.outcome.error, `query ${path}`);
+        return { ...failedResult(run.outcome.error, ts), readRanges: run.readRanges };
+      }
       const payloadText = JSON.stringify(encodeValue(run.outcome.value));
       return { kind: "ok", payloadText, hash: resultHash(payloadText), errorCode: null, readRanges: run.readRanges, readTs: ts };
     });
@@ -617,7 +732,7 @@ export class Session {
 
   private sendTransition(ts: number, modifications: readonly string[], removed: readonly number[]): void {
     if (this.resyncPending) {
-      this.removedSinceHanded.push(...removed);
+      this.removedUnsent(removed);
       return;
     }
     const startVersion = this.sentVersion;
@@ -636,8 +751,8 @@ export class Session {
   }
 
   private dropped(handed: Version, removed: number[]): void {
-    this.removedSinceHanded.push(...removed);
-    if (this.resyncPending) return;
+    this.removedUnsent(removed);
+    if (this.resyncPending || this.state === "closed") return;
     this.host.log(`session ${this.sessionId}: client is not reading; dropped its queued Transitions, it will be resynced from version ${handed.querySet}/${handed.ts}`);
     this.resyncPending = true;
     this.sentVersion = handed;
@@ -664,6 +779,24 @@ function failedResult(error: unknown, ts: number): QueryResult {
   const payload = errorPayload(error);
   const payloadText = JSON.stringify(payload);
   return { kind: "failed", payloadText, hash: resultHash(`error:${payloadText}`), errorCode: payload.code, readRanges: [], readTs: ts };
+}
+
+/** Results shared by every query refused for the same limit: a refused query holds no text of its own. */
+const OVER_QUERIES_LIMIT = failedResult(new CairnError("SESSION_LIMIT_EXCEEDED", `a session subscribes to at most ${SESSION_QUERIES_MAX} queries`), 0);
+const OVER_ARGS_LIMIT = failedResult(
+  new CairnError("SESSION_LIMIT_EXCEEDED", `the queries of a session have at most ${SESSION_QUERY_ARGS_BYTES_MAX} characters of arguments in all`),
+  0,
+);
+
+function refusedQuery(queryId: number, result: QueryResult): RefusedQuery {
+  return { kind: "refused", queryId, result, hash: null, handles: [] };
+}
+
+/** The error's stack, with its causes' (a wrapped bug keeps its origin). */
+function stackOf(error: unknown): string {
+  const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause === undefined ? text : `${text}\ncaused by: ${stackOf(cause)}`;
 }
 
 function historyGone(result: QueryResult): boolean {
