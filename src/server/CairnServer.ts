@@ -125,6 +125,9 @@ export class CairnServer {
     const path = pathOf(request.url);
     const refusal = path === null ? "400 Bad Request" : path !== SYNC_PATH ? "404 Not Found" : this.state !== "listening" ? "503 Service Unavailable" : null;
     if (refusal !== null) {
+      // Nobody reads this socket, so the client's FIN would never be seen and it would
+      // stay open (a file descriptor per refused upgrade, and a stop that waits on it).
+      socket.once("finish", () => socket.destroy());
       socket.end(`HTTP/1.1 ${refusal}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }

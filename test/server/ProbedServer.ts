@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnServing } from "../support/spawnCairnServe.js";
@@ -59,6 +59,18 @@ export class ProbedServer {
   /** What it printed last (for a failing test's message). */
   get log(): string {
     return this.output;
+  }
+
+  /** Sockets the process has open (Linux: its file descriptors that are sockets). */
+  openSockets(): number {
+    const fds = `/proc/${this.child.pid}/fd`;
+    return readdirSync(fds).filter((fd) => {
+      try {
+        return readlinkSync(`${fds}/${fd}`).startsWith("socket:");
+      } catch {
+        return false; // closed while we looked
+      }
+    }).length;
   }
 
   /** heapUsed after a full collection, in bytes. */

@@ -3,12 +3,15 @@
  * upgrade request whose target does not parse (`GET //[` with `Upgrade: websocket`), the
  * same target as a plain HTTP request, a first frame whose validation message echoes
  * 100 multi-byte characters (a close reason over 123 bytes made `ws` throw), and
- * connections reset in the middle of an upgrade. Each is answered (400, a close reason of
- * at most 123 bytes, nothing), and the process stays alive and keeps serving.
+ * connections reset in the middle of an upgrade, refused upgrades followed by bytes
+ * nobody reads (their sockets stayed open for good, and a stop waited on them).
+ * Each is answered (400, a close reason of at most 123 bytes, nothing), no socket is left
+ * open, and the process stays alive and keeps serving.
  */
 import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { eventually } from "../support/Gate.js";
 import { ProbedServer } from "./ProbedServer.js";
 import { SocketClient } from "./serverHarness.js";
 
@@ -23,15 +26,21 @@ async function server(): Promise<ProbedServer> {
   return started;
 }
 
-/** Sends raw bytes and returns what the server answered before it closed (or after `settleMs` of silence). */
-function rawExchange(url: string, bytes: string): Promise<string> {
+/**
+ * Sends raw bytes and returns what the server answered once the connection closed;
+ * `halfClose`: the client ends its side right after the request, as a one-shot client does.
+ */
+function rawExchange(url: string, bytes: string, halfClose = false): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(bytes);
+      if (halfClose) socket.end();
+    });
     let answer = "";
     socket.on("data", (chunk) => {
       answer += chunk.toString();
-      if (answer.includes("\r\n\r\n")) socket.destroy();
+      if (!halfClose && answer.includes("\r\n\r\n")) socket.destroy();
     });
     socket.on("close", () => resolve(answer));
     socket.on("error", reject);
@@ -96,6 +105,18 @@ describe("the network surface", () => {
         });
       }
     }
+    await stillServes(probed);
+  });
+
+  it("leaves no socket open for upgrades it refused", async () => {
+    const probed = await server();
+    const before = probed.openSockets();
+    for (let attempt = 0; attempt < 20; attempt++) {
+      // Bytes after the request (more than a socket reads ahead) that nobody will read.
+      const unread = "x".repeat(256 * 1024);
+      expect(await rawExchange(probed.url, `GET ${attempt % 2 === 0 ? "/nowhere" : "//["} HTTP/1.1\r\n${upgradeHeaders}${unread}`, true)).toMatch(/^HTTP\/1\.1 (404|400) /);
+    }
+    await eventually(() => probed.openSockets() <= before + 2);
     await stillServes(probed);
   });
 });

@@ -15,7 +15,6 @@ import {
 } from "../../src/base/limits.js";
 import type { ServerMessage } from "../../src/sync/protocol.js";
 import { memoryBucket } from "../support/bucketFactories.js";
-import { eventually } from "../support/Gate.js";
 import { harnessPerTest } from "../support/shardHarness.js";
 import { syncFixture, type ModelClient, type SyncFixture } from "./syncHarness.js";
 
@@ -93,7 +92,7 @@ describe("a session's bounds", () => {
     }
     expect(await client.next((m) => m.type === "FatalError")).toMatchObject({ error: { code: "SESSION_LIMIT_EXCEEDED" } });
     expect(client.closedWith).toMatchObject({ code: 4400 });
+    expect(f.handler.sessionCount).toBe(0);
     held.release();
-    await eventually(() => expect(f.handler.sessionCount).toBe(0));
   });
 });
