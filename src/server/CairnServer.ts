@@ -70,7 +70,16 @@ export class CairnServer {
       throw new CairnError("INVALID_ARGUMENT", `cannot listen on ${where.host}:${where.port}: ${error.code ?? error.message}`, { cause: error });
     });
     const server = new CairnServer(options, http.address() as AddressInfo, http);
-    http.on("request", (request, response) => void server.onRequest(request, response));
+    // After listening, an 'error' would be an accept that failed: log it and go on (libuv
+    // absorbs EMFILE itself today; an unlistened 'error' would end the process).
+    http.on("error", (error) => options.log(`http server error: ${error.message}`));
+    http.on("request", (request, response) => {
+      server.onRequest(request, response).catch((error: unknown) => {
+        // Only a failure while answering an error gets here: drop the connection, not the process.
+        options.log(`request failed while answering: ${(error as Error)?.stack ?? String(error)}`);
+        response.destroy();
+      });
+    });
     http.on("upgrade", (request, socket: Duplex, head) => server.onUpgrade(request, socket, head));
     return server;
   }
