@@ -102,6 +102,17 @@ export const ERROR_CODES = {
   INDEX_NOT_READY: "Unavailable",
   /** A mutation touched documents of more than one shard (or of a shard other than its own): nothing was written. */
   CROSS_SHARD_MUTATION: "InvalidInput",
+  /**
+   * The mutation's (clientId, seq) holds another identity's receipt: nothing ran and
+   * nothing of that receipt is told. A client whose identity changed uses a new clientId.
+   */
+  RECEIPT_IDENTITY_MISMATCH: "InvalidInput",
+  /**
+   * The mutation's seq is below its client's floor (it acknowledged that seq's result
+   * already, and the receipt was pruned): a re-send of an old mutation, refused, never
+   * run a second time.
+   */
+  MUTATION_SEQ_BELOW_FLOOR: "InvalidInput",
   // sync protocol and server
   /** A frame or request that is not valid JSON or not a message of the protocol. */
   PROTOCOL_INVALID: "InvalidInput",

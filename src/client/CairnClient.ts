@@ -64,6 +64,8 @@ export class CairnClient {
   private connection: ConnectionState = INITIAL_CONNECTION_STATE;
   private socket: WebSocketLike | null = null;
   private retryTimer: unknown = null;
+  /** The timer that re-sends mutations backing off after an unknown outcome (null: none set). */
+  private resendTimer: unknown = null;
   private readonly connectionListeners = new Set<ConnectionListener>();
   /** Rejecters of one-shot queries still waiting, for `close`. */
   private readonly waitingQueries = new Set<(error: CairnError) => void>();
@@ -177,6 +179,8 @@ export class CairnClient {
     this.changeConnection({ type: "closeRequested" });
     if (this.retryTimer !== null) this.timers.clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    if (this.resendTimer !== null) this.timers.clearTimeout(this.resendTimer);
+    this.resendTimer = null;
     this.dropSocket(CLIENT_CLOSE_CODES.normal);
     this.step(() => this.state.close());
     const error = new CairnError("CONNECTION_LOST", "the client was closed");
@@ -316,6 +320,12 @@ export class CairnClient {
       }
     }
     if (effects.resync !== null) this.resync();
+    if (effects.resendAfterMs !== null && this.resendTimer === null) {
+      this.resendTimer = this.timers.setTimeout(() => {
+        this.resendTimer = null;
+        this.step(() => this.state.resendBackedOff());
+      }, effects.resendAfterMs);
+    }
   }
 
   private send(frame: ClientMessage): void {

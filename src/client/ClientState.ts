@@ -1,4 +1,4 @@
-import { CairnError, invalidArgument, AUTH_TOKEN_CHARS_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX } from "../base/index.js";
+import { CairnError, invalidArgument, AUTH_TOKEN_CHARS_MAX, MESSAGE_BYTES_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
 import { errorFromPayload, type ServerMessage, type Version } from "../sync/protocol.js";
@@ -13,6 +13,7 @@ import { sameResult, type QueryResult } from "./QueryResult.js";
 import { QuerySet, type QueryListener, type Subscription } from "./QuerySet.js";
 import { settleDecoded } from "./settleDecoded.js";
 import type { QueryToken } from "./QueryToken.js";
+import { FRAME_OVERHEAD_BYTES, MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_BACKOFF_MAX_MS, MUTATION_RESENDS_MAX } from "./limits.js";
 
 /**
  * The client's side of the sync protocol, free of sockets: it takes plain server
@@ -39,7 +40,13 @@ import type { QueryToken } from "./QueryToken.js";
  *   applied; a listener is called when its visible result changes, never before its
  *   query has one;
  * - a mutation's promise resolves only once `version.ts` covers its commit ts, so its
- *   write shows in the subscriptions when the caller sees the result.
+ *   write shows in the subscriptions when the caller sees the result;
+ * - a mutation whose outcome the server could not tell (`outcomeUnknown`) is re-sent with
+ *   the same seq after a backoff, up to MUTATION_RESENDS_MAX times, until the receipt
+ *   answers: it is never rejected while it may be durable, unless those run out;
+ * - a call or subscription whose frame would exceed MESSAGE_BYTES_MAX fails at once with
+ *   MESSAGE_TOO_LARGE and leaves nothing behind (no optimistic update, nothing queued):
+ *   the server would close the connection on it, and the client re-send it forever.
  */
 
 type Phase = "disconnected" | "awaitingAck" | "ready" | "closed";
@@ -163,6 +170,7 @@ export class ClientState {
   /** Adds a listener. Its query's current result, if any, reaches it through the next `notifyListeners`. */
   subscribe(path: string, args: EncodedArgs, listener: QueryListener): Subscription {
     if (this.phase === "closed") throw connectionLost("the client is closed");
+    checkFrameSize("subscription", path, args);
     const { subscription, added } = this.queries.add(path, args, listener);
     if (added !== null && this.phase === "ready") this.outbox.send.push(this.queries.modify([added], []));
     return subscription;
@@ -192,6 +200,11 @@ export class ClientState {
 
   mutate(path: string, args: EncodedArgs, optimistic?: OptimisticCall): Promise<Value> {
     if (this.phase === "closed") return Promise.reject(connectionLost("the client is closed"));
+    try {
+      checkFrameSize("mutation", path, args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const requestId = this.nextRequestId++;
     const promise = this.mutations.create(requestId, path, args.json);
     if (optimistic !== undefined) {
@@ -204,6 +217,11 @@ export class ClientState {
 
   act(path: string, args: EncodedArgs): Promise<Value> {
     if (this.phase === "closed") return Promise.reject(connectionLost("the client is closed"));
+    try {
+      checkFrameSize("action", path, args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const promise = this.actions.create(this.nextRequestId++, path, args.json);
     this.sendWaitingRequests();
     return promise;
@@ -293,9 +311,23 @@ export class ClientState {
       this.mutations.commit(mutation, response.ts, response.value);
       this.settleCovered(false);
     } else {
-      this.fail(mutation, errorFromPayload(response.error));
+      const error = errorFromPayload(response.error);
+      if (outcomeUnknown(error) && mutation.resends < MUTATION_RESENDS_MAX) this.backOff(mutation);
+      else this.fail(mutation, error);
     }
     this.sendWaitingRequests();
+  }
+
+  /** Re-sends the mutations whose backoff after an unknown outcome elapsed (the driver's timer calls it). */
+  resendBackedOff(): void {
+    if (this.phase === "closed") return;
+    if (this.mutations.resendBackedOff()) this.sendWaitingRequests();
+  }
+
+  private backOff(mutation: PendingMutation): void {
+    this.mutations.backOff(mutation);
+    const delayMs = Math.min(MUTATION_RESEND_BACKOFF_MAX_MS, MUTATION_RESEND_BACKOFF_BASE_MS * 2 ** (mutation.resends - 1));
+    this.outbox.resendAfterMs = Math.min(this.outbox.resendAfterMs ?? delayMs, delayMs);
   }
 
   private onActionResponse(response: Extract<ServerMessage, { type: "ActionResponse" }>): void {
@@ -403,6 +435,51 @@ function deliver(subscription: Subscription, result: QueryResult): void {
   if (!subscription.active) return;
   if (result.kind === "value") subscription.listener.onUpdate(result.value);
   else subscription.listener.onError(result.error);
+}
+
+/**
+ * Whether a failed mutation may have committed: the engine failed mid-commit
+ * (ENGINE_POISONED), a forward's answer was lost (WRITER_UNAVAILABLE saying so), or it
+ * committed but is not visible here yet (REPLICA_BEHIND with `committed`). Re-sending it
+ * with the same (clientId, seq) is answered from its receipt if it did.
+ */
+function outcomeUnknown(error: CairnError): boolean {
+  switch (error.code) {
+    case "ENGINE_POISONED":
+      return true;
+    case "WRITER_UNAVAILABLE":
+      return error.details.outcomeUnknown === true;
+    case "REPLICA_BEHIND":
+      return error.details.committed === true;
+    default:
+      return false;
+  }
+}
+
+/** MESSAGE_TOO_LARGE if a frame carrying `args` and `path` could exceed MESSAGE_BYTES_MAX (bytes of UTF-8). */
+function checkFrameSize(what: string, path: string, args: EncodedArgs): void {
+  // Most arguments are far below the bound even at 3 bytes per UTF-16 unit: no count needed.
+  if ((args.text.length + path.length) * 3 + FRAME_OVERHEAD_BYTES <= MESSAGE_BYTES_MAX) return;
+  const bytes = utf8Bytes(args.text) + utf8Bytes(path) + FRAME_OVERHEAD_BYTES;
+  if (bytes <= MESSAGE_BYTES_MAX) return;
+  throw new CairnError("MESSAGE_TOO_LARGE", `the ${what} ${path} has ${bytes - FRAME_OVERHEAD_BYTES} bytes of arguments and path; a frame holds at most ${MESSAGE_BYTES_MAX} bytes`, {
+    details: { path, bytes, messageBytesMax: MESSAGE_BYTES_MAX },
+  });
+}
+
+/** The UTF-8 length of `text` without encoding it (a lone surrogate counts 3, as its replacement character). */
+function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let at = 0; at < text.length; at++) {
+    const unit = text.charCodeAt(at);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && at + 1 < text.length && (text.charCodeAt(at + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      at++;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 function connectionLost(message: string): CairnError {

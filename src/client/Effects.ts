@@ -11,8 +11,10 @@ export interface Effects {
   readonly callbacks: (() => void)[];
   /** Why the session must be rebuilt (close the socket, reconnect); null when it need not be. */
   resync: string | null;
+  /** Call `resendBackedOff` after this many ms (mutations wait to be re-sent); null: nothing waits. */
+  resendAfterMs: number | null;
 }
 
 export function noEffects(): Effects {
-  return { send: [], callbacks: [], resync: null };
+  return { send: [], callbacks: [], resync: null, resendAfterMs: null };
 }

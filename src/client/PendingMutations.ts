@@ -17,6 +17,8 @@ import { settleDecoded } from "./settleDecoded.js";
  *   inFlight   MutationResponse success / replayed    committed(ts)
  *   waiting    seq known in ConnectAck                committed(ts)
  *   inFlight   MutationResponse failure, ProtocolError  (rejected, removed)
+ *   inFlight   failure with an unknown outcome        backingOff (resends < MUTATION_RESENDS_MAX)
+ *   backingOff its backoff elapsed, or a reconnect    waiting (re-sent with the same seq)
  *   committed  the client's version.ts ≥ ts           (resolved, removed)
  *
  * Invariant: the map holds mutations in seq order (insertion order), so the first one
@@ -26,6 +28,8 @@ import { settleDecoded } from "./settleDecoded.js";
 export type MutationStatus =
   | { readonly state: "waiting" }
   | { readonly state: "inFlight" }
+  /** Its outcome was unknown: it is re-sent once its backoff elapses (or on the next connection). */
+  | { readonly state: "backingOff" }
   | { readonly state: "committed"; readonly ts: number; readonly value: unknown };
 
 export interface PendingMutation {
@@ -36,6 +40,8 @@ export interface PendingMutation {
   status: MutationStatus;
   /** Whether it went out on some connection: only those are held (the server may know them). */
   everSent: boolean;
+  /** Times it was re-sent after an unknown outcome. */
+  resends: number;
   readonly resolve: (value: Value) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -51,7 +57,7 @@ export class PendingMutations {
   create(requestId: number, path: string, args: JsonValue): Promise<Value> {
     return new Promise<Value>((resolve, reject) => {
       const seq = this.nextSeq++;
-      this.byRequestId.set(requestId, { requestId, seq, path, args, status: { state: "waiting" }, everSent: false, resolve, reject });
+      this.byRequestId.set(requestId, { requestId, seq, path, args, status: { state: "waiting" }, everSent: false, resends: 0, resolve, reject });
     });
   }
 
@@ -70,12 +76,33 @@ export class PendingMutations {
     return count;
   }
 
-  /** The frame of a waiting mutation, with its original seq; it is in flight now. */
+  /**
+   * The frame of a waiting mutation, with its original seq and the client's ackedThrough
+   * (the server prunes those receipts and refuses those seqs); it is in flight now.
+   */
   send(mutation: PendingMutation): MutationFrame {
     mutation.status = { state: "inFlight" };
     mutation.everSent = true;
     const { requestId, path, args, seq } = mutation;
-    return { type: "Mutation", requestId, path, args, clientId: this.clientId, seq };
+    const ackedThrough = this.ackedThrough();
+    return { type: "Mutation", requestId, path, args, clientId: this.clientId, seq, ...(ackedThrough > 0 ? { ackedThrough } : {}) };
+  }
+
+  /** Its outcome was unknown: re-send it later with the same seq (see `resendBackedOff`). */
+  backOff(mutation: PendingMutation): void {
+    mutation.status = { state: "backingOff" };
+    mutation.resends++;
+  }
+
+  /** Mutations backing off go back to waiting; whether there were any. */
+  resendBackedOff(): boolean {
+    let any = false;
+    for (const mutation of this.byRequestId.values()) {
+      if (mutation.status.state !== "backingOff") continue;
+      mutation.status = { state: "waiting" };
+      any = true;
+    }
+    return any;
   }
 
   /** Records a successful answer; the mutation resolves once the client's version covers `ts`. */
@@ -109,10 +136,10 @@ export class PendingMutations {
     return covered;
   }
 
-  /** Mutations in flight go back to waiting, to be re-sent on the next connection. */
+  /** Mutations in flight (or backing off) go back to waiting, to be re-sent on the next connection. */
   connectionLost(): void {
     for (const mutation of this.byRequestId.values()) {
-      if (mutation.status.state === "inFlight") mutation.status = { state: "waiting" };
+      if (mutation.status.state === "inFlight" || mutation.status.state === "backingOff") mutation.status = { state: "waiting" };
     }
   }
 

@@ -19,3 +19,22 @@ export const RECONNECT_BACKOFF_BASE_MS = 300;
 export const RECONNECT_BACKOFF_MAX_MS = 30_000;
 /** Bytes of a client id and of a session id: 128 bits, so ids never collide by chance. */
 export const CLIENT_ID_BYTES = 16;
+/**
+ * Re-sends of a mutation whose outcome the server could not tell (ENGINE_POISONED,
+ * WRITER_UNAVAILABLE with an unknown outcome, a durable commit not yet visible) before it
+ * rejects with that answer. Each re-send carries the same (clientId, seq), so it is
+ * answered from the receipt if it committed and never applied twice. With the backoff
+ * below, 10 re-sends span ~50 s of waiting (plus each answer's own wait, up to a minute
+ * for a forward): several failovers (~13 s each by default) fit in it.
+ */
+export const MUTATION_RESENDS_MAX = 10;
+/** Wait before the first re-send of an unknown outcome; doubles per re-send up to the maximum. */
+export const MUTATION_RESEND_BACKOFF_BASE_MS = 250;
+/** Ceiling of the re-send wait: a writer taking over within a lease is found within 8 s of it. */
+export const MUTATION_RESEND_BACKOFF_MAX_MS = 8_000;
+/**
+ * Bytes a Mutation or ModifyQuerySet frame adds around its arguments and path (type,
+ * ids, seq, ackedThrough, JSON punctuation): a frame is refused client-side once its
+ * arguments and path leave less than this under MESSAGE_BYTES_MAX.
+ */
+export const FRAME_OVERHEAD_BYTES = 512;

@@ -14,8 +14,9 @@ import {
   type Random,
 } from "../base/index.js";
 import type { LocalStore } from "../local/index.js";
-import { type KeyRange, shardOfRoute, validateValue, type Value, decodeValueText, encodeValueText } from "../model/index.js";
-import type { CommitResult, WriteUnit } from "../shard/index.js";
+import { type ClientReceipt, type KeyRange, shardOfRoute, validateValue, type Value, decodeValueText, encodeValueText } from "../model/index.js";
+import type { CommitResult, ReceiptWrite, WriteUnit } from "../shard/index.js";
+import { ownsReceipt, receiptOwnerOf } from "./receiptOwner.js";
 import type { App } from "./App.js";
 import type { Catalog } from "./catalog.js";
 import { DatabaseReader, DatabaseWriter } from "./Database.js";
@@ -55,10 +56,16 @@ import { routeOfValue } from "./routing.js";
  * - A mutation with `(clientId, seq)` commits a receipt holding its result in the same
  *   segment as its writes; a call whose receipt exists is answered from it (same value,
  *   original ts, `replayed: true`) and not run — after a restart or a takeover too, since
- *   receipts are in the log. Concurrent calls with one key in this process join the
- *   first; a duplicate committed by any other path makes the run conflict (its read set
- *   holds the receipt's absence), and the re-run finds the receipt. Only successes leave receipts: a failed mutation wrote nothing, and re-sending
- *   it runs it again.
+ *   receipts are in the log. Concurrent calls with one key and identity in this process
+ *   join the first; a duplicate committed by any other path makes the run conflict (its
+ *   read set holds the receipt's absence), and the re-run finds the receipt. Only
+ *   successes leave receipts: a failed mutation wrote nothing, and re-sending it runs it
+ *   again.
+ * - A receipt records its owner (receiptOwner.ts): a call of another identity with its
+ *   key learns nothing of it and runs nothing (RECEIPT_IDENTITY_MISMATCH). With
+ *   `ackedThrough`, the receipt records the client's floor (ackedThrough + 1): the
+ *   client's receipts below it are pruned, and a call with a seq below the highest floor
+ *   of any shard is refused (MUTATION_SEQ_BELOW_FLOOR), never run a second time.
  * - An action runs once, with no transaction; it calls queries and mutations (internal
  *   ones too) through the runtime.
  *
@@ -109,7 +116,21 @@ export interface QueryCallOptions extends CallOptions {
 export interface MutationCallOptions extends CallOptions {
   readonly clientId?: string;
   readonly seq?: number;
+  /**
+   * With (clientId, seq): the client has the result of every seq up to this one (below
+   * `seq`). Its receipts up to it are pruned, and a seq up to it is refused from then on.
+   */
+  readonly ackedThrough?: number;
 }
+
+/** What the receipts say of a call's (clientId, seq), for the identity making it. */
+export type ReceiptLookup =
+  | { readonly kind: "none" }
+  | { readonly kind: "found"; readonly ts: number; readonly result: string }
+  /** The key holds another identity's receipt: nothing of it may be told. */
+  | { readonly kind: "another" }
+  /** The seq is below the client's floor: acknowledged, pruned, never to run again. */
+  | { readonly kind: "belowFloor"; readonly floorSeq: number };
 
 export interface QueryRun {
   readonly value: Value;
@@ -198,13 +219,28 @@ export class FunctionRuntime {
     return this.placementOf(path, fn, this.validateArgs(fn, args), false).lane;
   }
 
-  /** A receipt of (clientId, seq) in any shard's local store (a mutation's receipt lives on its lane). */
-  receipt(clientId: string, seq: number): { ts: number; result: string } | null {
+  /** A receipt of (clientId, seq) in any shard's local store (a mutation's receipt lives on its lane), whoever wrote it. */
+  receipt(clientId: string, seq: number): ClientReceipt | null {
     for (const local of this.locals) {
       const found = local.receipt(clientId, seq);
       if (found !== null) return found;
     }
     return null;
+  }
+
+  /**
+   * What a call of `identity` may learn of (clientId, seq): its own receipt, or that the
+   * seq is below the client's floor (the highest of every shard's: a client's receipts
+   * live on their mutations' lanes), or that the key is another identity's.
+   */
+  receiptFor(clientId: string, seq: number, identity: UserIdentity | null | undefined): ReceiptLookup {
+    const owner = receiptOwnerOf(identity);
+    const floorSeq = Math.max(...this.locals.map((local) => local.receiptFloor(clientId, owner)));
+    if (seq < floorSeq) return { kind: "belowFloor", floorSeq };
+    const stored = this.receipt(clientId, seq);
+    if (stored === null) return { kind: "none" };
+    if (!ownsReceipt(owner, stored.owner)) return { kind: "another" };
+    return { kind: "found", ts: stored.ts, result: stored.result };
   }
 
   /** Commits refused with WRITE_CONFLICT so far (each was re-run or reported). */
@@ -249,6 +285,8 @@ export class FunctionRuntime {
     const checkedArgs = this.validateArgs(fn, args);
     const receiptKey = checkReceiptKey(options);
     if (receiptKey === null) return this.runAttempts(path, fn, checkedArgs, options, null);
+    // Joined only by a call of the same identity: another's must not learn this one's result.
+    receiptKey.key = `${receiptKey.key}:${receiptOwnerOf(options.identity)}`;
     const joined = this.receiptCalls.get(receiptKey.key);
     if (joined !== undefined) {
       const first = await joined;
@@ -311,8 +349,9 @@ export class FunctionRuntime {
   ): Promise<Attempt> {
     if (receipt !== null) {
       // A re-run looks again: the commit it lost to may have been this very mutation, sent twice.
-      const stored = this.receipt(receipt.clientId, receipt.seq);
-      if (stored !== null) return { kind: "done", run: mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null) };
+      const stored = this.receiptFor(receipt.clientId, receipt.seq, options.identity);
+      if (stored.kind === "found") return { kind: "done", run: mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null) };
+      if (stored.kind !== "none") throw receiptRefusal(stored, receipt);
     }
     const prepared = await this.prepare(path, fn, args, options, receipt, run);
     if (prepared.unit === null) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes) };
@@ -365,7 +404,7 @@ export class FunctionRuntime {
       indexWrites,
       readSet: receipt === null ? recorder.readSet() : { ...recorder.readSet(), receipts: [{ clientId: receipt.clientId, seq: receipt.seq }] },
       ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
-      ...(receipt !== null ? { receipt: { clientId: receipt.clientId, seq: receipt.seq, result: encodeValueText(value), route: run.route } } : {}),
+      ...(receipt !== null ? { receipt: receiptWrite(receipt, encodeValueText(value), run.route, options) } : {}),
     };
     return { value, readTs, writes, unit, laneKey };
   }
@@ -572,17 +611,46 @@ function shardSetOf(options: FunctionRuntimeOptions): ShardSet {
 interface ReceiptKey {
   readonly clientId: string;
   readonly seq: number;
-  readonly key: string;
+  /** Calls with equal keys join (see runMutation). */
+  key: string;
+}
+
+/** The receipt a mutation commits: its owner, and its client's floor when the client sent one. */
+function receiptWrite(receipt: ReceiptKey, result: string, route: Uint8Array | null, options: MutationCallOptions): ReceiptWrite {
+  const written = { clientId: receipt.clientId, seq: receipt.seq, result, route, owner: receiptOwnerOf(options.identity) };
+  return options.ackedThrough === undefined ? written : { ...written, floorSeq: options.ackedThrough + 1 };
+}
+
+function receiptRefusal(lookup: Exclude<ReceiptLookup, { kind: "none" } | { kind: "found" }>, receipt: ReceiptKey): CairnError {
+  const { clientId, seq } = receipt;
+  if (lookup.kind === "another") {
+    return new CairnError("RECEIPT_IDENTITY_MISMATCH", `clientId ${JSON.stringify(clientId)} seq ${seq} belongs to another identity: nothing ran; a client whose identity changed uses a new clientId`, {
+      details: { clientId, seq },
+    });
+  }
+  return new CairnError(
+    "MUTATION_SEQ_BELOW_FLOOR",
+    `seq ${seq} of clientId ${JSON.stringify(clientId)} is below the client's floor ${lookup.floorSeq}: its result was acknowledged and pruned, so it is not run again`,
+    { details: { clientId, seq, floorSeq: lookup.floorSeq } },
+  );
 }
 
 function checkReceiptKey(options: MutationCallOptions): ReceiptKey | null {
-  const { clientId, seq } = options;
-  if (clientId === undefined && seq === undefined) return null;
+  const { clientId, seq, ackedThrough } = options;
+  if (clientId === undefined && seq === undefined) {
+    if (ackedThrough !== undefined) throw new CairnError("INVALID_ARGUMENT", "ackedThrough is given only with clientId and seq");
+    return null;
+  }
   if (typeof clientId !== "string" || clientId.length === 0 || clientId.length > CLIENT_ID_CHARS_MAX) {
     throw new CairnError("INVALID_ARGUMENT", `clientId must be a non-empty string of at most ${CLIENT_ID_CHARS_MAX} characters when seq is given`);
   }
   if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 0) {
     throw new CairnError("INVALID_ARGUMENT", `seq must be a non-negative integer when clientId is given, not ${String(seq)}`);
+  }
+  if (ackedThrough !== undefined && !(Number.isSafeInteger(ackedThrough) && ackedThrough >= 0 && ackedThrough < seq)) {
+    throw new CairnError("INVALID_ARGUMENT", `ackedThrough must be an integer from 0 to seq - 1 (a client acknowledges only answered mutations), not ${String(ackedThrough)}`, {
+      details: { seq, ackedThrough: String(ackedThrough) },
+    });
   }
   return { clientId, seq, key: `${seq}:${clientId}` };
 }

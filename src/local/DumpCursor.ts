@@ -2,7 +2,7 @@ import { CairnError, LOCAL_DUMP_CHUNK_BYTES_MAX, LOCAL_DUMP_ROWS_PER_CHUNK } fro
 import type { DocumentId, ClientReceipt, DocumentRevision, IndexUpdate } from "../model/index.js";
 import { type LocalMeta, readMeta } from "./LocalMeta.js";
 import type { SqliteDatabase } from "./schema.js";
-import type { DocumentRow, IndexEntryRow, ReceiptRow } from "./statements.js";
+import { RECEIPT_COLUMNS, receiptOfRow, type DocumentRow, type IndexEntryRow, type ReceiptRow } from "./statements.js";
 
 /**
  * A point-in-time dump of a shard's current state, in bounded chunks: every document's
@@ -68,11 +68,10 @@ const PHASES: readonly Phase[] = [
   },
   {
     kind: "receipts",
-    sql: `SELECT client_id, seq, ts, result, route FROM receipts ORDER BY client_id, seq`,
+    sql: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY client_id, seq`,
     toRecord: (row) => {
-      const { client_id, seq, ts, result, route } = row as ReceiptRow;
-      const record: ClientReceipt = { clientId: client_id, seq, ts, result, route };
-      return { record, bytes: ROW_OVERHEAD_BYTES + client_id.length + result.length };
+      const record: ClientReceipt = receiptOfRow(row as ReceiptRow);
+      return { record, bytes: ROW_OVERHEAD_BYTES + record.clientId.length + record.result.length + (record.owner?.length ?? 0) };
     },
   },
 ];

@@ -43,6 +43,10 @@ export interface FoldJob {
     readonly ts: number[];
     readonly results: string[];
     readonly routes: (Uint8Array | null)[];
+    /** Null: written before receipts had owners. */
+    readonly owners: (string | null)[];
+    /** 0: no floor. */
+    readonly floorSeqs: number[];
   };
   /** UPDATE_META parameters: where the file stands once this fold committed. */
   readonly meta: ReturnType<typeof metaParameters>;
@@ -56,6 +60,8 @@ export interface FoldSql {
   readonly upsertIndexEntry: string;
   readonly upsertIndexEntries: string;
   readonly upsertReceipt: string;
+  /** Drops a client's (and owner's) receipts below its floor: parameters clientId, floorSeq, owner. */
+  readonly dropReceiptsBelowFloor: string;
   readonly updateMeta: string;
   readonly rowsPerStatement: number;
 }
@@ -155,13 +161,15 @@ export function foldJobOf(generation: FrozenGeneration, minReadableTs: number): 
     }
   };
   for (const indexId of [...generation.indexes.keys()].sort((left, right) => left - right)) generation.indexes.get(indexId)!.forEach(pack);
-  const receipts: FoldJob["receipts"] = { clientIds: [], seqs: [], ts: [], results: [], routes: [] };
+  const receipts: FoldJob["receipts"] = { clientIds: [], seqs: [], ts: [], results: [], routes: [], owners: [], floorSeqs: [] };
   for (const row of generation.receipts.values()) {
     receipts.clientIds.push(row.clientId);
     receipts.seqs.push(row.seq);
     receipts.ts.push(row.ts);
     receipts.results.push(row.result);
     receipts.routes.push(row.route);
+    receipts.owners.push(row.owner ?? null);
+    receipts.floorSeqs.push(row.floorSeq ?? 0);
   }
   return {
     documents: { count: at, tableNumbers, ts: documentTs, prevTs, ids: ids.finish(), values: values.finish() },

@@ -46,7 +46,7 @@ import { restoreDump, type RestoreMeta, type RestoreOptions, type RestoreStats }
 import { scanDocuments, type ScannedDocument } from "./scanDocuments.js";
 import { scanIndex } from "./scanIndex.js";
 import { openDatabase, openReader, pageBytesOf, type SqliteDatabase } from "./schema.js";
-import { Statements } from "./statements.js";
+import { receiptOfRow, Statements } from "./statements.js";
 import { type RecordRules, validateRows } from "./validateRecords.js";
 
 /**
@@ -471,7 +471,17 @@ export class LocalStore {
     const held = this.overlay.receipt(clientId, seq);
     if (held !== undefined) return held;
     const row = this.statements.receipt.get(clientId, seq);
-    return row === undefined ? null : { clientId: row.client_id, seq: row.seq, ts: row.ts, result: row.result, route: row.route };
+    return row === undefined ? null : receiptOfRow(row);
+  }
+
+  /**
+   * The client's floor for `owner` (null: receipts from before owners): the highest
+   * floorSeq among its receipts here, 0 if none. Every seq below it was acknowledged.
+   */
+  receiptFloor(clientId: string, owner: string | null): number {
+    this.assertOpen();
+    checkReceiptKey(clientId, 0);
+    return Math.max(this.overlay.receiptFloor(clientId, owner), this.statements.receiptFloor.get(clientId, owner) ?? 0);
   }
 
   /**

@@ -35,6 +35,11 @@ export interface OverlayBatch {
 }
 
 
+/** Owner first, as JSON, so that no owner and client id pair spells another's key. */
+function floorKey(clientId: string, owner: string | null): string {
+  return `${JSON.stringify(owner)}${clientId}`;
+}
+
 export function receiptKey(clientId: string, seq: number): string {
   return `${clientId}\u0000${seq}`;
 }
@@ -95,6 +100,8 @@ class Generation implements FrozenGeneration {
   private readonly sortedIds = new Map<number, SortedMap<string, true>>();
   readonly indexes = new Map<number, SortedMap<string, IndexUpdate[]>>();
   readonly receipts = new Map<string, ClientReceipt>();
+  /** Per client and owner (floorKey), the highest floorSeq of its receipts here. */
+  readonly floors = new Map<string, number>();
   readonly batches: OverlayBatch[] = [];
   held = { documents: 0, indexEntries: 0, receipts: 0 };
   /** Roughly the bytes of the rows' variable parts (values, ids, keys, results), in string length units. */
@@ -131,8 +138,13 @@ class Generation implements FrozenGeneration {
     }
     for (const row of batch.receipts) {
       if (row.ts < this.minTs) this.minTs = row.ts;
-      this.bytes += row.clientId.length + row.result.length + (row.route?.byteLength ?? 0);
+      this.bytes += row.clientId.length + row.result.length + (row.route?.byteLength ?? 0) + (row.owner?.length ?? 0);
       this.receipts.set(receiptKey(row.clientId, row.seq), row);
+      const floorSeq = row.floorSeq ?? 0;
+      if (floorSeq > 0) {
+        const key = floorKey(row.clientId, row.owner ?? null);
+        this.floors.set(key, Math.max(this.floors.get(key) ?? 0, floorSeq));
+      }
     }
     this.batches.push(batch);
     this.held.documents += batch.revisions.length;
@@ -273,6 +285,12 @@ export class Overlay {
   receipt(clientId: string, seq: number): ClientReceipt | undefined {
     const key = receiptKey(clientId, seq);
     return this.active.receipts.get(key) ?? this.folding?.receipts.get(key);
+  }
+
+  /** The highest floor of the client's receipts of `owner` held here (0: none). */
+  receiptFloor(clientId: string, owner: string | null): number {
+    const key = floorKey(clientId, owner);
+    return Math.max(this.active.floors.get(key) ?? 0, this.folding?.floors.get(key) ?? 0);
   }
 
   hasEntriesIn(indexId: number): boolean {

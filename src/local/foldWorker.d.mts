@@ -12,6 +12,7 @@ export interface FoldStatements {
   readonly indexEntry: Statement;
   readonly indexEntries: Statement;
   readonly receipt: Statement;
+  readonly dropReceiptsBelowFloor: Statement;
   readonly meta: Statement;
   readonly transaction: Transaction<(statements: FoldStatements, job: FoldJob) => void>;
 }

@@ -27,6 +27,7 @@ export function prepareFold(db, sql, signals = null) {
     indexEntry: db.prepare(sql.upsertIndexEntry),
     indexEntries: db.prepare(sql.upsertIndexEntries),
     receipt: db.prepare(sql.upsertReceipt),
+    dropReceiptsBelowFloor: db.prepare(sql.dropReceiptsBelowFloor),
     meta: db.prepare(sql.updateMeta),
     transaction: db.transaction((statements, job) => writeRows(statements, job)),
   };
@@ -63,7 +64,13 @@ function writeRows(statements, job) {
     parameters[offset + 3] = docIds(at);
   });
   for (let at = 0; at < receipts.clientIds.length; at++) {
-    statements.receipt.run(receipts.clientIds[at], receipts.seqs[at], receipts.ts[at], receipts.results[at], receipts.routes[at]);
+    statements.receipt.run(
+      receipts.clientIds[at], receipts.seqs[at], receipts.ts[at], receipts.results[at], receipts.routes[at], receipts.owners[at], receipts.floorSeqs[at],
+    );
+  }
+  // After every insert: a receipt the client acknowledged before this fold is dropped too.
+  for (let at = 0; at < receipts.clientIds.length; at++) {
+    if (receipts.floorSeqs[at] > 0) statements.dropReceiptsBelowFloor.run(receipts.clientIds[at], receipts.floorSeqs[at], receipts.owners[at]);
   }
   statements.meta.run(...job.meta);
 }

@@ -144,12 +144,14 @@ class StagingLoader {
       row.ts,
       row.docId,
     ]);
-    this.insertReceipts = new BatchedInsert<ClientReceipt>(db, "receipts", ["client_id", "seq", "ts", "result", "route"], (row) => [
+    this.insertReceipts = new BatchedInsert<ClientReceipt>(db, "receipts", ["client_id", "seq", "ts", "result", "route", "owner", "floor_seq"], (row) => [
       row.clientId,
       row.seq,
       row.ts,
       row.result,
       row.route,
+      row.owner ?? null,
+      row.floorSeq ?? 0,
     ]);
     this.loadChunk = db.transaction((chunk: DumpChunk) => this.write(chunk));
   }

@@ -21,11 +21,14 @@ import { CairnError, LOCAL_BUSY_TIMEOUT_MS, LOCAL_PAGE_BYTES, LOCAL_PAGE_CACHE_K
  *   pruning sweeps them in key order instead (pruneHistory.ts).
  * - `receipts.route` is the route of the mutation's shardBy value, NULL without one: what
  *   a reshard needs to move the receipt to its lane under the new shard count (version 3).
+ * - `receipts.owner` is the identity that wrote the receipt (NULL: written before owners),
+ *   `receipts.floor_seq` the client's floor when it sent the mutation (0: none); a client's
+ *   floor is the highest of its receipts', found by `receipts_by_floor` (version 4).
  * - `meta` holds exactly one row (`singleton = 0`), with the schema version.
  */
 
 /** Bump when the layout changes; a file with another version is refused, never migrated silently. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 export type SqliteDatabase = Database.Database;
 
@@ -52,6 +55,8 @@ export function dataTablesSql(prefix: string): string {
       ts INTEGER NOT NULL,
       result TEXT NOT NULL,
       route BLOB,
+      owner TEXT,
+      floor_seq INTEGER NOT NULL,
       PRIMARY KEY (client_id, seq)
     );`;
 }
@@ -64,7 +69,8 @@ export function dataTablesSql(prefix: string): string {
 export const SECONDARY_INDEXES_SQL = `
   CREATE UNIQUE INDEX documents_by_id ON documents (id, ts);
   CREATE INDEX documents_by_ts ON documents (ts);
-  CREATE INDEX receipts_by_ts ON receipts (ts);`;
+  CREATE INDEX receipts_by_ts ON receipts (ts);
+  CREATE INDEX receipts_by_floor ON receipts (client_id, owner, floor_seq);`;
 
 const META_TABLE_SQL = `
   CREATE TABLE meta (

@@ -1,4 +1,5 @@
 import type { Statement } from "better-sqlite3";
+import type { ClientReceipt } from "../model/Revision.js";
 import type { FoldSql } from "./FoldJob.js";
 import { UPDATE_META } from "./LocalMeta.js";
 import { type MultiRowInsert, multiRowInsertSql, ROWS_PER_STATEMENT } from "./multiRowInsert.js";
@@ -35,6 +36,8 @@ export interface ReceiptRow {
   readonly ts: number;
   readonly result: string;
   readonly route: Buffer | null;
+  readonly owner: string | null;
+  readonly floor_seq: number;
 }
 
 export interface ScanRow {
@@ -126,7 +129,22 @@ const INDEX_ENTRIES: MultiRowInsert = {
   columns: ["index_id", "key", "ts", "doc_id"],
   textColumns: ["doc_id"],
 };
-const RECEIPTS: MultiRowInsert = { verb: "INSERT OR REPLACE", table: "receipts", columns: ["client_id", "seq", "ts", "result", "route"] };
+const RECEIPTS: MultiRowInsert = {
+  verb: "INSERT OR REPLACE",
+  table: "receipts",
+  columns: ["client_id", "seq", "ts", "result", "route", "owner", "floor_seq"],
+};
+
+/** A receipt row as a record: a NULL owner (a receipt from before owners) and a 0 floor are left out. */
+export function receiptOfRow(row: ReceiptRow): ClientReceipt {
+  const { client_id, seq, ts, result, route, owner, floor_seq } = row;
+  const receipt: ClientReceipt = { clientId: client_id, seq, ts, result, route };
+  if (owner === null) return receipt;
+  return floor_seq === 0 ? { ...receipt, owner } : { ...receipt, owner, floorSeq: floor_seq };
+}
+
+/** The columns of a receipt row, in `ClientReceipt` order. */
+export const RECEIPT_COLUMNS = "client_id, seq, ts, result, route, owner, floor_seq";
 
 /**
  * What a fold writes (foldWorker.mjs). Writes overwrite by (key, ts), so a replayed
@@ -139,6 +157,7 @@ export const FOLD_SQL: FoldSql = {
   upsertIndexEntry: multiRowInsertSql(INDEX_ENTRIES, 1),
   upsertIndexEntries: multiRowInsertSql(INDEX_ENTRIES, ROWS_PER_STATEMENT),
   upsertReceipt: multiRowInsertSql(RECEIPTS, 1),
+  dropReceiptsBelowFloor: `DELETE FROM receipts WHERE client_id = ? AND seq < ? AND owner IS ?`,
   updateMeta: UPDATE_META,
   rowsPerStatement: ROWS_PER_STATEMENT,
 };
@@ -156,6 +175,8 @@ export class Statements {
   readonly countUnbounded: Statement<[Omit<ScanParameters, "limit">], number>;
   readonly changes: Statement<[number, number, number], DocumentRow>;
   readonly receipt: Statement<[string, number], ReceiptRow>;
+  /** The highest floor among a client's receipts of one owner (0: none), by receipts_by_floor. */
+  readonly receiptFloor: Statement<[string, string | null], number>;
   readonly maxTs: Statement<[], number | null>;
   /** The ts of the `n`-th document revision at or after a ts (for bounded pruning steps). */
   readonly tsAfterRows: Statement<[number, number], number>;
@@ -179,7 +200,10 @@ export class Statements {
       `SELECT table_number, id, ts, value, prev_ts FROM documents
        WHERE ts > ? AND ts <= ? ORDER BY ts, id LIMIT ?`,
     );
-    this.receipt = db.prepare(`SELECT client_id, seq, ts, result, route FROM receipts WHERE client_id = ? AND seq = ?`);
+    this.receipt = db.prepare(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE client_id = ? AND seq = ?`);
+    this.receiptFloor = db
+      .prepare<[string, string | null], number>(`SELECT COALESCE(MAX(floor_seq), 0) FROM receipts WHERE client_id = ? AND owner IS ?`)
+      .pluck();
     this.maxTs = db.prepare<[], number | null>(`SELECT MAX(ts) FROM documents`).pluck();
     this.tsAfterRows = db
       .prepare<[number, number], number>(`SELECT ts FROM documents WHERE ts >= ? ORDER BY ts LIMIT 1 OFFSET ?`)

@@ -113,6 +113,10 @@ function receiptProblem(row: ClientReceipt, rules: RecordRules): Problem | null 
   if (row.route !== null && !(row.route instanceof Uint8Array && row.route.byteLength === ROUTE_BYTES)) {
     return { reason: `route must be null or a Uint8Array of ${ROUTE_BYTES} bytes` };
   }
+  if (row.owner !== undefined && typeof row.owner !== "string") return { reason: "owner must be a string" };
+  if (row.floorSeq !== undefined && !(Number.isSafeInteger(row.floorSeq) && row.floorSeq >= 0 && row.floorSeq <= row.seq)) {
+    return { reason: `floorSeq ${String(row.floorSeq)} must be an integer from 0 to the receipt's seq` };
+  }
   return timestampProblem(row.ts, rules);
 }
 

@@ -45,4 +45,16 @@ export interface ClientReceipt {
    * to that lane of the new count, which it cannot work out from the receipt otherwise.
    */
   readonly route: Uint8Array | null;
+  /**
+   * Who wrote it (see functions/receiptOwner): only a call of the same identity is
+   * answered from it, and no other identity's call runs under its key. Absent on
+   * receipts written before receipts had owners: those answer any caller, as they did.
+   */
+  readonly owner?: string;
+  /**
+   * The client's floor when it sent the mutation: it had the results of every seq below
+   * this one (its `ackedThrough` + 1). Receipts of the client and owner below it are
+   * pruned, and a seq below it is refused, never run again. Absent or 0: no floor.
+   */
+  readonly floorSeq?: number;
 }

@@ -13,7 +13,10 @@ import { ByteReader, ByteWriter } from "./ByteWriter.js";
  *   3 receipt (read only, written before receipts had routes): string clientId,
  *     varuint seq, varuint ts, string result; decodes with route null
  *   4 receipt with route: string clientId, varuint seq, varuint ts, string result,
- *     bytes route (ROUTE_BYTES bytes, or empty for null)
+ *     bytes route (ROUTE_BYTES bytes, or empty for null); decodes without an owner
+ *   5 receipt with owner: the fields of 4, then string owner, varuint floorSeq (0 = none)
+ *
+ * A receipt without an owner is written as tag 4, one with an owner as tag 5.
  */
 export interface RecordBatch {
   readonly revisions: readonly DocumentRevision[];
@@ -27,6 +30,7 @@ const TAG_REVISION = 1;
 const TAG_INDEX_UPDATE = 2;
 const TAG_RECEIPT_WITHOUT_ROUTE = 3;
 const TAG_RECEIPT = 4;
+const TAG_OWNED_RECEIPT = 5;
 const NO_ROUTE = new Uint8Array(0);
 
 export function encodeRecords(batch: RecordBatch, writer = new ByteWriter()): Buffer {
@@ -64,12 +68,17 @@ export function writeIndexUpdate(writer: ByteWriter, update: IndexUpdate): void 
 }
 
 export function writeReceipt(writer: ByteWriter, receipt: ClientReceipt): void {
-  writer.u8(TAG_RECEIPT);
+  const owned = receipt.owner !== undefined;
+  writer.u8(owned ? TAG_OWNED_RECEIPT : TAG_RECEIPT);
   writer.string(receipt.clientId);
   writer.varuint(receipt.seq);
   writer.varuint(receipt.ts);
   writer.string(receipt.result);
   writer.bytes(receipt.route ?? NO_ROUTE);
+  if (owned) {
+    writer.string(receipt.owner!);
+    writer.varuint(receipt.floorSeq ?? 0);
+  }
 }
 
 /** Decodes records; throws RangeError on malformed input (callers add context). */
@@ -88,10 +97,9 @@ export function decodeRecords(payload: Buffer): RecordBatch {
         indexUpdates.push(readIndexUpdate(reader));
         break;
       case TAG_RECEIPT_WITHOUT_ROUTE:
-        receipts.push(readReceipt(reader, false));
-        break;
       case TAG_RECEIPT:
-        receipts.push(readReceipt(reader, true));
+      case TAG_OWNED_RECEIPT:
+        receipts.push(readReceipt(reader, tag));
         break;
       default:
         throw new RangeError(`unknown record tag ${tag}`);
@@ -117,13 +125,16 @@ function readIndexUpdate(reader: ByteReader): IndexUpdate {
   return { indexId, key, ts, docId };
 }
 
-function readReceipt(reader: ByteReader, hasRoute: boolean): ClientReceipt {
+function readReceipt(reader: ByteReader, tag: number): ClientReceipt {
   const clientId = reader.string();
   const seq = reader.varuint();
   const ts = reader.varuint();
   const result = reader.string();
-  const route = hasRoute ? readRoute(reader) : null;
-  return { clientId, seq, ts, result, route };
+  const route = tag === TAG_RECEIPT_WITHOUT_ROUTE ? null : readRoute(reader);
+  if (tag !== TAG_OWNED_RECEIPT) return { clientId, seq, ts, result, route };
+  const owner = reader.string();
+  const floorSeq = reader.varuint();
+  return { clientId, seq, ts, result, route, owner, floorSeq };
 }
 
 function readRoute(reader: ByteReader): Uint8Array | null {

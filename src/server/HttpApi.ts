@@ -39,6 +39,8 @@ const callSchema = z.strictObject({
   args: z.unknown().optional(),
   clientId: z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX).optional(),
   seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  /** A mutation with (clientId, seq): every seq of the client up to this one is answered (receipts pruned, seqs refused from then on). */
+  ackedThrough: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   /** A query: the lowest ts the caller accepts (the newest it has seen); a replica behind it waits. */
   minTs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
 });
@@ -73,7 +75,7 @@ type Kind = "query" | "mutation" | "action";
  * The HTTP API beside the WebSocket: one-shot function calls, health, metrics and the
  * admin operations. Bodies and answers are JSON; values in Cairn's JSON encoding.
  *
- * - `POST /api/{query,mutation,action}` `{path, args, clientId?, seq?}` → `{value, ts?}`;
+ * - `POST /api/{query,mutation,action}` `{path, args, clientId?, seq?, ackedThrough?}` → `{value, ts?}`;
  *   `Authorization: Bearer <token>` sets the caller's identity.
  * - `POST /api/admin/{query,mutation,action}`: the same, internal functions included,
  *   with `Authorization: Admin <key>`; `GET /api/admin/status`: sessions and queues.
@@ -165,7 +167,11 @@ export class HttpApi {
         return { value: encodeValue(run.outcome.value), ts: run.readTs };
       }
       case "mutation": {
-        const receipt = { ...(call.clientId !== undefined ? { clientId: call.clientId } : {}), ...(call.seq !== undefined ? { seq: call.seq } : {}) };
+        const receipt = {
+          ...(call.clientId !== undefined ? { clientId: call.clientId } : {}),
+          ...(call.seq !== undefined ? { seq: call.seq } : {}),
+          ...(call.ackedThrough !== undefined ? { ackedThrough: call.ackedThrough } : {}),
+        };
         const run = await backend.runMutation(call.path, args, { identity, internal, ...receipt });
         return { value: encodeValue(run.value), ts: run.ts, ...(run.replayed ? { replayed: true } : {}) };
       }

@@ -29,6 +29,7 @@ export interface ForwardedCall {
   readonly identity: UserIdentity | null;
   readonly clientId?: string;
   readonly seq?: number;
+  readonly ackedThrough?: number;
 }
 
 /** A forwarded call's answer at the writer: the value encoded, and the commit ts of a mutation. */

@@ -98,7 +98,8 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
 
   const forwardMutation = async (shard: number, path: string, args: Value, callOptions: Parameters<SyncBackend["runMutation"]>[2]): Promise<MutationRun> => {
     const receipt = callOptions.clientId !== undefined && callOptions.seq !== undefined ? { clientId: callOptions.clientId, seq: callOptions.seq } : { clientId: forwardedClientId, seq: forwardedSeq++ };
-    const call = { path, args: encodeValue(args), identity: callOptions.identity, ...receipt };
+    const acked = callOptions.ackedThrough !== undefined && receipt.clientId === callOptions.clientId ? { ackedThrough: callOptions.ackedThrough } : {};
+    const call = { path, args: encodeValue(args), identity: callOptions.identity, ...receipt, ...acked };
     const forwarder = options.forwarder(shard);
     const startedMs = options.clock.monotonicMs();
     const failures: RouteFailure[] = [];
@@ -160,7 +161,7 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
       const answer = await options.forwarder(0).action({ path, args: encodeValue(args), identity: callOptions.identity });
       return { value: decodeValue(answer.value) };
     },
-    receipt: (clientId, seq) => local.receipt(clientId, seq),
+    receipt: (clientId, seq, identity) => local.receipt(clientId, seq, identity),
   };
 }
 

@@ -529,7 +529,7 @@ function meteredBackend(backend: SyncBackend, metrics: ServerMetrics, clock: Clo
       return run;
     },
     runAction: (path, args, options) => backend.runAction(path, args, options),
-    receipt: (clientId, seq) => backend.receipt(clientId, seq),
+    receipt: (clientId, seq, identity) => backend.receipt(clientId, seq, identity),
   };
 }
 

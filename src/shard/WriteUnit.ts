@@ -28,6 +28,10 @@ export interface ReceiptWrite {
   readonly result: string;
   /** The route of the mutation's shardBy value; null without shardBy (see ClientReceipt). */
   readonly route: Uint8Array | null;
+  /** Who wrote it; see ClientReceipt.owner. */
+  readonly owner?: string;
+  /** The client's floor (its ackedThrough + 1) when it sent the mutation; see ClientReceipt.floorSeq. */
+  readonly floorSeq?: number;
 }
 
 /** A key a unit wrote, as seen by optimistic-concurrency checks. */
@@ -84,7 +88,7 @@ export function unitBytes(unit: WriteUnit): number {
   let bytes = 16;
   for (const write of unit.documents) bytes += 48 + write.id.length + (write.value?.length ?? 0) * 3;
   for (const write of unit.indexWrites) bytes += 48 + write.key.byteLength + (write.docId?.length ?? 0);
-  if (unit.receipt) bytes += 32 + ROUTE_BYTES + unit.receipt.clientId.length * 3 + unit.receipt.result.length * 3;
+  if (unit.receipt) bytes += 48 + ROUTE_BYTES + (unit.receipt.clientId.length + unit.receipt.result.length + (unit.receipt.owner?.length ?? 0)) * 3;
   return bytes;
 }
 
@@ -175,9 +179,13 @@ function checkReadSet(readSet: ReadSet): void {
 
 function checkReceiptWrite(receipt: ReceiptWrite): void {
   if (typeof receipt !== "object" || receipt === null) throw invalidUnit("receipt must be an object");
-  const { clientId, seq, result, route } = receipt;
+  const { clientId, seq, result, route, owner, floorSeq } = receipt;
   if (typeof clientId !== "string" || clientId.length === 0 || !Number.isSafeInteger(seq) || seq < 0) {
     throw invalidUnit("a receipt needs a non-empty clientId and a non-negative integer seq");
+  }
+  if (owner !== undefined && typeof owner !== "string") throw invalidUnit("a receipt's owner must be a string");
+  if (floorSeq !== undefined && !(Number.isSafeInteger(floorSeq) && floorSeq >= 0 && floorSeq <= seq)) {
+    throw invalidUnit("a receipt's floorSeq must be an integer from 0 to its seq");
   }
   if (typeof result !== "string") throw invalidUnit("a receipt's result must be JSON text");
   if (route !== null && !(route instanceof Uint8Array && route.byteLength === ROUTE_BYTES)) {

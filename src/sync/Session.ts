@@ -350,8 +350,10 @@ export class Session {
     const known: number[] = [];
     const results: { seq: number; value: unknown; ts: number }[] = [];
     if (message.clientId !== undefined) {
+      // Only receipts this session's identity wrote (anonymous here, before any SetAuth):
+      // another's are left out, and the client re-sends those once its identity is set.
       for (const seq of message.held ?? []) {
-        const receipt = this.host.backend.receipt(message.clientId, seq);
+        const receipt = this.host.backend.receipt(message.clientId, seq, this.identity.user);
         if (receipt === null) continue;
         known.push(seq);
         results.push({ seq, value: encodeValue(receipt.value), ts: receipt.ts });
@@ -453,7 +455,12 @@ export class Session {
     this.host.mutationStarted(this);
     try {
       const args = decodeValue(entry.args);
-      const options = { identity: identity.user, ...(entry.clientId !== undefined ? { clientId: entry.clientId } : {}), ...(entry.seq !== undefined ? { seq: entry.seq } : {}) };
+      const options = {
+        identity: identity.user,
+        ...(entry.clientId !== undefined ? { clientId: entry.clientId } : {}),
+        ...(entry.seq !== undefined ? { seq: entry.seq } : {}),
+        ...(entry.ackedThrough !== undefined ? { ackedThrough: entry.ackedThrough } : {}),
+      };
       const run = await this.host.backend.runMutation(entry.path, args, options);
       this.respond({
         type: "MutationResponse",

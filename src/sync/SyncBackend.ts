@@ -11,10 +11,20 @@ export interface SyncBackend {
   /** The newest ts whose commits are applied locally (and announced to the handler). */
   readonly readTs: number;
   runQuery(path: string, args: Value, options: CallerOptions & { readonly readTs: number }): Promise<RecordedQueryRun>;
-  runMutation(path: string, args: Value, options: CallerOptions & { readonly clientId?: string; readonly seq?: number }): Promise<MutationRun>;
+  runMutation(path: string, args: Value, options: MutationCallerOptions): Promise<MutationRun>;
   runAction(path: string, args: Value, options: CallerOptions): Promise<ActionRun>;
-  /** The committed result of mutation (clientId, seq), or null if none is known here. */
-  receipt(clientId: string, seq: number): { readonly ts: number; readonly value: Value } | null;
+  /**
+   * The committed result of mutation (clientId, seq) if `identity` wrote it, or null if
+   * no such receipt is known here (or it is another identity's: nothing of it is told).
+   */
+  receipt(clientId: string, seq: number, identity: UserIdentity | null): { readonly ts: number; readonly value: Value } | null;
+}
+
+export interface MutationCallerOptions extends CallerOptions {
+  readonly clientId?: string;
+  readonly seq?: number;
+  /** With (clientId, seq): every seq of the client up to this one is answered (see FunctionRuntime). */
+  readonly ackedThrough?: number;
 }
 
 export interface CallerOptions {

@@ -53,6 +53,11 @@ const mutationFields = {
   /** With `seq`: the mutation's receipt key, so a re-send is answered from the receipt. */
   clientId: name.optional(),
   seq: counter.optional(),
+  /**
+   * With (clientId, seq): the client has the result of every seq up to this one. The
+   * server prunes those receipts and refuses those seqs from then on (the client floor).
+   */
+  ackedThrough: counter.optional(),
 };
 const mutationEntrySchema = z.strictObject(mutationFields);
 export type MutationEntry = z.infer<typeof mutationEntrySchema>;

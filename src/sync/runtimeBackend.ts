@@ -21,9 +21,9 @@ export function runtimeBackend(deploymentId: string, runtime: FunctionRuntime, s
     runQuery: (path, args, options) => runtime.runQueryRecorded(path, args, options),
     runMutation: (path, args, options) => runtime.runMutation(path, args, options),
     runAction: (path, args, options) => runtime.runAction(path, args, options),
-    receipt: (clientId, seq) => {
-      const receipt = runtime.receipt(clientId, seq);
-      return receipt === null ? null : { ts: receipt.ts, value: decodeValueText(receipt.result) };
+    receipt: (clientId, seq, identity) => {
+      const receipt = runtime.receiptFor(clientId, seq, identity);
+      return receipt.kind === "found" ? { ts: receipt.ts, value: decodeValueText(receipt.result) } : null;
     },
   };
 }

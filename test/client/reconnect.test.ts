@@ -46,8 +46,9 @@ describe("reconnect", () => {
         ],
         remove: [],
       },
-      { type: "Mutation", requestId: 2, path: "counters:increment", args: { name: "b" }, clientId: "client-r", seq: 2 },
-      { type: "Mutation", requestId: 3, path: "counters:increment", args: { name: "c" }, clientId: "client-r", seq: 3 },
+      // Each carries ackedThrough: seq 1 is answered, so the server may prune its receipt.
+      { type: "Mutation", requestId: 2, path: "counters:increment", args: { name: "b" }, clientId: "client-r", seq: 2, ackedThrough: 1 },
+      { type: "Mutation", requestId: 3, path: "counters:increment", args: { name: "c" }, clientId: "client-r", seq: 3, ackedThrough: 1 },
     ]);
     expect(await outcomeOf(lateMutation)).toEqual({ state: "pending" });
   });

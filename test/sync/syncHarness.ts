@@ -64,7 +64,7 @@ export async function syncFixture(h: ShardHarness, options: Partial<SyncHandlerO
       return inner.runMutation(path, args, callOptions);
     },
     runAction: (path, args, callOptions) => inner.runAction(path, args, callOptions),
-    receipt: (clientId, seq) => inner.receipt(clientId, seq),
+    receipt: (clientId, seq, identity) => inner.receipt(clientId, seq, identity),
   };
   const handler = new SyncHandler({ backend, ...options });
   node.engine.onSegmentApplied((segment) => handler.segmentApplied(segment));
