@@ -134,7 +134,7 @@ function readReceipt(reader: ByteReader, tag: number): ClientReceipt {
   if (tag !== TAG_OWNED_RECEIPT) return { clientId, seq, ts, result, route };
   const owner = reader.string();
   const floorSeq = reader.varuint();
-  return { clientId, seq, ts, result, route, owner, floorSeq };
+  return floorSeq === 0 ? { clientId, seq, ts, result, route, owner } : { clientId, seq, ts, result, route, owner, floorSeq };
 }
 
 function readRoute(reader: ByteReader): Uint8Array | null {

@@ -3,6 +3,7 @@
  * bytes, or empty for a mutation without shardBy) and reads back equal; a receipt of tag
  * 3, as builds before routes wrote them, still reads, with route null; a route of any
  * other length is malformed input (RangeError), which a segment reports as SEGMENT_INVALID.
+ * A receipt with an owner (and the client's floor) is written as tag 5 and reads back equal.
  */
 import { describe, expect, it } from "vitest";
 import { routeOfValue } from "../../src/functions/routing.js";
@@ -67,5 +68,13 @@ describe("receipt records", () => {
     expect(() => decodeSegment(bytes, { deploymentId: "d1", shard: 0, seqno: 0 })).toThrow(
       expect.objectContaining({ code: "SEGMENT_INVALID", message: expect.stringMatching(/route has 8 bytes, not 3/) }),
     );
+  });
+
+  it("round-trips a receipt with its owner and floor as tag 5", () => {
+    const owned: ClientReceipt = { ...routed, owner: "user:abc", floorSeq: 5 };
+    const ownedWithoutFloor: ClientReceipt = { ...unrouted, owner: "anonymous" };
+    const bytes = encodeRecords(receiptsOnly([owned, ownedWithoutFloor, unrouted]));
+    expect(bytes[0]).toBe(5);
+    expect(decodeRecords(bytes).receipts).toEqual([owned, ownedWithoutFloor, unrouted]);
   });
 });
