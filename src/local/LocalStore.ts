@@ -27,6 +27,7 @@ import {
 import {
   checkChangesWindow,
   checkDocumentId,
+  checkFloorsBelowTs,
   checkIndexId,
   checkLimit,
   checkOrder,
@@ -183,6 +184,8 @@ export class LocalStore {
   private roomWaiters: (() => void)[] = [];
   /** Receipts below this ts were pruned since open (0: none; no receipt has a negative ts). */
   private receiptsPrunedBelowTs = 0;
+  /** Receipts holding their client's floor below this ts were pruned since open (0: none). */
+  private floorsPrunedBelowTs = 0;
   /** Where the bounded sweep of index entries by pruneHistoryStep continues (null: from the start). */
   private sweepCursor: SweepCursor | null = null;
 
@@ -560,6 +563,7 @@ export class LocalStore {
         // In the same macrotask as the swap: no read sees the new file with the old overlay.
         this.overlay.clear();
         this.receiptsPrunedBelowTs = 0;
+        this.floorsPrunedBelowTs = 0;
         this.sweepCursor = null;
         this.foldedBatches = this.appliedBatches;
         this.currentMeta = result.meta;
@@ -596,32 +600,36 @@ export class LocalStore {
   async pruneHistoryStep(
     belowTs: number,
     receiptsBelowTs = belowTs,
+    floorsBelowTs = receiptsBelowTs,
   ): Promise<PruneStats & { readonly done: boolean; readonly indexSweepWrapped: boolean }> {
     this.assertWritable();
     checkPruneTs(belowTs);
     checkPruneTs(receiptsBelowTs);
-    if (this.nothingToPrune(belowTs, receiptsBelowTs)) return { ...this.noPrune(), done: true, indexSweepWrapped: false };
+    checkFloorsBelowTs(floorsBelowTs, receiptsBelowTs);
+    if (this.nothingToPrune(belowTs, receiptsBelowTs, floorsBelowTs)) return { ...this.noPrune(), done: true, indexSweepWrapped: false };
     await this.foldRowsAtOrBelow(Math.max(belowTs, receiptsBelowTs));
     return this.writeThroughMain(async () => {
       const floor = this.fileMeta.minReadableTs;
       const stepEnd = this.statements.tsAfterRows.get(floor, LOCAL_PRUNE_BATCH_ROWS);
       const stepBelowTs = stepEnd === undefined ? belowTs : Math.min(belowTs, Math.max(stepEnd, floor + 1));
-      const stats = this.pruneNow(stepBelowTs, receiptsBelowTs, { from: this.sweepCursor, maxRows: LOCAL_PRUNE_BATCH_ROWS });
+      const stats = this.pruneNow(stepBelowTs, receiptsBelowTs, floorsBelowTs, { from: this.sweepCursor, maxRows: LOCAL_PRUNE_BATCH_ROWS });
       return { ...stats, done: stats.minReadableTs >= belowTs, indexSweepWrapped: this.sweepCursor === null };
     });
   }
 
   /**
    * Drops history no read at or above `belowTs` can see, and receipts older than
-   * `receiptsBelowTs` (by default `belowTs`; see pruneHistory.ts). Everything applied
-   * before the call is folded first, so it is pruned too.
+   * `receiptsBelowTs` (by default `belowTs`), those holding their client's floor only
+   * below `floorsBelowTs` (by default `receiptsBelowTs`; see pruneHistory.ts). Everything
+   * applied before the call is folded first, so it is pruned too.
    */
-  async pruneHistory(belowTs: number, receiptsBelowTs = belowTs): Promise<PruneStats> {
+  async pruneHistory(belowTs: number, receiptsBelowTs = belowTs, floorsBelowTs = receiptsBelowTs): Promise<PruneStats> {
     this.assertWritable();
     checkPruneTs(belowTs);
     checkPruneTs(receiptsBelowTs);
+    checkFloorsBelowTs(floorsBelowTs, receiptsBelowTs);
     await this.foldRowsAtOrBelow(Math.max(belowTs, receiptsBelowTs));
-    return this.writeThroughMain(async () => this.pruneNow(belowTs, receiptsBelowTs, { from: null, maxRows: Number.MAX_SAFE_INTEGER }));
+    return this.writeThroughMain(async () => this.pruneNow(belowTs, receiptsBelowTs, floorsBelowTs, { from: null, maxRows: Number.MAX_SAFE_INTEGER }));
   }
 
   /**
@@ -728,8 +736,13 @@ export class LocalStore {
    * done, changes nothing: skip it without waiting for folds (maintenance calls it on
    * every cadence).
    */
-  private nothingToPrune(belowTs: number, receiptsBelowTs: number): boolean {
-    return belowTs <= this.currentMeta.minReadableTs && receiptsBelowTs <= this.receiptsPrunedBelowTs && this.sweepCursor === null;
+  private nothingToPrune(belowTs: number, receiptsBelowTs: number, floorsBelowTs: number): boolean {
+    return (
+      belowTs <= this.currentMeta.minReadableTs &&
+      receiptsBelowTs <= this.receiptsPrunedBelowTs &&
+      floorsBelowTs <= this.floorsPrunedBelowTs &&
+      this.sweepCursor === null
+    );
   }
 
   private noPrune(): PruneStats {
@@ -745,9 +758,11 @@ export class LocalStore {
     if (this.overlay.holdsRowsAtOrBelow(ts)) await this.flush();
   }
 
-  private pruneNow(belowTs: number, receiptsBelowTs: number, sweep: { from: SweepCursor | null; maxRows: number }): PruneStats {
+  private pruneNow(belowTs: number, receiptsBelowTs: number, floorsBelowTs: number, sweep: { from: SweepCursor | null; maxRows: number }): PruneStats {
+    const receipts = { belowTs: receiptsBelowTs, floorsBelowTs, examinedFromTs: this.receiptsPrunedBelowTs };
     this.receiptsPrunedBelowTs = Math.max(this.receiptsPrunedBelowTs, receiptsBelowTs);
-    const result = pruneHistory(this.db, belowTs, this.fileMeta, receiptsBelowTs, sweep);
+    this.floorsPrunedBelowTs = Math.max(this.floorsPrunedBelowTs, floorsBelowTs);
+    const result = pruneHistory(this.db, belowTs, this.fileMeta, receipts, sweep);
     // A sweep that reached the end starts over on the next step.
     this.sweepCursor = result.sweepNext;
     this.fileMeta = result.meta;

@@ -66,6 +66,14 @@ export function checkReceiptKey(clientId: string, seq: number): void {
   if (!Number.isSafeInteger(seq) || seq < 0) throw invalidArgument(`seq must be a non-negative integer, not ${String(seq)}`);
 }
 
+/** A floor holder is kept at least as long as any receipt: its bound is at or below the receipts'. */
+export function checkFloorsBelowTs(floorsBelowTs: number, receiptsBelowTs: number): void {
+  checkPruneTs(floorsBelowTs);
+  if (floorsBelowTs > receiptsBelowTs) {
+    throw invalidArgument(`floorsBelowTs ${floorsBelowTs} must not be above receiptsBelowTs ${receiptsBelowTs}: a client's floor outlives its receipts`);
+  }
+}
+
 export function checkPruneTs(belowTs: number): void {
   if (!Number.isSafeInteger(belowTs) || belowTs < 0) {
     throw invalidArgument(`belowTs must be a non-negative integer, not ${String(belowTs)}`);

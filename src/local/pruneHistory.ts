@@ -4,8 +4,11 @@ import type { SqliteDatabase } from "./schema.js";
 
 /**
  * Drops history that no read at or above `belowTs` can see, and receipts older than
- * `receiptsBelowTs` (receipts are not versioned: they answer re-sent mutations for as
- * long as their own retention window, independent of the history kept for reads).
+ * `receipts.belowTs` (receipts are not versioned: they answer re-sent mutations for as
+ * long as their own retention window, independent of the history kept for reads) —
+ * except a receipt holding its client's floor (the highest floorSeq of its client and
+ * owner), which is kept until `receipts.floorsBelowTs`: a client's floor outlives its
+ * receipts, so a seq it acknowledged stays refused after they expired.
  *
  * For one key (a document id, or an index id and key) and a row `r` with `r.ts <= belowTs`:
  * - every older row of the key is hidden from reads at >= belowTs by `r` (or by a newer
@@ -33,16 +36,23 @@ export interface PruneStats {
   readonly minReadableTs: number;
 }
 
+/** Receipts older than `belowTs` go; one holding its client's floor stays until `floorsBelowTs` (<= belowTs); `examinedFromTs`: where the last prune left off. */
+export interface ReceiptPrune {
+  readonly belowTs: number;
+  readonly floorsBelowTs: number;
+  readonly examinedFromTs: number;
+}
+
 export function pruneHistory(
   db: SqliteDatabase,
   belowTs: number,
   current: LocalMeta,
-  receiptsBelowTs: number,
+  receipts: ReceiptPrune,
   /** The part of the index sweep to run (default: all of it, from the start). */
   sweep: { readonly from: SweepCursor | null; readonly maxRows: number } = { from: null, maxRows: Number.MAX_SAFE_INTEGER },
 ): { stats: PruneStats; meta: LocalMeta; sweepNext: SweepCursor | null } {
   const fromTs = current.minReadableTs;
-  const receiptsRemoved = pruneReceipts(db, receiptsBelowTs);
+  const receiptsRemoved = pruneReceipts(db, receipts);
   const meta: LocalMeta = belowTs > fromTs ? { ...current, minReadableTs: belowTs } : current;
   if (meta !== current) db.prepare(UPDATE_META).run(...metaParameters(meta));
   const documentsRemoved = meta !== current ? pruneDocuments(db, fromTs, belowTs) : 0;
@@ -172,14 +182,34 @@ function groupByKey<Row extends { index_id: number; key: Buffer }>(rows: readonl
   return groups;
 }
 
-function pruneReceipts(db: SqliteDatabase, belowTs: number): number {
-  const drop = db.prepare<[number, number]>(
-    `DELETE FROM receipts WHERE rowid IN (SELECT rowid FROM receipts WHERE ts < ? ORDER BY ts LIMIT ?)`,
-  );
+/**
+ * First every receipt below `floorsBelowTs`, then those in [floorsBelowTs, belowTs) that
+ * hold no floor, walking by ts from where the last prune left off: a floor holder it
+ * passes is looked at once, not in every batch (a later receipt with a higher floor
+ * prunes it when folded, see statements.ts).
+ */
+function pruneReceipts(db: SqliteDatabase, receipts: ReceiptPrune): number {
+  const dropAll = db.prepare<[number, number]>(`DELETE FROM receipts WHERE rowid IN (SELECT rowid FROM receipts WHERE ts < ? ORDER BY ts LIMIT ?)`);
   let removed = 0;
   for (;;) {
-    const changes = drop.run(belowTs, LOCAL_PRUNE_BATCH_ROWS).changes;
+    const changes = dropAll.run(receipts.floorsBelowTs, LOCAL_PRUNE_BATCH_ROWS).changes;
     removed += changes;
-    if (changes < LOCAL_PRUNE_BATCH_ROWS) return removed;
+    if (changes < LOCAL_PRUNE_BATCH_ROWS) break;
+  }
+  const dropUnlessFloor = db
+    .prepare<[number, number, number], number>(
+      `DELETE FROM receipts WHERE rowid IN (
+         SELECT rowid FROM receipts AS r WHERE ts >= ? AND ts < ?
+           AND (floor_seq = 0 OR floor_seq < (SELECT MAX(floor_seq) FROM receipts WHERE client_id = r.client_id AND owner IS r.owner))
+         ORDER BY ts LIMIT ?)
+       RETURNING ts`,
+    )
+    .pluck();
+  let fromTs = Math.max(receipts.floorsBelowTs, receipts.examinedFromTs);
+  for (;;) {
+    const dropped = dropUnlessFloor.all(fromTs, receipts.belowTs, LOCAL_PRUNE_BATCH_ROWS);
+    removed += dropped.length;
+    if (dropped.length < LOCAL_PRUNE_BATCH_ROWS) return removed;
+    fromTs = Math.max(fromTs, ...dropped);
   }
 }

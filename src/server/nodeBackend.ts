@@ -97,8 +97,11 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
   };
 
   const forwardMutation = async (shard: number, path: string, args: Value, callOptions: Parameters<SyncBackend["runMutation"]>[2]): Promise<MutationRun> => {
-    const receipt = callOptions.clientId !== undefined && callOptions.seq !== undefined ? { clientId: callOptions.clientId, seq: callOptions.seq } : { clientId: forwardedClientId, seq: forwardedSeq++ };
-    const acked = callOptions.ackedThrough !== undefined && receipt.clientId === callOptions.clientId ? { ackedThrough: callOptions.ackedThrough } : {};
+    const keyed = callOptions.clientId !== undefined && callOptions.seq !== undefined;
+    // Refused here as the writer would refuse it: the key made below is not the caller's.
+    if (!keyed && callOptions.ackedThrough !== undefined) throw new CairnError("INVALID_ARGUMENT", "ackedThrough is given only with clientId and seq");
+    const receipt = keyed ? { clientId: callOptions.clientId!, seq: callOptions.seq! } : { clientId: forwardedClientId, seq: forwardedSeq++ };
+    const acked = callOptions.ackedThrough !== undefined ? { ackedThrough: callOptions.ackedThrough } : {};
     const call = { path, args: encodeValue(args), identity: callOptions.identity, ...receipt, ...acked };
     const forwarder = options.forwarder(shard);
     const startedMs = options.clock.monotonicMs();
@@ -106,7 +109,7 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     let leaselessSinceMs: number | null = null;
     for (let attempt = 1; ; attempt++) {
       // A takeover made this node the writer while it forwarded: the mutation runs here.
-      if (attempt > 1 && (await writesHere(shard))) return local.runMutation(path, args, { ...callOptions, ...receipt });
+      if (attempt > 1 && (await writesHere(shard))) return namingKey(local.runMutation(path, args, { ...callOptions, ...receipt }), receipt);
       const outcome = await forwarder.attemptMutation(call, options.forwardAttemptTimeoutMs, attempt > 1 && failures.at(-1)?.rerouted !== true);
       if (outcome.kind === "answer") return visibleHere(shard, outcome.answer, receipt);
       if (outcome.kind === "error") throw outcome.error;
@@ -163,6 +166,24 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     },
     receipt: (clientId, seq, identity) => local.receipt(clientId, seq, identity),
   };
+}
+
+/**
+ * A mutation run here under a receipt key the node may have made: an answer whose outcome
+ * is unknown (ENGINE_POISONED) names the key, so that the caller can learn the result.
+ */
+async function namingKey(run: Promise<MutationRun>, receipt: { readonly clientId: string; readonly seq: number }): Promise<MutationRun> {
+  try {
+    return await run;
+  } catch (error) {
+    if (!hasErrorCode(error, "ENGINE_POISONED")) throw error;
+    const { clientId, seq } = receipt;
+    throw new CairnError(
+      "ENGINE_POISONED",
+      `${(error as Error).message}; whether the mutation committed is unknown: send it again with clientId ${JSON.stringify(clientId)} and seq ${seq} to learn its result without running it twice`,
+      { cause: error, details: { ...(error as CairnError).details, outcomeUnknown: true, clientId, seq } },
+    );
+  }
 }
 
 function answerTs(answer: ForwardedAnswer): number {

@@ -881,7 +881,8 @@ export class ShardEngine {
 
   /**
    * Retention (DESIGN.md §6, §8): drops local history older than historyRetentionMs and
-   * receipts older than receiptRetentionMs, never anything a read at the frontier needs.
+   * receipts older than receiptRetentionMs (those holding a client's floor older than
+   * receiptFloorRetentionMs), never anything a read at the frontier needs.
    * The work is cut into bounded steps with the event loop free in between, so a long
    * backlog never holds commits up.
    */
@@ -891,9 +892,10 @@ export class ShardEngine {
     const frontier = this.readTs;
     const historyBelowTs = Math.max(0, Math.min(frontier, Math.floor(nowMicros - this.tuning.historyRetentionMs * 1000)));
     const receiptsBelowTs = Math.max(0, Math.min(frontier, Math.floor(nowMicros - this.tuning.receiptRetentionMs * 1000)));
+    const floorsBelowTs = Math.max(0, Math.min(receiptsBelowTs, Math.floor(nowMicros - this.tuning.receiptFloorRetentionMs * 1000)));
     let rowsRemoved = 0;
     for (;;) {
-      const step = await local.pruneHistoryStep(historyBelowTs, receiptsBelowTs);
+      const step = await local.pruneHistoryStep(historyBelowTs, receiptsBelowTs, floorsBelowTs);
       rowsRemoved += step.documentsRemoved + step.indexEntriesRemoved + step.receiptsRemoved;
       if (step.done) break;
       await yieldToEventLoop();

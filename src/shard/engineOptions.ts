@@ -146,6 +146,14 @@ export interface ShardEngineTuning {
    * local row of ~100 bytes: 10 mutations/s keep ~86 MB of receipts.
    */
   readonly receiptRetentionMs: number;
+  /**
+   * How long a client's floor (the receipt holding the highest seq it acknowledged,
+   * DESIGN.md §8) outlives its other receipts, so that a seq it acknowledged is refused
+   * rather than applied again. Default 7 days: one row (~100 bytes plus the last result)
+   * per client active in that window; a client silent for longer that re-sends a seq it
+   * had acknowledged has it applied again. Below receiptRetentionMs it is that instead.
+   */
+  readonly receiptFloorRetentionMs: number;
 }
 
 export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
@@ -172,6 +180,7 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   recentWritesWindowMs: 60_000,
   historyRetentionMs: 60 * 60 * 1000,
   receiptRetentionMs: 24 * 60 * 60 * 1000,
+  receiptFloorRetentionMs: 7 * 24 * 60 * 60 * 1000,
 };
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -206,6 +215,7 @@ const tuningSchema = z
     recentWritesWindowMs: positive(DAY_MS),
     historyRetentionMs: nonNegative(DURATION_MS_MAX),
     receiptRetentionMs: nonNegative(DURATION_MS_MAX),
+    receiptFloorRetentionMs: nonNegative(DURATION_MS_MAX),
   })
   .refine((tuning) => tuning.heartbeatIntervalMs < tuning.leaseTtlMs, {
     message: "heartbeatIntervalMs must be below leaseTtlMs, or the lease lapses between heartbeats",

@@ -153,4 +153,26 @@ describe("retention", () => {
     expect(a.local.receipt("client", 2)).not.toBeNull();
     expect(a.events).toContainEqual(expect.objectContaining({ type: "pruned" }));
   });
+
+  it("keeps the receipt holding a client's floor past the receipt window, until the floor window ends", async () => {
+    const h = (harness = await ShardHarness.create(memoryBucket));
+    const a = await h.writer("a", { receiptRetentionMs: 60_000, receiptFloorRetentionMs: 600_000 });
+    const receipt = (seq: number, floorSeq?: number) => ({ clientId: "phone", seq, result: '"ok"', route: null, owner: "user:ada", ...(floorSeq !== undefined ? { floorSeq } : {}) });
+    const commitReceipt = (write: ReturnType<typeof receipt>) => a.engine.commit({ readTs: a.engine.readTs, documents: [], indexWrites: [], receipt: write });
+    await commitReceipt(receipt(1));
+    await commitReceipt(receipt(2));
+    await commitReceipt(receipt(3));
+    await commitReceipt(receipt(4, 2)); // acknowledged 1, not yet 2 or 3
+    h.clock.advance(120_000);
+    await a.engine.runMaintenance();
+    // Past the receipt window: only the floor's holder is left (seq 1 went below the floor when folded).
+    expect([1, 2, 3, 4].map((seq) => a.local.receipt("phone", seq)?.seq ?? null)).toEqual([null, null, null, 4]);
+    expect(a.local.receiptFloor("phone", "user:ada")).toBe(2);
+    h.clock.advance(600_000);
+    // Another client's commit moves the frontier past seq 4 (nothing at the frontier is pruned).
+    await a.engine.commit({ readTs: a.engine.readTs, documents: [], indexWrites: [], receipt: { ...receipt(1), clientId: "tablet" } });
+    await a.engine.runMaintenance();
+    expect(a.local.receipt("phone", 4)).toBeNull();
+    expect(a.local.receiptFloor("phone", "user:ada")).toBe(0);
+  });
 });
