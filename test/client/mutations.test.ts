@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SESSION_REQUESTS_IN_FLIGHT_MAX } from "../../src/base/limits.js";
+import { MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_BACKOFF_MAX_MS, MUTATION_RESENDS_MAX } from "../../src/client/limits.js";
 import { StateHarness, outcomeOf, recorder } from "./stateHarness.js";
 
 /**
@@ -97,5 +98,32 @@ describe("requests in flight", () => {
     expect(client.takeSent()).toMatchObject([{ type: "Action", requestId: SESSION_REQUESTS_IN_FLIGHT_MAX + 1 }]);
     client.receive({ type: "MutationResponse", requestId: 2, success: false, error: { code: "FUNCTION_FAILED", kind: "InvalidInput", message: "no" } });
     expect(client.takeSent()).toMatchObject([{ type: "Mutation", requestId: SESSION_REQUESTS_IN_FLIGHT_MAX + 2, seq: SESSION_REQUESTS_IN_FLIGHT_MAX + 1 }]);
+  });
+
+  it("re-sends a mutation with an unknown outcome with the same seq after a growing backoff, and rejects once the re-sends run out", async () => {
+    const client = new StateHarness("client-u");
+    client.connectAt(1);
+    const promise = client.mutate("counters:increment", { name: "a" });
+    client.takeSent();
+    const unknown = { code: "WRITER_UNAVAILABLE", kind: "Unavailable", message: "lost", details: { outcomeUnknown: true } };
+    const delays: (number | null)[] = [];
+    for (let resend = 1; resend <= MUTATION_RESENDS_MAX; resend++) {
+      client.receive({ type: "MutationResponse", requestId: 1, success: false, error: unknown });
+      expect(await outcomeOf(promise)).toEqual({ state: "pending" });
+      expect(client.takeSent()).toEqual([]);
+      delays.push(client.takeResendAfterMs());
+      client.step((state) => state.resendBackedOff());
+      expect(client.takeSent()).toEqual([{ type: "Mutation", requestId: 1, path: "counters:increment", args: { name: "a" }, clientId: "client-u", seq: 1 }]);
+    }
+    expect(delays.slice(0, 3)).toEqual([MUTATION_RESEND_BACKOFF_BASE_MS, 2 * MUTATION_RESEND_BACKOFF_BASE_MS, 4 * MUTATION_RESEND_BACKOFF_BASE_MS]);
+    expect(Math.max(...(delays as number[]))).toBe(MUTATION_RESEND_BACKOFF_MAX_MS);
+    client.receive({ type: "MutationResponse", requestId: 1, success: false, error: unknown });
+    expect(await outcomeOf(promise)).toMatchObject({ state: "rejected", error: { code: "WRITER_UNAVAILABLE" } });
+    // A definite failure is not re-sent, and the next mutation acknowledges the settled seq 1.
+    const definite = client.mutate("counters:increment", { name: "b" });
+    expect(client.takeSent()).toEqual([{ type: "Mutation", requestId: 2, path: "counters:increment", args: { name: "b" }, clientId: "client-u", seq: 2, ackedThrough: 1 }]);
+    client.receive({ type: "MutationResponse", requestId: 2, success: false, error: { ...unknown, details: { outcomeUnknown: false } } });
+    expect(await outcomeOf(definite)).toMatchObject({ state: "rejected" });
+    expect(client.takeResendAfterMs()).toBeNull();
   });
 });

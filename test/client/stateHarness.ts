@@ -86,6 +86,16 @@ export class StateHarness {
     this.sent.push(...effects.send);
     for (const callback of effects.callbacks) callback();
     if (effects.resync !== null) this.resync = effects.resync;
+    if (effects.resendAfterMs !== null) this.resendAfterMs = effects.resendAfterMs;
+  }
+
+  /** The last re-send delay asked for (null: none since the last `takeResendAfterMs`). */
+  private resendAfterMs: number | null = null;
+
+  takeResendAfterMs(): number | null {
+    const delayMs = this.resendAfterMs;
+    this.resendAfterMs = null;
+    return delayMs;
   }
 }
 
