@@ -285,8 +285,6 @@ export class FunctionRuntime {
     const checkedArgs = this.validateArgs(fn, args);
     const receiptKey = checkReceiptKey(options);
     if (receiptKey === null) return this.runAttempts(path, fn, checkedArgs, options, null);
-    // Joined only by a call of the same identity: another's must not learn this one's result.
-    receiptKey.key = `${receiptKey.key}:${receiptOwnerOf(options.identity)}`;
     const joined = this.receiptCalls.get(receiptKey.key);
     if (joined !== undefined) {
       const first = await joined;
@@ -611,8 +609,8 @@ function shardSetOf(options: FunctionRuntimeOptions): ShardSet {
 interface ReceiptKey {
   readonly clientId: string;
   readonly seq: number;
-  /** Calls with equal keys join (see runMutation). */
-  key: string;
+  /** Calls with equal keys join (see runMutation): the same (clientId, seq) and identity, so another's never learns this one's result. */
+  readonly key: string;
 }
 
 /** The receipt a mutation commits: its owner, and its client's floor when the client sent one. */
@@ -652,7 +650,8 @@ function checkReceiptKey(options: MutationCallOptions): ReceiptKey | null {
       details: { seq, ackedThrough: String(ackedThrough) },
     });
   }
-  return { clientId, seq, key: `${seq}:${clientId}` };
+  // An owner is "anonymous" or "user:" and 22 characters (receiptOwner.ts): the key reads one way only.
+  return { clientId, seq, key: `${seq}:${receiptOwnerOf(options.identity)}:${clientId}` };
 }
 
 function checkDuration(value: number, name: string): number {
