@@ -104,7 +104,8 @@ export const ERROR_CODES = {
   CROSS_SHARD_MUTATION: "InvalidInput",
   /**
    * The mutation's (clientId, seq) holds another identity's receipt: nothing ran and
-   * nothing of that receipt is told. A client whose identity changed uses a new clientId.
+   * nothing of that receipt is told (also to the same client re-sending after its
+   * identity changed). Send new mutations with new seqs.
    */
   RECEIPT_IDENTITY_MISMATCH: "InvalidInput",
   /**

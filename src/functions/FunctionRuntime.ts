@@ -622,7 +622,7 @@ function receiptWrite(receipt: ReceiptKey, result: string, route: Uint8Array | n
 function receiptRefusal(lookup: Exclude<ReceiptLookup, { kind: "none" } | { kind: "found" }>, receipt: ReceiptKey): CairnError {
   const { clientId, seq } = receipt;
   if (lookup.kind === "another") {
-    return new CairnError("RECEIPT_IDENTITY_MISMATCH", `clientId ${JSON.stringify(clientId)} seq ${seq} belongs to another identity: nothing ran; a client whose identity changed uses a new clientId`, {
+    return new CairnError("RECEIPT_IDENTITY_MISMATCH", `clientId ${JSON.stringify(clientId)} seq ${seq} was written by another identity: nothing ran and nothing of it is told (a mutation re-sent after the caller's identity changed cannot be answered)`, {
       details: { clientId, seq },
     });
   }
