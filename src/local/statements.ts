@@ -1,5 +1,5 @@
 import type { Statement } from "better-sqlite3";
-import type { ClientReceipt } from "../model/Revision.js";
+import type { ClientReceipt } from "../model/index.js";
 import type { FoldSql } from "./FoldJob.js";
 import { UPDATE_META } from "./LocalMeta.js";
 import { type MultiRowInsert, multiRowInsertSql, ROWS_PER_STATEMENT } from "./multiRowInsert.js";
