@@ -6,7 +6,7 @@
  * position the bucket never had. The replica must notice at its next manifest read,
  * rebuild its copy from the bucket in one step and serve the restored state ("a" only),
  * and then follow a new writer's commits ("d") — never keep serving "b" and "c", nor skip
- * the new writer's segments as leftovers. Once with a snapshot in the backup (restored in
+ * the new writer's segments as leftovers; a live query on the replica follows too. Once with a snapshot in the backup (restored in
  * place), once without (the log replayed beside the copy). Real directory bucket, real
  * SQLite files, real HTTP.
  */
@@ -23,6 +23,11 @@ import { FsObjectStore } from "../../src/objectstore/index.js";
 import type { EngineEvent } from "../../src/shard/ShardEngine.js";
 import { startNode, type NodeOptions, type RunningNode } from "../../src/server/startNode.js";
 import * as syncApp from "../sync/syncApp.js";
+import type { functions } from "../sync/syncApp.js";
+import { apiOf } from "../../src/client/index.js";
+import { createNodeClient } from "../../src/client/node.js";
+
+const api = apiOf<typeof functions>();
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -106,9 +111,14 @@ describe.each([
       tailer: { idlePollMs: 50, firstBackoffMs: 10, manifestRefreshMs: 200 },
       onEngineEvent: (event) => events.push(event),
     });
+    // A live query on the replica, too: it must follow the rollback, not keep "b" and "c".
+    const client = createNodeClient(`${replica.url.replace(/^http/, "ws")}api/sync`, { reconnectBackoffBaseMs: 20, reconnectBackoffMaxMs: 300, onError: () => undefined });
+    cleanups.push(() => client.close());
+    let live: string[] | undefined;
+    client.subscribe(api.notes.list, { channel: "c" }, (value) => (live = value));
     await call(second, "mutation", "notes:add", { channel: "c", body: "b" });
     await call(second, "mutation", "notes:add", { channel: "c", body: "c" });
-    await eventually(async () => (await notes(replica)).length === 3);
+    await eventually(async () => (await notes(replica)).length === 3 && live?.length === 3);
     await second.stop();
 
     // The restore from backup, while the replica runs.
@@ -116,12 +126,14 @@ describe.each([
     cpSync(backup, bucket, { recursive: true });
 
     await eventually(async () => JSON.stringify(await notes(replica)) === JSON.stringify(["a"]));
+    await eventually(async () => JSON.stringify(live) === JSON.stringify(["a"]));
     const rebuilt = events.filter((event) => event.type === "local-rebuilt");
     expect(rebuilt.length).toBeGreaterThan(0);
 
     const third = await node(directory, "writer-3", { engineTuning });
     await call(third, "mutation", "notes:add", { channel: "c", body: "d" });
     await eventually(async () => JSON.stringify(await notes(replica)) === JSON.stringify(["a", "d"]));
+    await eventually(async () => JSON.stringify(live) === JSON.stringify(["a", "d"]));
     expect(await notes(third)).toEqual(["a", "d"]);
   });
 });
