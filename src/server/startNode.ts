@@ -213,6 +213,11 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       shardEngine.onRestored((ts) => sync.storeRestored(ts));
       shardEngine.onFrontierMoved(() => sync.frontierMoved());
     }
+    const tailingError = (logError: (error: unknown) => void) => (error: unknown) => {
+      // The shard's manifest is gone: a reshard may have retired the layout.
+      if (hasErrorCode(error, "MANIFEST_INVALID")) layoutWatcher?.check();
+      logError(error);
+    };
     tailers = sharded.engines.map(
       (shardEngine) =>
         new ShardTailer({
@@ -220,11 +225,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           consumerId: nodeId,
           clock,
           ...(options.tailer ? { tuning: options.tailer } : {}),
-          onError: ((logError) => (error: unknown) => {
-            // The shard's manifest is gone: a reshard may have retired the layout.
-            if (hasErrorCode(error, "MANIFEST_INVALID")) layoutWatcher?.check();
-            logError(error);
-          })(throttledLog(log, clock, `shard ${shardEngine.shard}: tailing`)),
+          onError: tailingError(throttledLog(log, clock, `shard ${shardEngine.shard}: tailing`)),
         }),
     );
     stopping.push(() => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: true }))).then(() => undefined));
@@ -263,6 +264,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           return;
         case "fenced":
         case "poisoned":
+          // A reshard fences a writer whose lease lapsed (paused past it) as it takes the old shards.
+          if (event.type === "fenced") layoutWatcher?.check();
           log(`shard ${event.shard}: ${event.type} (${event.error.message}); no longer writing it: serving it as a ${takeover ? "standby" : "replica"}, tailing the log and forwarding writes`);
           tailers[event.shard]?.wake();
           return;
