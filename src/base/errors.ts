@@ -75,6 +75,8 @@ export const ERROR_CODES = {
   RESHARD_IN_PROGRESS: "Conflict",
   /** The deployment's layout changed under this process (a reshard switched globals). */
   DEPLOYMENT_RESHARDED: "Fenced",
+  /** Nodes of the deployment are registered live: a reshard would retire the layout they serve. */
+  NODES_LIVE: "Conflict",
   /** Data a reshard read does not route the way the schema catalog says it should. */
   RESHARD_DATA_MISMATCH: "InvalidInput",
   RESHARD_LOCK_INVALID: "Corruption",

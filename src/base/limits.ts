@@ -390,3 +390,26 @@ export const FORWARDED_ACTION_TIMEOUT_MS = 11 * 60_000;
 
 /** A deployment may have at most this many shards; each is a log and a SQLite file. */
 export const SHARDS_MAX = 256;
+
+/**
+ * How often a node reads `globals` to learn that a reshard retired the layout it serves
+ * (LayoutWatcher). 60 GETs an hour per node (~$0.0002 at S3 Standard). Detection is
+ * usually much sooner: a follower checks at once when its shard's manifest disappears or
+ * a new writer fences it, and while a reshard holds the lock it checks every
+ * LAYOUT_CHECK_DURING_RESHARD_MS.
+ */
+export const LAYOUT_CHECK_INTERVAL_MS = 60_000;
+
+/**
+ * While a reshard holds the deployment's lock, how often a node re-reads `globals`: the
+ * switch may come at any moment, and until the node sees it, it serves the retired
+ * layout. A reshard takes seconds to minutes, so this costs a few dozen GETs per reshard.
+ */
+export const LAYOUT_CHECK_DURING_RESHARD_MS = 2_000;
+
+/**
+ * How long `cairn serve` waits before trying again to re-open on a resharded layout that
+ * failed to open (the bucket unreachable, another reshard running). Its health says
+ * "stopped" with the reason meanwhile.
+ */
+export const LAYOUT_REOPEN_RETRY_MS = 5_000;

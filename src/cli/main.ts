@@ -94,6 +94,7 @@ storeCommand("reshard", "move a stopped deployment to another shard count (every
   .option("--work-dir <dir>", "directory for the temporary SQLite copies of the old shards (default: a fresh one under the OS temp directory)")
   .option("--lock-ttl-ms <ms>", "how long the reshard lock (and the old shards' leases) outlive a reshard that stopped renewing them", milliseconds, 30_000)
   .option("--heap-mib <n>", "the reshard's JavaScript heap limit in MiB (bounds its memory; default 192)", positiveInteger)
+  .option("--allow-live-followers", "reshard although replicas or standbys are registered live (they re-open on the new layout by themselves)")
   .action(reshardCommand);
 
 program.parseAsync().catch((error: unknown) => {

@@ -10,6 +10,7 @@ export interface ReshardCommandOptions {
   readonly workDir?: string;
   readonly lockTtlMs?: number;
   readonly heapMib?: number;
+  readonly allowLiveFollowers?: boolean;
 }
 
 /**
@@ -23,7 +24,9 @@ export const RESHARD_HEAP_MIB_DEFAULT = 192;
 /**
  * `cairn reshard --to N`: moves a stopped deployment to N shards (shard/reshardObjectStore)
  * with a progress bar on stderr, and prints what it did. Refused while any node writes the
- * deployment or another reshard runs; safe to re-run after an interruption.
+ * deployment, while followers are registered live (NODES_LIVE, unless
+ * --allow-live-followers), or while another reshard runs; safe to re-run after an
+ * interruption.
  *
  * The reshard runs in a worker thread with a capped heap (RESHARD_HEAP_MIB_DEFAULT, or
  * `--heap-mib`), which bounds the command's memory whatever the store's size.
@@ -38,6 +41,7 @@ export async function reshardCommand(options: ReshardCommandOptions): Promise<vo
         toShards: options.to,
         ...(options.workDir !== undefined ? { workDirectory: options.workDir } : {}),
         ...(options.lockTtlMs !== undefined ? { lockTtlMs: options.lockTtlMs } : {}),
+        ...(options.allowLiveFollowers === true ? { allowLiveFollowers: true } : {}),
       },
       options.heapMib ?? RESHARD_HEAP_MIB_DEFAULT,
       (progress) => bar.update(progress),

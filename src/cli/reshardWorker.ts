@@ -2,6 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { systemClock, systemRandom } from "../base/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
 import { reshardObjectStore } from "../shard/index.js";
+import { refuseLiveNodes } from "./refuseLiveNodes.js";
 
 /**
  * The thread `cairn reshard` runs the reshard in (reshardCommand.ts explains why): opens
@@ -13,6 +14,8 @@ export interface ReshardWorkerData {
   readonly toShards: number;
   readonly workDirectory?: string;
   readonly lockTtlMs?: number;
+  /** Reshard although followers are registered live (they re-open on the new layout). */
+  readonly allowLiveFollowers?: boolean;
 }
 
 export type ReshardWorkerMessage =
@@ -35,6 +38,7 @@ try {
     ...(data.workDirectory !== undefined ? { workDirectory: data.workDirectory } : {}),
     ...(data.lockTtlMs !== undefined ? { lockTtlMs: data.lockTtlMs } : {}),
     onProgress: (progress) => post({ type: "progress", progress }),
+    ...(data.allowLiveFollowers === true ? {} : { beforeLock: (from) => refuseLiveNodes(store!, from, systemClock, systemRandom) }),
   });
   post({ type: "done", report });
 } catch (error) {

@@ -3,7 +3,7 @@ import { CairnError, systemRandom } from "../base/index.js";
 import { isNodeId, NODE_ID_FORM } from "../model/index.js";
 import { loadApp } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { jwtVerifier, loadJwks, localNodeId, startNode, type WebApp } from "../server/index.js";
+import { jwtVerifier, loadJwks, localNodeId, startNodeAcrossReshards, type WebApp } from "../server/index.js";
 import { resolveTuning, type ShardEngineTuning } from "../shard/index.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { progressReporter } from "./progressReporter.js";
@@ -69,7 +69,8 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     const nodeId = options.nodeId ?? localNodeId(options.local, systemRandom);
     // Listen before starting: whoever waits for the announcement may signal at once.
     const stopRequested = stopSignal();
-    const node = await startNode({
+    // A reshard that retires the layout re-opens the node on the new one (same port and id).
+    const node = await startNodeAcrossReshards({
       role,
       ...(options.takeover ? { takeover: true } : {}),
       ...(options.advertiseUrl !== undefined ? { advertiseUrl: withSlash(options.advertiseUrl) } : {}),

@@ -527,6 +527,11 @@ export class LocalStore {
     return cursor;
   }
 
+  /** The file this store lives in (":memory:" for an in-memory store). */
+  get filePath(): string {
+    return this.path;
+  }
+
   /**
    * Replaces the whole state with a dump, atomically (see restore.ts), and sets meta from
    * `meta` with minReadableTs = meta.frontierTs. Rows applied and not yet folded are

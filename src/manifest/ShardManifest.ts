@@ -69,10 +69,21 @@ export class ShardManifest {
     return this.adopt(snapshot).value;
   }
 
-  /** Re-reads the manifest with a conditional GET (cheap when nothing changed). */
+  /**
+   * Re-reads the manifest with a conditional GET (cheap when nothing changed). A read that
+   * finds an older version than the one cached is read once more: versions only grow, so
+   * an older one seen again by a GET sent after both reads completed is no reordering of
+   * overlapping reads but the bucket's state now — it was restored from an older copy —
+   * and is adopted (checkLocalPosition then judges the local copy against it).
+   */
   async refresh(): Promise<Manifest> {
     const refreshed = this.snapshot === null ? await this.object.read() : await this.object.refresh(this.snapshot);
-    return this.adopt(refreshed).value;
+    if (refreshed === null || this.snapshot === null || refreshed.value.version >= this.snapshot.value.version) return this.adopt(refreshed).value;
+    // Compared with what was cached when the second GET was sent: a write completing while
+    // it is in flight may be newer than what the GET saw, and is no rollback.
+    const seenVersion = this.snapshot.value.version;
+    const again = await this.object.read();
+    return this.adopt(again, { rolledBack: again !== null && again.value.version < seenVersion }).value;
   }
 
   /**
@@ -173,7 +184,7 @@ export class ShardManifest {
     }
   }
 
-  private adopt(snapshot: CasSnapshot<Manifest> | null): CasSnapshot<Manifest> {
+  private adopt(snapshot: CasSnapshot<Manifest> | null, options: { readonly rolledBack?: boolean } = {}): CasSnapshot<Manifest> {
     if (snapshot === null) {
       throw new CairnError(
         "MANIFEST_INVALID",
@@ -191,8 +202,9 @@ export class ShardManifest {
     if (manifest.shard !== this.shard) {
       throw new CairnError("MANIFEST_INVALID", `manifest at shard ${this.shard}'s key names shard ${manifest.shard}`);
     }
-    // Reads and owner writes may overlap; versions only grow, so keep the newest.
-    if (this.snapshot !== null && this.snapshot.value.version > manifest.version) return this.snapshot;
+    // Reads and owner writes may overlap; versions only grow, so keep the newest (but for
+    // a bucket restored from an older copy, see refresh).
+    if (this.snapshot !== null && this.snapshot.value.version > manifest.version && options.rolledBack !== true) return this.snapshot;
     const newEpoch = this.snapshot !== null && manifest.epoch > this.snapshot.value.epoch;
     this.snapshot = snapshot;
     if (newEpoch) this.notifyEpoch(manifest);

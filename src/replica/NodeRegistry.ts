@@ -85,25 +85,34 @@ export class NodeRegistry {
   }
 
   /** Every other live node of this deployment (one LIST plus a GET each, bounded). */
-  async live(nowMs: number): Promise<NodeEntry[]> {
-    const prefix = "nodes/";
-    const entries: NodeEntry[] = [];
-    let scanned = 0;
-    for await (const listed of this.store.list(prefix)) {
-      if (++scanned > NODES_SCANNED_MAX) break;
-      const nodeId = listed.key.slice(prefix.length);
-      if (nodeId === this.nodeId || !NODE_ID_PATTERN.test(nodeId)) continue;
-      try {
-        const snapshot = await new CasObject(this.store, listed.key, nodeEntryCodec, this.random).read();
-        const entry = snapshot?.value;
-        if (entry !== undefined && entry.nodeId === nodeId && entry.deploymentId === this.deploymentId && entry.expiresAt > nowMs) entries.push(entry);
-        // A node that crashed never removes its entry: long-expired ones are cleared so
-        // that leftovers do not crowd live nodes out of the scan bound.
-        else if (entry !== undefined && entry.deploymentId === this.deploymentId && entry.expiresAt < nowMs - EXPIRED_ENTRY_KEPT_MS) await this.store.delete(listed.key);
-      } catch (error) {
-        if (!hasErrorCode(error, "NODE_ENTRY_INVALID")) throw error;
-      }
-    }
-    return entries;
+  live(nowMs: number): Promise<NodeEntry[]> {
+    return liveNodes(this.store, this.deploymentId, this.random, nowMs, this.nodeId);
   }
+}
+
+/**
+ * The live nodes registered for `deploymentId`, but `exceptNodeId` (one LIST plus a GET
+ * each, bounded by NODES_SCANNED_MAX): what a writer hints, and what `cairn reshard`
+ * refuses to run under.
+ */
+export async function liveNodes(store: ObjectStore, deploymentId: string, random: Random, nowMs: number, exceptNodeId: string | null = null): Promise<NodeEntry[]> {
+  const prefix = "nodes/";
+  const entries: NodeEntry[] = [];
+  let scanned = 0;
+  for await (const listed of store.list(prefix)) {
+    if (++scanned > NODES_SCANNED_MAX) break;
+    const nodeId = listed.key.slice(prefix.length);
+    if (nodeId === exceptNodeId || !NODE_ID_PATTERN.test(nodeId)) continue;
+    try {
+      const snapshot = await new CasObject(store, listed.key, nodeEntryCodec, random).read();
+      const entry = snapshot?.value;
+      if (entry !== undefined && entry.nodeId === nodeId && entry.deploymentId === deploymentId && entry.expiresAt > nowMs) entries.push(entry);
+      // A node that crashed never removes its entry: long-expired ones are cleared so
+      // that leftovers do not crowd live nodes out of the scan bound.
+      else if (entry !== undefined && entry.deploymentId === deploymentId && entry.expiresAt < nowMs - EXPIRED_ENTRY_KEPT_MS) await store.delete(listed.key);
+    } catch (error) {
+      if (!hasErrorCode(error, "NODE_ENTRY_INVALID")) throw error;
+    }
+  }
+  return entries;
 }

@@ -13,6 +13,8 @@ export interface TailedEngine {
   readonly readTs: number;
   readonly watermarkStore: ConsumerWatermarks;
   catchUpToTail(options?: { readonly refreshWhenEmpty?: boolean; readonly vouching?: Vouching }): Promise<CatchUpReport>;
+  /** Judges the local copy against the manifest and rebuilds it if the bucket went back (the seqno rebuilt at, or null). */
+  confirmPosition(): Promise<number | null>;
   onSegmentApplied(listener: (segment: Segment) => void): () => void;
   onRestored(listener: (frontierTs: number) => void): () => void;
 }
@@ -29,7 +31,10 @@ export interface TailerTuning {
   /**
    * While the tail is quiet, re-read the manifest at most this often (a poll that finds
    * segments always re-reads it). It notices GC collecting the empty slot a replica
-   * waits at, and a new snapshot to restore. Default 15 s: 240 conditional GETs an hour.
+   * waits at, a new snapshot to restore, and a bucket restored from an older copy (the
+   * local position is judged against it: ShardEngine.confirmPosition, one more GET only
+   * when the manifest's tail hint lags the position). Default 15 s: 240 conditional GETs
+   * an hour.
    */
   readonly manifestRefreshMs: number;
   /**
@@ -260,8 +265,9 @@ export class ShardTailer {
   private async poll(previousDelayMs: number): Promise<number> {
     const { engine, clock } = this.options;
     const startedMs = clock.monotonicMs();
+    const manifestDue = startedMs - this.lastManifestReadMs >= this.tuning.manifestRefreshMs;
     // A hinted segment exists: finding our next slot empty then means it was collected.
-    const refreshWhenEmpty = this.hintedThrough >= engine.position.nextSeqno || startedMs - this.lastManifestReadMs >= this.tuning.manifestRefreshMs;
+    const refreshWhenEmpty = this.hintedThrough >= engine.position.nextSeqno || manifestDue;
     this.hintedThrough = -1;
     try {
       const report = await engine.catchUpToTail({ refreshWhenEmpty, ...(this.vouches.size > 0 ? { vouching: this.vouches } : {}) });
@@ -269,7 +275,9 @@ export class ShardTailer {
       const read = report.segmentsApplied + report.segmentsSkipped;
       // A round that ended at a vouched segment (tail null) skipped the manifest read.
       if ((report.tail !== null && (refreshWhenEmpty || read > 0)) || report.restoredFromSeqno !== null) this.lastManifestReadMs = startedMs;
-      if (report.restoredFromSeqno !== null) this.restores++;
+      // On the manifest's cadence: is the local copy still the bucket's (not restored from an older copy)?
+      const rebuiltAt = manifestDue ? await engine.confirmPosition() : null;
+      if (report.restoredFromSeqno !== null || rebuiltAt !== null) this.restores++;
       this.segmentsApplied += report.segmentsApplied;
       // A round that ended at a vouched segment did not look past it.
       if (report.tail !== null) this.caughtUpAtMs = startedMs;
@@ -277,8 +285,8 @@ export class ShardTailer {
       // A quiet replica renews its watermark now and then: one silent for the consumer TTL
       // (24 h) would no longer hold GC back although the replica is alive.
       const renewalDue = startedMs - this.publishedAtMs >= WATERMARK_RENEWAL_MS;
-      if (report.segmentsApplied > 0 || report.restoredFromSeqno !== null || renewalDue) this.watermarkDue(renewalDue);
-      if (read > 0) return 0;
+      if (report.segmentsApplied > 0 || report.restoredFromSeqno !== null || rebuiltAt !== null || renewalDue) this.watermarkDue(renewalDue);
+      if (read > 0 || rebuiltAt !== null) return 0;
       return previousDelayMs === 0 ? this.tuning.firstBackoffMs : Math.min(previousDelayMs * 2, this.tuning.idlePollMs);
     } catch (error) {
       // Nothing of a failed round is applied past what validated; the store keeps serving.

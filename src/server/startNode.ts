@@ -3,12 +3,13 @@ import { systemClock, type Clock, ConditionWaiters, CairnError, FORWARD_TAKEOVER
 import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
-import { LeaseWatcher, NodeRegistry, type NodeRole, ShardTailer, type TailerTuning, WakeHintSender } from "../replica/index.js";
+import { LayoutWatcher, type LayoutRetired, LeaseWatcher, NodeRegistry, type NodeRole, ShardTailer, type TailerTuning, WakeHintSender } from "../replica/index.js";
 import { type ShardEngineTuning, type EngineEvent, type ShardEngine, ShardedStore } from "../shard/index.js";
 import { runtimeBackend, SyncHandler, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { CairnServer } from "./CairnServer.js";
 import { HttpApi } from "./HttpApi.js";
 import { nodeBackend } from "./nodeBackend.js";
+import { retiredLayoutGuard } from "./retiredLayoutGuard.js";
 import { ServerMetrics } from "./ServerMetrics.js";
 import { buildWebAssets, type WebApp } from "./WebAssets.js";
 import { statusPage } from "./statusPage.js";
@@ -59,6 +60,16 @@ export interface NodeOptions {
   readonly engineTuning?: Partial<ShardEngineTuning>;
   /** How long a client that has seen a newer ts than this node waits for it (Connect, a query's minTs). */
   readonly frontierWaitMs?: number;
+  /** How often `globals` is read for a reshard that retired this node's layout (default LAYOUT_CHECK_INTERVAL_MS). */
+  readonly layoutCheckIntervalMs?: number;
+  /**
+   * A reshard retired the layout this node serves: it has stopped serving it (calls fail
+   * with DEPLOYMENT_RESHARDED, sessions end, health says "stopped" and why). The caller
+   * stops the node and may open one on the new layout (startNodeAcrossReshards).
+   */
+  readonly onLayoutRetired?: (retired: LayoutRetired) => void;
+  /** Runs just before the node listens: startNodeAcrossReshards frees the port there. */
+  readonly beforeListen?: () => Promise<void>;
 }
 
 export interface RunningNode {
@@ -68,6 +79,8 @@ export interface RunningNode {
   readonly handler: SyncHandler;
   /** What the node is now: a writer of every shard, or a replica / standby of some. */
   role(): NodeRole;
+  /** Why this node no longer serves its layout (a reshard retired it), or null while it does. */
+  layoutRetired(): LayoutRetired | null;
   /** Stops accepting, drains, ends sessions, relinquishes the leases and closes the files. */
   stop(): Promise<void>;
 }
@@ -166,7 +179,10 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     // An acquire ended (or the one at start failed): every waiter learns whether writes run here now.
     const writingChanged = () => writingWaiters.settleAll();
     const writesEveryShard = () => engines.every((shardEngine) => shardEngine.state.kind === "writing");
-    const backend = meteredBackend(
+    // Set once a reshard retired the layout: nothing of it is served from then on.
+    let retired: LayoutRetired | null = null;
+    let layoutWatcher: LayoutWatcher | null = null;
+    const backend = retiredLayoutGuard(() => retired, meteredBackend(
       nodeBackend({
         local,
         shards: engines.length,
@@ -186,7 +202,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       }),
       metrics,
       clock,
-    );
+    ));
     const sync = new SyncHandler({ backend, verifier: options.verifier, log, clock, ...(options.frontierWaitMs !== undefined ? { connectFrontierWaitMs: options.frontierWaitMs } : {}) });
     handler = sync;
     stopping.push(() => sync.close(0));
@@ -197,6 +213,11 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       shardEngine.onRestored((ts) => sync.storeRestored(ts));
       shardEngine.onFrontierMoved(() => sync.frontierMoved());
     }
+    const tailingError = (logError: (error: unknown) => void) => (error: unknown) => {
+      // The shard's manifest is gone: a reshard may have retired the layout.
+      if (hasErrorCode(error, "MANIFEST_INVALID")) layoutWatcher?.check();
+      logError(error);
+    };
     tailers = sharded.engines.map(
       (shardEngine) =>
         new ShardTailer({
@@ -204,7 +225,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           consumerId: nodeId,
           clock,
           ...(options.tailer ? { tuning: options.tailer } : {}),
-          onError: throttledLog(log, clock, `shard ${shardEngine.shard}: tailing`),
+          onError: tailingError(throttledLog(log, clock, `shard ${shardEngine.shard}: tailing`)),
         }),
     );
     stopping.push(() => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: true }))).then(() => undefined));
@@ -234,6 +255,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           void (tailers[event.shard]?.removeWatermark() ?? shardEngine.watermarkStore.remove(nodeId)).catch(() => undefined);
           return;
         case "writer-changed":
+          // A reshard takes every old shard's lease (a new writer): watch for its switch.
+          layoutWatcher?.check();
           // Forwards to the writer that lost the shard are re-routed to the new one, which
           // learns at once that this node reads its frontier.
           forwarders[event.shard]?.writerChanged(event.writer);
@@ -241,6 +264,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
           return;
         case "fenced":
         case "poisoned":
+          // A reshard fences a writer whose lease lapsed (paused past it) as it takes the old shards.
+          if (event.type === "fenced") layoutWatcher?.check();
           log(`shard ${event.shard}: ${event.type} (${event.error.message}); no longer writing it: serving it as a ${takeover ? "standby" : "replica"}, tailing the log and forwarding writes`);
           tailers[event.shard]?.wake();
           return;
@@ -283,7 +308,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         current === "writer" ||
         (stalenessMs !== null && stalenessMs <= STALE_AFTER_MS && heldBackMs <= STALE_AFTER_MS && shards.every((shard) => shard.lastError === null));
       return {
-        status: healthy ? "ok" : "degraded",
+        status: retired !== null ? "stopped" : healthy ? "ok" : "degraded",
+        ...(retired !== null ? { reason: retired.reason } : {}),
         role: current,
         nodeId,
         deploymentId: sharded.deploymentId,
@@ -308,7 +334,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         process: processStatus(),
       }),
       metrics,
-      forwardedTo: meteredBackend(local, metrics, clock),
+      forwardedTo: retiredLayoutGuard(() => retired, meteredBackend(local, metrics, clock)),
       waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
       peerJoined: (peer) => {
         if (peer.nodeId === nodeId) return;
@@ -337,6 +363,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       }
     }
     const assets = await buildWebAssets(options.webApp, () => statusPage(app));
+    await options.beforeListen?.();
     const server = await CairnServer.listen({ handler: sync, api, assets, log, clock, ...(options.pingIntervalMs !== undefined ? { pingIntervalMs: options.pingIntervalMs } : {}) }, { port: options.port, host: options.host });
     serverUrl = server.url;
     stopping.push(() => server.stop());
@@ -398,6 +425,25 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       await pruneLoop;
     });
 
+    layoutWatcher = new LayoutWatcher({
+      store,
+      random: systemRandom,
+      clock,
+      generation: sharded.generation,
+      ...(options.layoutCheckIntervalMs !== undefined ? { intervalMs: options.layoutCheckIntervalMs } : {}),
+      onRetired: (why) => {
+        retired = why;
+        log(`${why.reason}: this node stops serving it (calls fail with DEPLOYMENT_RESHARDED; health says "stopped")`);
+        for (const tailer of tailers) void tailer.stop();
+        void sync.close(0);
+        options.onLayoutRetired?.(why);
+      },
+      onError: throttledLog(log, clock, "layout watch"),
+    });
+    layoutWatcher.start();
+    const stopLayoutWatcher = layoutWatcher;
+    stopping.push(() => stopLayoutWatcher.stop());
+
     const registry = new NodeRegistry(store, sharded.deploymentId, nodeId, systemRandom);
     const registryIntervalMs = options.registryIntervalMs ?? REGISTRY_INTERVAL_MS_DEFAULT;
     const registryStop = new AbortController();
@@ -442,6 +488,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       deploymentId: sharded.deploymentId,
       handler: sync,
       role: nodeRole,
+      layoutRetired: () => retired,
       stop: () =>
         (stopped ??= (async () => {
           await stopWatchers();

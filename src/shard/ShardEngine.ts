@@ -1,6 +1,8 @@
+import { rmSync } from "node:fs";
 import { CairnError, errorKindOf, hasErrorCode, randomHex, yieldToEventLoop } from "../base/index.js";
 import { collectGarbage, type GarbageReport, ConsumerWatermarks } from "../gc/index.js";
-import { type SnapshotPointer, ShardManifest, type LeaseOwner } from "../manifest/index.js";
+import { LocalStore, type DumpChunk, type DumpCursor } from "../local/index.js";
+import { type Manifest, type SnapshotPointer, ShardManifest, type LeaseOwner } from "../manifest/index.js";
 import {
   LogValidator,
   type LogPosition,
@@ -11,7 +13,7 @@ import {
   type SegmentKind,
 } from "../segments/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
-import { catchUp, type CatchUpOptions, type CatchUpProgress, type CatchUpReport } from "./catchUp.js";
+import { catchUp, restoreCurrentSnapshot, type CatchUpOptions, type CatchUpProgress, type CatchUpReport } from "./catchUp.js";
 import { checkLocalPosition } from "./checkLocalPosition.js";
 import { judgeCreatedSegment, type CommitVerdict } from "./commitVerdict.js";
 import type { HybridClock } from "./HybridClock.js";
@@ -65,7 +67,10 @@ import {
  * - Timestamps strictly increase along the log (the validator refuses anything else).
  * - Once fenced or poisoned, the engine acknowledges nothing until re-acquired.
  * - On open, a local file whose position the bucket does not confirm is rebuilt from the
- *   bucket (event "local-rebuilt"), never trusted.
+ *   bucket (event "local-rebuilt"), never trusted. A running follower judges its position
+ *   again (confirmPosition: on its tailer's manifest cadence, on a chain break, on a
+ *   skipped leftover and before an acquire) and rebuilds the same way, in one step for
+ *   its readers: a bucket restored from an older copy is never silently skipped.
  */
 /** What a follower's catch-up may skip (see CatchUpOptions). */
 /** The writer a manifest names: its node id and the URL it serves at (null: none published). */
@@ -159,6 +164,11 @@ export class ShardEngine {
   private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
   private readonly appliedListeners = new Set<(segment: Segment) => void>();
   private readonly restoredListeners = new Set<(frontierTs: number) => void>();
+  /**
+   * The manifest (its etag) the local position was last confirmed against: while it is
+   * unchanged, the segments read since confirm the position by themselves.
+   */
+  private confirmedEtag: string | null = null;
   /** A tick segment is being flushed (it holds no data, so it does not hold the closed frontier back). */
   private flushingTick = false;
 
@@ -190,6 +200,7 @@ export class ShardEngine {
     const manifest = await engine.manifest.load();
     const check = await checkLocalPosition(options.store, options.deploymentId, meta, manifest);
     if (check.kind === "disagrees") await engine.rebuildLocal(check.reason);
+    engine.confirmedEtag = engine.manifest.currentEtag;
     if (options.catchUpOnOpen !== false) await engine.catchUpToTail();
     engine.sinceSnapshot = engine.countSinceSnapshot();
     return engine;
@@ -274,7 +285,7 @@ export class ShardEngine {
     return this.serializeCatchUp(() => (this.acquiring ? Promise.resolve(this.idleReport()) : this.catchUpOnce(options)));
   }
 
-  private serializeCatchUp(job: () => Promise<CatchUpReport>): Promise<CatchUpReport> {
+  private serializeCatchUp<T>(job: () => Promise<T>): Promise<T> {
     const run = this.catchingUp.then(job);
     this.catchingUp = run.catch(() => undefined);
     return run;
@@ -289,21 +300,33 @@ export class ShardEngine {
     if (this.currentState.kind === "writing") {
       throw new CairnError("INTERNAL", "the writer's local store is the log's tail; it does not catch up");
     }
-    const report = await catchUp({
-      store: this.options.store,
-      deploymentId: this.options.deploymentId,
-      manifest: this.manifest,
-      local: this.options.local,
-      validator: this.validator,
-      fetchConcurrency: this.tuning.fetchConcurrency,
-      snapshotFetchConcurrency: this.tuning.snapshotFetchConcurrency,
-      restoreLagSegments: this.tuning.restoreLagSegments,
-      onProgress: (progress) => this.emit({ type: "progress", shard: this.shard, progress }),
-      onApplied: (segment) => this.notifyApplied(segment),
-      onRestored: (frontierTs) => this.notifyRestored(frontierTs),
-      refreshWhenEmpty: options.refreshWhenEmpty ?? true,
-      ...(options.vouching ? { vouching: options.vouching } : {}),
-    });
+    const run = () =>
+      catchUp({
+        ...this.catchUpOptions(this.options.local, this.validator),
+        onApplied: (segment) => this.notifyApplied(segment),
+        onRestored: (frontierTs) => this.notifyRestored(frontierTs),
+        refreshWhenEmpty: options.refreshWhenEmpty ?? true,
+        ...(options.vouching ? { vouching: options.vouching } : {}),
+      });
+    let report: CatchUpReport;
+    let rebuiltAt: number | null = null;
+    try {
+      report = await run();
+    } catch (error) {
+      // A segment that does not chain to the local copy: the copy may be what diverged (the
+      // bucket was restored from an older copy). If the bucket confirms it, the log is corrupt.
+      if (!hasErrorCode(error, "SEGMENT_CHAIN_BROKEN")) throw error;
+      rebuiltAt = await this.confirmPositionNow(true);
+      if (rebuiltAt === null) throw error;
+      report = await run();
+    }
+    // A skipped leftover is how a local copy with a newer epoch than the bucket's would
+    // skip every new segment: check the epoch against the manifest now.
+    if (rebuiltAt === null && report.segmentsSkipped > 0) {
+      rebuiltAt = await this.confirmPositionNow(false);
+      if (rebuiltAt !== null) report = await run();
+    }
+    if (rebuiltAt !== null) report = { ...report, restoredFromSeqno: report.restoredFromSeqno ?? rebuiltAt };
     this.options.hybridClock.observe(this.validator.position.lastMaxTs);
     if (report.restoredFromSeqno !== null) this.recentWrites.reset(this.validator.position.lastMaxTs);
     await this.followNewerEpoch();
@@ -325,6 +348,108 @@ export class ShardEngine {
     }
   }
 
+  private catchUpOptions(local: LocalStore, validator: LogValidator): CatchUpOptions {
+    return {
+      store: this.options.store,
+      deploymentId: this.options.deploymentId,
+      manifest: this.manifest,
+      local,
+      validator,
+      fetchConcurrency: this.tuning.fetchConcurrency,
+      snapshotFetchConcurrency: this.tuning.snapshotFetchConcurrency,
+      restoreLagSegments: this.tuning.restoreLagSegments,
+      onProgress: (progress) => this.emit({ type: "progress", shard: this.shard, progress }),
+    };
+  }
+
+  /**
+   * Judges a follower's local copy against the manifest it last read (checkLocalPosition),
+   * as `open` does: a tailer calls this on its manifest-read cadence. A bucket restored
+   * from an older copy under a running follower (its local epoch or position above the
+   * manifest's) is rebuilt from the bucket. Resolves the seqno the copy was rebuilt at, or
+   * null when the bucket confirms it (or the engine writes: its copy is the log's tail).
+   */
+  confirmPosition(): Promise<number | null> {
+    return this.serializeCatchUp(async () => {
+      if (this.currentState.kind === "writing" || this.currentState.kind === "closed" || this.acquiring) return null;
+      return this.confirmPositionNow(false);
+    });
+  }
+
+  /**
+   * The check itself, inside the catch-up serialization. Without `thorough`, a position
+   * the cached manifest covers (epoch not above the manifest's, and seqno not above the
+   * tail it knows of or the manifest unchanged since the last check) is taken as confirmed
+   * at no cost; otherwise (a lagging tail hint, mostly) the manifest is re-read and the
+   * bucket asked (one GET). A disagreement is confirmed by
+   * a second manifest read and check (GC may collect the slot between the two reads of
+   * one check) before the copy is rebuilt.
+   */
+  private async confirmPositionNow(thorough: boolean): Promise<number | null> {
+    const covered = (manifest: Manifest) => {
+      const meta = this.options.local.meta();
+      const knownTail = Math.max(manifest.tailHint, ...manifest.fences.map((fence) => fence.seqno));
+      return meta.epoch <= manifest.epoch && (meta.appliedSeqno <= knownTail || this.manifest.currentEtag === this.confirmedEtag);
+    };
+    if (!thorough && covered(this.manifest.current)) return null;
+    let verdict: { readonly manifest: Manifest; readonly reason: string } | null = null;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const manifest = await this.manifest.refresh();
+      if (!thorough && covered(manifest)) return null;
+      const check = await checkLocalPosition(this.options.store, this.options.deploymentId, this.options.local.meta(), manifest);
+      if (check.kind === "agrees") {
+        this.confirmedEtag = this.manifest.currentEtag;
+        return null;
+      }
+      verdict = { manifest, reason: check.reason };
+    }
+    await this.rebuildWhileServing(verdict!.reason, verdict!.manifest);
+    return this.validator.position.nextSeqno - 1;
+  }
+
+  /**
+   * Replaces a local copy the bucket does not confirm with the bucket's state, atomically
+   * for readers (they see the old state, then the bucket's, never an empty or partial
+   * one): the manifest's snapshot restored in place, or, with no snapshot to start from,
+   * the log replayed into a copy beside this one that then replaces it. Catch-up goes on
+   * from there.
+   */
+  private async rebuildWhileServing(reason: string, manifest: Manifest): Promise<void> {
+    this.emit({ type: "local-rebuilt", shard: this.shard, reason });
+    const snapshot = manifest.snapshot;
+    if (snapshot !== null && snapshot.seqno + 1 >= manifest.logStart) {
+      await restoreCurrentSnapshot({ ...this.catchUpOptions(this.options.local, this.validator), onRestored: (frontierTs) => this.notifyRestored(frontierTs) }, manifest, { restores: 0 });
+    } else {
+      await this.rebuildBeside();
+    }
+    this.recentWrites.reset(this.validator.position.lastMaxTs);
+  }
+
+  /** Replays the whole log into a copy beside the local file, then swaps it in (one restore). */
+  private async rebuildBeside(): Promise<void> {
+    const local = this.options.local;
+    const path = local.filePath === ":memory:" ? ":memory:" : `${local.filePath}.rebuild`;
+    removeSqliteFiles(path);
+    const beside = LocalStore.open({ path, shard: this.shard, deploymentId: this.options.deploymentId });
+    try {
+      const validator = new LogValidator(this.shard, positionFromMeta(beside.meta()));
+      await catchUp({ ...this.catchUpOptions(beside, validator), refreshWhenEmpty: true });
+      const cursor = await beside.openDumpCursor();
+      try {
+        const { appliedSeqno, epoch, lastHash, frontierTs } = cursor.meta;
+        // Every row was checked when it was applied to the copy beside.
+        await local.restore(dumpChunks(cursor), { appliedSeqno, epoch, lastHash, frontierTs }, { recordsChecked: true });
+      } finally {
+        cursor.close();
+      }
+    } finally {
+      beside.close();
+      removeSqliteFiles(path);
+    }
+    this.validator.reset(positionFromMeta(local.meta()));
+    this.notifyRestored(local.meta().frontierTs);
+  }
+
   /**
    * Becomes the shard's writer (DESIGN.md §4 acquire): takes the lease with a new epoch,
    * catches up to the tail, creates the fence segment there, verifies it and records
@@ -340,6 +465,9 @@ export class ShardEngine {
     await this.drainFlushes();
     await this.stopDrivers();
     await this.options.beforeAcquire?.();
+    // A local copy the bucket no longer confirms (restored from an older copy while this
+    // node followed it) would put the fence past the bucket's tail, leaving a hole.
+    await this.serializeCatchUp(() => this.confirmPositionNow(false));
     const { clock } = this.options;
     const nodeUrl = this.options.nodeUrl;
     const writer = { nodeId: this.options.nodeId, url: (typeof nodeUrl === "function" ? nodeUrl() : nodeUrl) ?? null };
@@ -1012,6 +1140,15 @@ function durableOrThrow(shard: number, segment: Segment, verdict: CommitVerdict)
         details: { shard, seqno, outcome: "unknown" },
       });
   }
+}
+
+function* dumpChunks(cursor: DumpCursor): Generator<DumpChunk> {
+  for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) yield chunk;
+}
+
+function removeSqliteFiles(path: string): void {
+  if (path === ":memory:") return;
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
 }
 
 function mergeBatches(batches: readonly RecordBatch[]): RecordBatch {

@@ -281,7 +281,7 @@ function needsRestore(manifest: Manifest, nextSeqno: number, restoreLagSegments:
 }
 
 /** Restores the manifest's snapshot (a newer one if it was superseded and collected meanwhile). */
-async function restoreCurrentSnapshot(
+export async function restoreCurrentSnapshot(
   options: CatchUpOptions,
   manifest: Manifest,
   counts: { restores: number },

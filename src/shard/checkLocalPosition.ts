@@ -4,7 +4,7 @@ import type { ObjectStore } from "../objectstore/index.js";
 import { readSegment } from "../segments/index.js";
 
 /**
- * On open (a warm restart), whether the local file's position still describes the
+ * On open (a warm restart), and on a running follower (ShardEngine.confirmPosition), whether the local file's position still describes the
  * bucket's log (DESIGN.md §4 Open). A bucket restored from an older backup while nodes
  * kept their files, or a local file from another copy of the bucket, must not be trusted:
  * a writer would fence past the hole (acknowledged writes invisible to fresh readers), and
@@ -13,7 +13,8 @@ import { readSegment } from "../segments/index.js";
  * The position (appliedSeqno a, epoch, lastHash) agrees when some witness in the bucket
  * confirms it, cheapest first:
  * - the local epoch is not above the manifest's (epochs only grow);
- * - a >= logStart: segment a exists and has the recorded hash;
+ * - a >= logStart: segment a exists and has the recorded hash (or is a leftover of an
+ *   older epoch, which the local copy skipped);
  * - a = logStart - 1: the snapshot is at a with that hash, or segment a+1 chains to it;
  * - a < logStart - 1: a snapshot at or above logStart - 1 exists, and catch-up replaces
  *   the whole local state with it, so nothing of the file survives to be checked.
@@ -38,6 +39,9 @@ export async function checkLocalPosition(
   if (applied >= manifest.logStart) {
     const segment = await read(applied);
     if (segment === null) return disagrees(`the local copy applied segment ${applied}, which the bucket does not hold (was the bucket restored from an older copy?)`);
+    // A fenced writer's leftover the local copy skipped (its hash was never the chain's):
+    // the next valid segment's link to lastHash checks the rest.
+    if (segment.hash !== meta.lastHash && segment.header.epoch < meta.epoch) return AGREES;
     if (segment.hash !== meta.lastHash) return disagrees(`segment ${applied} in the bucket is not the one the local copy applied`);
     return AGREES;
   }

@@ -69,6 +69,12 @@ export interface ReshardOptions {
   readonly tuning?: Partial<ShardEngineTuning>;
   readonly clock?: Clock;
   readonly random?: Random;
+  /**
+   * Runs after the checks and before the lock is taken (nothing written yet); throwing
+   * refuses the reshard. `cairn reshard` refuses here while followers are registered live
+   * (NODES_LIVE): the layout they serve would be retired under them.
+   */
+  readonly beforeLock?: (from: Globals) => Promise<void>;
 }
 
 export type ReshardProgress =
@@ -128,6 +134,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
   }
   const oldStore = generationStore(store, from.generation);
   if (!unchanged) await refuseLiveLeases(oldStore, from, clock.nowMs(), random);
+  if (!unchanged) await options.beforeLock?.(from);
 
   const owner = `reshard-${randomHex(random, 6)}`;
   const lock = await HeldReshardLock.take(store, random, { owner, nowMs: clock.nowMs(), ttlMs: lockTtlMs, toShards: unchanged ? from.numShards : toShards });

@@ -70,6 +70,16 @@ export class SharedQueryRuns {
     return entry.run;
   }
 
+  /**
+   * Forgets every run: the store was replaced as a whole (a restore, or a rebuild after the
+   * bucket went back to an older copy), so a result cached at a ts may no longer be the
+   * state at that ts. A run still in flight settles into nothing (settled finds it gone).
+   */
+  clear(): void {
+    this.runs.clear();
+    this.bytes = 0;
+  }
+
   get stats(): { readonly hits: number; readonly misses: number; readonly entries: number; readonly bytes: number } {
     return { hits: this.hits, misses: this.misses, entries: this.runs.size, bytes: this.bytes };
   }

@@ -186,6 +186,7 @@ export class SyncHandler {
   private replacedAt(ts: number): void {
     this.ts = Math.max(this.ts, ts);
     this.recent.replacedAt(ts);
+    this.shared.clear();
     for (const session of this.owedThrough(this.ts)) session.enqueueCommit(this.ts, [], []);
     for (const session of this.sessions) session.storeReplaced(ts);
     this.frontierReached();
