@@ -33,6 +33,6 @@ export function retiredLayoutGuard(retired: () => LayoutRetired | null, backend:
       refuse();
       return backend.runAction(path, args, options);
     },
-    receipt: (clientId, seq) => backend.receipt(clientId, seq),
+    receipt: (clientId, seq, identity) => backend.receipt(clientId, seq, identity),
   };
 }
