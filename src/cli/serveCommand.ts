@@ -68,7 +68,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     say(`store ${store.description} (conditional writes verified${form})`);
     const nodeId = options.nodeId ?? localNodeId(options.local, systemRandom);
     // Listen before starting: whoever waits for the announcement may signal at once.
-    const stopRequested = stopSignal();
+    const stopRequested = stopSignal(say);
     // A reshard that retires the layout re-opens the node on the new one (same port and id).
     const node = await startNodeAcrossReshards({
       role,
@@ -93,9 +93,9 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     });
     say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks)" : "JWTs verified"}; admin API ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
     if (role !== "writer" && adminKey === null) say("warning: no CAIRN_ADMIN_KEY: this node cannot forward writes to the writer nor take wake hints");
-    say(`node ${nodeId} is the ${node.role()}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync). Ctrl-C stops.`);
-    await stopRequested;
-    say("stopping: draining requests, ending sessions, releasing leases");
+    say(`node ${nodeId} is the ${node.role()}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync), pid ${process.pid}. Ctrl-C or \`kill ${process.pid}\` stops.`);
+    const signal = await stopRequested;
+    say(`stopping (${signal}): draining requests, ending sessions, releasing leases`);
     await node.stop();
   } finally {
     await store.close();
@@ -137,13 +137,23 @@ function tokenVerifier(options: ServeOptions): TokenVerifier | null {
   });
 }
 
-/** Resolves on the first SIGINT or SIGTERM; the handlers are installed when this is called. */
-function stopSignal(): Promise<void> {
-  return new Promise<void>((done) => {
-    const stop = () => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      done();
+/**
+ * Resolves with the first SIGINT or SIGTERM; the handlers are installed when this is
+ * called and stay for the life of the process: a second signal while the node stops
+ * (Ctrl-C reaches both npm and the server, and npm forwards it once more; a supervisor
+ * may repeat its SIGTERM) must not kill it midway, before its leases are handed over.
+ * SIGKILL remains the way to stop it at once.
+ */
+function stopSignal(say: (line: string) => void): Promise<NodeJS.Signals> {
+  return new Promise<NodeJS.Signals>((done) => {
+    let received: NodeJS.Signals | null = null;
+    const stop = (signal: NodeJS.Signals) => {
+      if (received !== null) {
+        say(`${signal}: already stopping (since ${received}); SIGKILL stops at once, without handing the leases over`);
+        return;
+      }
+      received = signal;
+      done(signal);
     };
     process.on("SIGINT", stop);
     process.on("SIGTERM", stop);
