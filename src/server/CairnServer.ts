@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer } from "../base/index.js";
+import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer, ConditionWaiters, SERVER_DRAIN_MS_MAX } from "../base/index.js";
 import { CLOSE_CODES, closeReason, encodeMessage, errorPayload, type SessionConnection, type SyncHandler } from "../sync/index.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import { pathOf } from "./requestPath.js";
@@ -31,8 +31,11 @@ const SOCKET_CLOSE_WAIT_MS = 2_000;
  * and, upgraded at /api/sync, the WebSocket sessions of the sync handler.
  *
  * Lifecycle: listening --stop()--> stopping --> stopped. Stopping refuses new
- * connections and upgrades (503), lets the sync handler drain running requests and end
- * its sessions (FatalError SERVER_STOPPING, close 1001), then closes what is left.
+ * connections, upgrades and requests (503), lets the HTTP requests already running finish
+ * and their answers leave (a forwarded write waits for the writer and for this node's
+ * tail), and beside them lets the sync handler drain its sessions' running requests and
+ * end its sessions (FatalError SERVER_STOPPING, close 1001), both within
+ * SERVER_DRAIN_MS_MAX; then it closes what is left, so no connection keeps the process.
  *
  * Liveness: every socket is pinged each `pingIntervalMs`; one that left PINGS_MISSED_MAX
  * pings in a row unanswered is terminated (its session closes with it).
@@ -48,6 +51,9 @@ export class CairnServer {
   private readonly missedPings = new Map<WebSocket, number>();
   private readonly pinger: Timer;
   private state: "listening" | "stopping" | "stopped" = "listening";
+  /** HTTP requests whose answer has not been sent completely yet. */
+  private requestsRunning = 0;
+  private readonly requestsSettled: ConditionWaiters;
 
   private constructor(
     private readonly options: CairnServerOptions,
@@ -55,6 +61,7 @@ export class CairnServer {
     http: Server,
   ) {
     this.http = http;
+    this.requestsSettled = new ConditionWaiters(options.clock ?? systemClock);
     this.pinger = every(options.clock ?? systemClock, options.pingIntervalMs ?? PING_INTERVAL_MS, () => this.pingAll());
   }
 
@@ -100,7 +107,8 @@ export class CairnServer {
     this.pinger.cancel();
     const httpClosed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
-    await this.options.handler.close();
+    const requestsDone = this.requestsSettled.wait(() => this.requestsRunning === 0, SERVER_DRAIN_MS_MAX);
+    await Promise.all([requestsDone, this.options.handler.close()]);
     await this.socketsClosed();
     for (const socket of this.sockets.clients) socket.terminate();
     this.http.closeAllConnections();
@@ -109,6 +117,14 @@ export class CairnServer {
   }
 
   private async onRequest(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    this.requestsRunning++;
+    // Settled when the answer was sent, or the connection ended without it.
+    response.once("close", () => {
+      this.requestsRunning--;
+      this.requestsSettled.notify();
+    });
+    // The connection is not kept for another request once the server stops.
+    if (this.state !== "listening") response.shouldKeepAlive = false;
     try {
       if (this.state !== "listening") throw new CairnError("SERVER_STOPPING", "the server is stopping");
       const path = pathOf(request.url);

@@ -55,6 +55,8 @@ export interface RouteFailure {
   readonly url: string | null;
   /** The try was abandoned because a newer epoch names another writer: re-route at once. */
   readonly rerouted?: boolean;
+  /** This node is stopping (close): no further try, answer the caller now. */
+  readonly final?: boolean;
 }
 
 /**
@@ -83,6 +85,7 @@ export class WriteForwarder {
   /** Bumped at every route change; waiters for a change compare against it. */
   private routeVersion = 0;
   private readonly routeWaiters: ConditionWaiters;
+  private closed = false;
 
   constructor(private readonly options: WriteForwarderOptions) {
     this.fetch = options.fetch ?? globalThis.fetch;
@@ -101,9 +104,22 @@ export class WriteForwarder {
     this.routeWaiters.notify();
   }
 
+  /**
+   * The node stops (after its server drained): tries still in flight are abandoned and no
+   * new one starts, so nothing this forwarder waits for outlives the node. A mutation
+   * abandoned here may have run: its caller is told so, with its receipt key.
+   */
+  close(): void {
+    this.closed = true;
+    for (const attempt of this.inFlight) attempt.abandon.abort();
+    this.routeVersion++;
+    this.routeWaiters.settleAll();
+  }
+
   /** Resolves once the route changes (writerChanged) or after `timeoutMs`, whichever is first. */
   async routeChange(timeoutMs: number): Promise<void> {
     const seen = this.routeVersion;
+    if (this.closed) return;
     await this.routeWaiters.wait(() => this.routeVersion !== seen, timeoutMs);
   }
 
@@ -138,6 +154,7 @@ export class WriteForwarder {
     if (adminKey === null) {
       throw new CairnError("WRITER_UNAVAILABLE", `this node does not write the shard and forwards ${kind}s to its writer with the deployment's admin key, but none is set: start it with CAIRN_ADMIN_KEY (the writer's)`);
     }
+    if (this.closed) return { kind: "failure", failure: STOPPING };
     let writer = this.options.writer();
     if (reread || writer === null || writer.url === null || writer.nodeId === this.options.selfNodeId) writer = await this.options.refreshWriter();
     const problem = routeProblem(writer, this.options.selfNodeId);
@@ -167,7 +184,7 @@ export class WriteForwarder {
       // unknown, and the receipt key is what makes the retry safe.
       const code = fetchErrorCode(error);
       const neverSent = code !== null && NOT_CONNECTED_CODES.has(code);
-      if (abandoned.aborted) return { kind: "failure", failure: { reason: "abandoned: a newer epoch names another writer", outcomeUnknown: true, url: baseUrl, rerouted: true } };
+      if (abandoned.aborted) return abandonedTry(baseUrl, this.closed);
       const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
       const reason = timedOut ? `no answer within ${timeoutMs / 1000} s` : `${neverSent ? "not reachable" : "connection lost"} (${code ?? describeFetchError(error)})`;
       return { kind: "failure", failure: { reason, outcomeUnknown: !neverSent, url: baseUrl } };
@@ -176,7 +193,7 @@ export class WriteForwarder {
     try {
       body = await response.json();
     } catch {
-      if (abandoned.aborted) return { kind: "failure", failure: { reason: "abandoned: a newer epoch names another writer", outcomeUnknown: true, url: baseUrl, rerouted: true } };
+      if (abandoned.aborted) return abandonedTry(baseUrl, this.closed);
       return { kind: "failure", failure: { reason: `answered HTTP ${response.status} without a JSON body`, outcomeUnknown: true, url: baseUrl } };
     }
     if (response.ok) return { kind: "answer", answer: body as ForwardedAnswer };
@@ -190,6 +207,16 @@ export class WriteForwarder {
     }
     return { kind: "error", error: errorFromPayload(payload) };
   }
+}
+
+/** A try refused because this node is stopping: it was never sent. */
+const STOPPING: RouteFailure = { reason: "this node is stopping", outcomeUnknown: false, url: null, final: true };
+
+/** A try abandoned on the wire: the writer may have run it. */
+function abandonedTry(url: string, stopping: boolean): ForwardAttempt {
+  return stopping
+    ? { kind: "failure", failure: { reason: "abandoned: this node is stopping", outcomeUnknown: true, url, final: true } }
+    : { kind: "failure", failure: { reason: "abandoned: a newer epoch names another writer", outcomeUnknown: true, url, rerouted: true } };
 }
 
 function routeProblem(writer: WriterLocation | null, selfNodeId: string): RouteFailure | null {

@@ -117,7 +117,7 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
       const nowMs = options.clock.monotonicMs();
       leaselessSinceMs = options.writerLeaseLive(shard) ? null : (leaselessSinceMs ?? nowMs);
       const nobodyTookOver = leaselessSinceMs !== null && nowMs - leaselessSinceMs >= options.takeoverWaitMs;
-      if (nobodyTookOver || nowMs - startedMs >= FORWARDED_MUTATION_TIMEOUT_MS) throw forwardUnavailable("mutation", failures, receipt);
+      if (outcome.failure.final === true || nobodyTookOver || nowMs - startedMs >= FORWARDED_MUTATION_TIMEOUT_MS) throw forwardUnavailable("mutation", failures, receipt);
       // Re-routed by a newer epoch: at once. Else after a backoff, cut short by a route change.
       if (outcome.failure.rerouted !== true) await forwarder.routeChange(Math.min(FORWARD_RETRY_BACKOFF_MAX_MS, FORWARD_RETRY_BACKOFF_BASE_MS * 2 ** (attempt - 1)));
     }

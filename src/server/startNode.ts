@@ -206,6 +206,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     const sync = new SyncHandler({ backend, verifier: options.verifier, log, clock, ...(options.frontierWaitMs !== undefined ? { connectFrontierWaitMs: options.frontierWaitMs } : {}) });
     handler = sync;
     stopping.push(() => sync.close(0));
+    // Once the tailers stopped, the frontier never moves again: waits for it end now.
+    stopping.push(async () => sync.frontierFinal());
     // The sync handler hears of every applied segment before anything else does (the
     // tailers' waiters and watermarks come after it: at-least-once invalidation).
     for (const shardEngine of engines) {
@@ -229,6 +231,8 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
         }),
     );
     stopping.push(() => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: true }))).then(() => undefined));
+    // After the server drained: forwards still waiting for a writer are abandoned, not left holding the process.
+    stopping.push(async () => forwarders.forEach((forwarder) => forwarder.close()));
 
     let listPeersNow: (() => void) | null = null;
     const hintsWanted = options.wakeHints ?? true;

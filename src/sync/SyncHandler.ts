@@ -97,6 +97,8 @@ export class SyncHandler {
   private transitionsCommitted = 0;
   private accepting = true;
   private readonly frontierWaiters: ConditionWaiters;
+  /** Set by frontierFinal: nothing moves the frontier any more. */
+  private frontierIsFinal = false;
   private sweeper: Timer | null;
 
   constructor(options: SyncHandlerOptions) {
@@ -206,7 +208,18 @@ export class SyncHandler {
    * or for a client that has seen a newer state than it has.
    */
   waitForTs(ts: number, timeoutMs: number): Promise<boolean> {
+    if (this.frontierIsFinal) return Promise.resolve(this.ts >= ts);
     return this.frontierWaiters.wait(() => this.ts >= ts, timeoutMs);
+  }
+
+  /**
+   * The node stopped following the log (its tailers and engines are stopping): the
+   * frontier will not move again, so every waiter gets its answer now rather than hold
+   * the process until its time limit.
+   */
+  frontierFinal(): void {
+    this.frontierIsFinal = true;
+    this.frontierWaiters.settleAll();
   }
 
   private frontierReached(): void {
