@@ -60,6 +60,8 @@ export const ERROR_CODES = {
   LOCAL_BUSY: "Unavailable",
   LOCAL_CLOSED: "Unavailable",
   LOCAL_FOLD_FAILED: "Unavailable",
+  /** Another live process uses the local directory (its lock file names it): stop it, or use another directory. */
+  LOCAL_DIRECTORY_LOCKED: "Conflict",
   // manifest, log, snapshots
   DEPLOYMENT_MISMATCH: "InvalidInput",
   MANIFEST_INVALID: "Corruption",

@@ -2,8 +2,9 @@ import { resolve } from "node:path";
 import { randomHex, systemClock, systemRandom } from "../base/index.js";
 import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT, planGarbage, type GarbagePlan, type GarbageReport } from "../gc/index.js";
 import { openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
-import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
+import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { ShardedStore } from "../shard/index.js";
+import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { progressReporter } from "./progressReporter.js";
 
 export interface GcOptions {
@@ -40,20 +41,29 @@ export async function gcCommand(options: GcOptions): Promise<void> {
       return;
     }
     await assertConditionalWrites(store);
-    const sharded = await ShardedStore.open({
-      store,
-      localDirectory: resolve(options.local),
-      nodeId: `gc-${randomHex(systemRandom, 6)}`,
-      onEvent: progressReporter((line) => process.stderr.write(`${line}\n`)),
-    });
+    const localLock = await lockLocalDirectory(options.local);
     try {
-      await sharded.acquireAll();
-      for (const engine of sharded.engines) say(describeReport(engine.shard, await engine.collectGarbageNow({ sweep: true })));
+      await collectEveryShard(store, options.local, say);
     } finally {
-      await sharded.close();
+      await localLock.release();
     }
   } finally {
     await store.close();
+  }
+}
+
+async function collectEveryShard(store: ObjectStore, localDirectory: string, say: (line: string) => void): Promise<void> {
+  const sharded = await ShardedStore.open({
+    store,
+    localDirectory: resolve(localDirectory),
+    nodeId: `gc-${randomHex(systemRandom, 6)}`,
+    onEvent: progressReporter((line) => process.stderr.write(`${line}\n`)),
+  });
+  try {
+    await sharded.acquireAll();
+    for (const engine of sharded.engines) say(describeReport(engine.shard, await engine.collectGarbageNow({ sweep: true })));
+  } finally {
+    await sharded.close();
   }
 }
 

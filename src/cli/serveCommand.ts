@@ -1,11 +1,12 @@
 import { fileURLToPath } from "node:url";
 import { CairnError, systemRandom } from "../base/index.js";
 import { isNodeId, NODE_ID_FORM } from "../model/index.js";
-import { loadApp } from "../functions/index.js";
+import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
 import { jwtVerifier, loadJwks, localNodeId, startNodeAcrossReshards, type WebApp } from "../server/index.js";
 import { resolveTuning, type ShardEngineTuning } from "../shard/index.js";
 import type { TokenVerifier } from "../sync/index.js";
+import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { progressReporter } from "./progressReporter.js";
 
 export interface ServeOptions {
@@ -61,6 +62,27 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   const appPath = options.app ?? DEMO_APP_PATH;
   const app = await loadApp(appPath);
   say(`app ${app.source}: ${app.paths.length} function(s): ${app.paths.join(", ")}`);
+  const localLock = await lockLocalDirectory(options.local);
+  try {
+    await serveLocked(options, { app, appPath, role, verifier, engineTuning, adminKey }, say);
+  } finally {
+    await localLock.release();
+  }
+  say("stopped");
+}
+
+/** What serveCommand checked and loaded before it took the local directory. */
+interface ServeInputs {
+  readonly app: App;
+  readonly appPath: string;
+  readonly role: "writer" | "replica" | "standby";
+  readonly verifier: TokenVerifier | null;
+  readonly engineTuning: Partial<ShardEngineTuning> | undefined;
+  readonly adminKey: string | null;
+}
+
+/** The rest of `serve`, while this process holds the local directory. */
+async function serveLocked(options: ServeOptions, { app, appPath, role, verifier, engineTuning, adminKey }: ServeInputs, say: (line: string) => void): Promise<void> {
   const store = await openObjectStore(options.store);
   try {
     const probe = await assertConditionalWrites(store);
@@ -100,7 +122,6 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   } finally {
     await store.close();
   }
-  say("stopped");
 }
 
 function roleOf(options: ServeOptions): "writer" | "replica" | "standby" {

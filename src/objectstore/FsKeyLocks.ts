@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { link, open, readFile, unlink, writeFile } from "node:fs/promises";
+import { link, open, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import {
@@ -8,6 +8,9 @@ import {
   FS_LOCK_POLL_MS_MAX,
   FS_LOCK_STALE_MS,
   FS_LOCK_WAIT_MS_MAX,
+  isProcessGone,
+  ownProcessIdentity,
+  type ProcessIdentity,
   randomHex,
   type Random,
 } from "../base/index.js";
@@ -46,15 +49,7 @@ import {
  *   and no locked step makes an absent key present.
  */
 
-interface LockRecord {
-  readonly pid: number;
-  readonly hostname: string;
-  /**
-   * When the holder process started, to tell it from a later process that reused its
-   * pid: field 22 (`starttime`, clock ticks after boot) of /proc/<pid>/stat on Linux;
-   * null where there is no /proc.
-   */
-  readonly processStartTime: string | null;
+interface LockRecord extends ProcessIdentity {
   readonly acquiredAtMs: number;
   readonly token: string;
 }
@@ -69,11 +64,6 @@ type PresentLock = Exclude<ReadLock, { state: "missing" }>;
 
 const MISSING: ReadLock = { state: "missing" };
 const TOKEN_BYTES = 16;
-/** Fields of /proc/<pid>/stat, counted from field 3 (the first after `(comm)`). */
-const STAT_STATE_INDEX = 3 - 3;
-const STAT_START_TIME_INDEX = 22 - 3;
-/** Process states of a process that exited and will never run again (zombie, dead). */
-const EXITED_STATES = new Set(["Z", "X", "x"]);
 
 export interface HeldLock {
   /** Throws STORE_TRANSIENT if the lock was removed by someone else (nothing was written yet). */
@@ -200,9 +190,7 @@ export class FsKeyLocks {
 
   private async newRecord(): Promise<LockRecord> {
     return {
-      pid: process.pid,
-      hostname: hostname(),
-      processStartTime: await ownProcessStartTime(),
+      ...(await ownProcessIdentity()),
       acquiredAtMs: this.clock.nowMs(),
       token: randomHex(this.random, TOKEN_BYTES),
     };
@@ -210,55 +198,8 @@ export class FsKeyLocks {
 }
 
 /** Whether the holder of `record` has certainly exited; false whenever it cannot be told. */
-async function isHolderGone(record: LockRecord): Promise<boolean> {
-  if (record.hostname !== hostname()) return false;
-  if (!isProcessAlive(record.pid)) return true;
-  const status = await processStatus(record.pid);
-  if (status === null) return false;
-  // A zombie still answers kill(pid, 0) until its parent reaps it, but never runs again.
-  if (EXITED_STATES.has(status.state)) return true;
-  return record.processStartTime !== null && status.startTime !== record.processStartTime;
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the process exists but belongs to another user.
-    return errorCode(error) === "EPERM";
-  }
-}
-
-/**
- * The start time of process `pid` (field 22 of /proc/<pid>/stat), or null where /proc
- * does not exist or the process is gone. Two processes that share a pid never share it.
- */
-export async function processStartTime(pid: number): Promise<string | null> {
-  return (await processStatus(pid))?.startTime ?? null;
-}
-
-/** State (field 3) and start time (field 22) of process `pid`, from /proc; null without one. */
-async function processStatus(pid: number): Promise<{ state: string; startTime: string } | null> {
-  let text: string;
-  try {
-    text = await readFile(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return null;
-  }
-  // The command name (field 2) is parenthesized and may itself hold spaces and ")".
-  const fields = text.slice(text.lastIndexOf(")") + 1).trim().split(" ");
-  const state = fields[STAT_STATE_INDEX];
-  const startTime = fields[STAT_START_TIME_INDEX];
-  if (state === undefined || startTime === undefined || !/^[0-9]+$/.test(startTime)) return null;
-  return { state, startTime };
-}
-
-let ownStartTime: Promise<string | null> | undefined;
-
-function ownProcessStartTime(): Promise<string | null> {
-  ownStartTime ??= processStartTime(process.pid);
-  return ownStartTime;
+function isHolderGone(record: LockRecord): Promise<boolean> {
+  return isProcessGone(record);
 }
 
 function parseRecord(text: string): LockRecord | null {
