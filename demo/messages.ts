@@ -1,4 +1,4 @@
-import { v } from "../src/functions/index.js";
+import { AppError, v } from "../src/functions/index.js";
 import { mutation, query } from "./functions.js";
 
 const BODY_CHARS_MAX = 2_000;
@@ -29,8 +29,8 @@ export const page = query({
 export const send = mutation({
   args: { channel: v.string(), author: v.string(), body: v.string() },
   handler: async (ctx, { channel, author, body }) => {
-    if (body.trim().length === 0) throw new Error("a message needs a body");
-    if (body.length > BODY_CHARS_MAX) throw new Error(`a message is at most ${BODY_CHARS_MAX} characters`);
+    if (body.trim().length === 0) throw new AppError("a message needs a body");
+    if (body.length > BODY_CHARS_MAX) throw new AppError(`a message is at most ${BODY_CHARS_MAX} characters`);
     return ctx.db.insert("messages", { channel, author, body });
   },
 });

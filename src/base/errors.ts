@@ -94,8 +94,13 @@ export const ERROR_CODES = {
   SCHEMA_CATALOG_INVALID: "Corruption",
   APP_LOAD_FAILED: "InvalidInput",
   FUNCTION_NOT_FOUND: "InvalidInput",
-  /** The function's own code threw: its input or its logic is wrong; a retry runs it again the same way. */
-  FUNCTION_FAILED: "InvalidInput",
+  /**
+   * The function's own code threw something other than a deliberate error (a bug, an
+   * unexpected state): the client learns only the request id; the server logs the stack.
+   */
+  FUNCTION_FAILED: "Internal",
+  /** The function threw a deliberate error (AppError), with the data it attached for the client. */
+  APP_ERROR: "InvalidInput",
   /** The handler ran past its time limit; the call failed and wrote nothing. */
   FUNCTION_TIMEOUT: "InvalidInput",
   DOCUMENT_NOT_FOUND: "InvalidInput",
@@ -157,12 +162,16 @@ export interface CairnErrorOptions {
   readonly cause?: unknown;
   /** Structured context for logs and tests (key, seqno, etag …). */
   readonly details?: Readonly<Record<string, unknown>>;
+  /** What an app attached to a deliberate error (AppError): a value that travels to the client as it is. */
+  readonly data?: unknown;
 }
 
 export class CairnError extends Error {
   readonly code: ErrorCode;
   readonly kind: ErrorKind;
   readonly details: Readonly<Record<string, unknown>>;
+  /** An app's structured data for the client (APP_ERROR); undefined for every other error. */
+  readonly data: unknown;
 
   constructor(code: ErrorCode, message: string, options: CairnErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -170,6 +179,7 @@ export class CairnError extends Error {
     this.code = code;
     this.kind = ERROR_CODES[code];
     this.details = options.details ?? {};
+    this.data = options.data;
   }
 
   /** Whether the same call may succeed if repeated later unchanged. */

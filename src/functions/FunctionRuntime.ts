@@ -9,6 +9,7 @@ import {
   FUNCTION_WATCHDOG_INTERVAL_MS,
   MUTATION_ATTEMPTS_MAX,
   MUTATION_BACKOFF_MAX_MS,
+  randomHex,
   SeededRandom,
   systemRandom,
   type Random,
@@ -27,6 +28,7 @@ import { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
 import { routeOfValue } from "./routing.js";
+import { currentFunctionCall, prefixConsoleInFunctions, runAsFunctionCall } from "./functionCalls.js";
 
 /**
  * Runs an app's functions against the deployment's shards (DESIGN.md §7, §10).
@@ -70,8 +72,9 @@ import { routeOfValue } from "./routing.js";
  *   ones too) through the runtime.
  *
  * Errors are CairnErrors with stable codes: FUNCTION_NOT_FOUND, INVALID_ARGUMENT (naming
- * the bad field's path), FUNCTION_FAILED (the handler threw something that is not a
- * CairnError), FUNCTION_TIMEOUT, WRITE_CONFLICT (attempts exhausted), or what a database call or the engine
+ * the bad field's path), APP_ERROR (the handler's deliberate AppError, with its data),
+ * FUNCTION_FAILED (the handler threw anything else: an Internal error naming only the
+ * call's request id; the stack is logged), FUNCTION_TIMEOUT, WRITE_CONFLICT (attempts exhausted), or what a database call or the engine
  * raised. A mutation that fails writes nothing.
  */
 export interface ShardAccess {
@@ -100,6 +103,8 @@ export interface FunctionRuntimeOptions {
   readonly functionRunMsMax?: number;
   /** Longest run of an action handler (default ACTION_RUN_MS_MAX). */
   readonly actionRunMsMax?: number;
+  /** Where a function's failure is logged with its stack and request id (default: stderr). */
+  readonly log?: (line: string) => void;
 }
 
 export interface CallOptions {
@@ -161,6 +166,8 @@ export interface ActionRun {
 }
 
 const CLIENT_ID_CHARS_MAX = 256;
+/** A call's request id: 8 random bytes, unique enough to find one call in a log. */
+const REQUEST_ID_BYTES = 8;
 
 /** The lane a mutation runs on, and the route of its shardBy value (null: none, or not needed; see placementOf). */
 interface Placement {
@@ -194,6 +201,7 @@ export class FunctionRuntime {
   /** Handlers running now, with their deadlines on the monotonic clock; one watchdog loop checks them. */
   private readonly running = new Set<{ readonly deadlineMs: number; readonly expire: () => void }>();
   private watchdog: Promise<void> | null = null;
+  private readonly log: (line: string) => void;
 
   constructor(options: FunctionRuntimeOptions) {
     this.app = options.app;
@@ -204,6 +212,8 @@ export class FunctionRuntime {
     this.random = options.random ?? systemRandom;
     this.functionRunMsMax = checkDuration(options.functionRunMsMax ?? FUNCTION_RUN_MS_MAX, "functionRunMsMax");
     this.actionRunMsMax = checkDuration(options.actionRunMsMax ?? ACTION_RUN_MS_MAX, "actionRunMsMax");
+    this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    prefixConsoleInFunctions();
   }
 
   get shardCount(): number {
@@ -264,7 +274,11 @@ export class FunctionRuntime {
    * subscription whose query threw must re-run when what it read before throwing changes
    * (the failure may depend on it). Never rejects for the query's own errors.
    */
-  async runQueryRecorded(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<RecordedQueryRun> {
+  runQueryRecorded(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<RecordedQueryRun> {
+    return runAsFunctionCall(path, () => this.newRequestId(), () => this.runQueryRecordedInCall(path, args, options));
+  }
+
+  private async runQueryRecordedInCall(path: string, args: unknown, options: QueryCallOptions): Promise<RecordedQueryRun> {
     const readTs = options.readTs ?? this.shards.readTs;
     const recorder = new ReadRecorder();
     try {
@@ -280,7 +294,11 @@ export class FunctionRuntime {
     }
   }
 
-  async runMutation(path: string, args: unknown = {}, options: MutationCallOptions = {}): Promise<MutationRun> {
+  runMutation(path: string, args: unknown = {}, options: MutationCallOptions = {}): Promise<MutationRun> {
+    return runAsFunctionCall(path, () => this.newRequestId(), () => this.runMutationInCall(path, args, options));
+  }
+
+  private async runMutationInCall(path: string, args: unknown, options: MutationCallOptions): Promise<MutationRun> {
     const fn = this.app.lookup(path, "mutation", { internal: options.internal === true });
     const checkedArgs = this.validateArgs(fn, args);
     const receiptKey = checkReceiptKey(options);
@@ -299,7 +317,11 @@ export class FunctionRuntime {
     }
   }
 
-  async runAction(path: string, args: unknown = {}, options: CallOptions = {}): Promise<ActionRun> {
+  runAction(path: string, args: unknown = {}, options: CallOptions = {}): Promise<ActionRun> {
+    return runAsFunctionCall(path, () => this.newRequestId(), () => this.runActionInCall(path, args, options));
+  }
+
+  private async runActionInCall(path: string, args: unknown, options: CallOptions): Promise<ActionRun> {
     const fn = this.app.lookup(path, "action", { internal: options.internal === true });
     const checkedArgs = this.validateArgs(fn, args);
     const inner = { identity: options.identity ?? null, internal: true };
@@ -565,16 +587,25 @@ export class FunctionRuntime {
     return validateWith(fn.args, args, { noun: "argument", root: "args" }, this.catalog.tableNumberOf);
   }
 
-  /** Runs the handler and checks its result; a throw that is not a CairnError becomes FUNCTION_FAILED. */
+  private newRequestId(): string {
+    return randomHex(this.random, REQUEST_ID_BYTES);
+  }
+
+  /**
+   * Runs the handler and checks its result. Its deliberate errors (AppError, or Cairn's
+   * own errors from a database call) go to the caller as they are; anything else it
+   * throws is a failure of the function (FUNCTION_FAILED): its stack is logged here under
+   * the call's request id, and the caller learns that id and nothing of the internals.
+   */
   private async runHandler(path: string, fn: AnyFunction, ctx: object, args: unknown, reads: SnapshotReads | null): Promise<Value> {
     let result: unknown;
     try {
       const run = Promise.resolve((fn.handler as (ctx: object, args: unknown) => unknown)(ctx, args));
       result = await this.withinTimeLimit(run, fn.kind === "action" ? this.actionRunMsMax : this.functionRunMsMax, path);
     } catch (error) {
-      if (isCairnError(error)) throw error;
-      const message = error instanceof Error ? error.message : String(error);
-      throw new CairnError("FUNCTION_FAILED", `${path} threw: ${message}`, { cause: error, details: { path } });
+      if (isCairnError(error) && !hasErrorCode(error, "APP_ERROR")) throw error;
+      if (hasErrorCode(error, "APP_ERROR") && isValue((error as CairnError).data)) throw error;
+      throw this.functionFailed(path, error);
     } finally {
       reads?.finish();
     }
@@ -586,6 +617,18 @@ export class FunctionRuntime {
       throw new CairnError("INVALID_ARGUMENT", `invalid return value of ${path}: ${(error as Error).message}`, { cause: error, details: { path } });
     }
     return value;
+  }
+
+  /** Logs what `path` threw (its stack) under the call's request id; the error the caller gets names only that id. */
+  private functionFailed(path: string, thrown: unknown): CairnError {
+    const requestId = currentFunctionCall()?.requestId ?? this.newRequestId();
+    const what = hasErrorCode(thrown, "APP_ERROR") ? "threw an AppError whose data is not a Cairn value: " : "";
+    const stack = thrown instanceof Error ? (thrown.stack ?? `${thrown.name}: ${thrown.message}`) : `a non-Error value: ${String(thrown)}`;
+    this.log(`function ${path} failed (request ${requestId}): ${what}${stack}`);
+    return new CairnError("FUNCTION_FAILED", `${path} failed; request id ${requestId} (the server's log has the details)`, {
+      cause: thrown,
+      details: { path, requestId },
+    });
   }
 }
 
@@ -695,6 +738,15 @@ function seededFloats(random: Random, seed: { value: number | null } | null): ()
     }
     return seeded.float();
   };
+}
+
+function isValue(data: unknown): boolean {
+  try {
+    validateValue(data);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function isCairnError(error: unknown): boolean {

@@ -35,6 +35,7 @@ export {
 export type { PaginationOptions, PaginationResult, QueryChain } from "./QueryChain.js";
 export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 export { App, type AppModule } from "./App.js";
+export { AppError } from "./AppError.js";
 export { loadApp } from "./loadApp.js";
 export { Catalog, planCatalog, readCatalog, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
 export { backfillIndexes, type BackfillProgress } from "./backfillIndexes.js";

@@ -158,7 +158,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     const catalog: Catalog = role === "writer" ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
     log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);
     const engines = sharded.engines;
-    const runtime = new FunctionRuntime({ app, catalog, shards: { shards: engines, get readTs() { return sharded.readTs; } } });
+    const runtime = new FunctionRuntime({ app, catalog, log, shards: { shards: engines, get readTs() { return sharded.readTs; } } });
     log(`functions run on ${engines.length} shard(s); tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number}${table.shardKey === null ? "" : `, sharded by ${table.shardKey}`})`).join(", ")}`);
     const local = runtimeBackend(sharded.deploymentId, runtime, sharded);
     const forwarders = engines.map(

@@ -10,6 +10,7 @@ import {
   SESSION_TOPICS_MAX,
   TOPIC_CHARS_MAX,
 } from "../base/index.js";
+import { decodeValue, encodeValue, type Value } from "../model/index.js";
 
 /**
  * The sync protocol (DESIGN.md §8): JSON text frames over one WebSocket, each a tagged
@@ -41,6 +42,8 @@ export const errorPayloadSchema = z.strictObject({
   kind: z.string().min(1),
   message: z.string(),
   details: z.record(z.string(), z.unknown()).optional(),
+  /** An app's deliberate error (APP_ERROR): the data it attached, in Cairn's JSON value encoding. */
+  data: json.optional(),
 });
 export type ErrorPayload = z.infer<typeof errorPayloadSchema>;
 
@@ -236,6 +239,7 @@ export function errorPayload(error: unknown): ErrorPayload {
       kind,
       message: kind === "Internal" ? INTERNAL_ERROR_MESSAGE : String(cairn.message),
       ...(details !== undefined ? { details } : {}),
+      ...wireData(cairn.data),
     };
   }
   return { code: "INTERNAL", kind: "Internal", message: INTERNAL_ERROR_MESSAGE };
@@ -249,7 +253,30 @@ export function isInternalError(error: unknown): boolean {
 /** Rebuilds a CairnError from its wire form (an unknown code becomes INTERNAL, keeping the message). */
 export function errorFromPayload(payload: ErrorPayload): CairnError {
   const code = (payload.code in ERROR_CODES ? payload.code : "INTERNAL") as ErrorCode;
-  return new CairnError(code, payload.message, payload.details ? { details: payload.details } : {});
+  return new CairnError(code, payload.message, {
+    ...(payload.details ? { details: payload.details } : {}),
+    ...dataOfWire(payload.data),
+  });
+}
+
+/** An app error's data in the value encoding; data that is not a value stays on the server (the runtime checks it first). */
+function wireData(data: unknown): { data?: unknown } {
+  if (data === undefined) return {};
+  try {
+    return { data: encodeValue(data as Value) };
+  } catch {
+    return {};
+  }
+}
+
+/** The data of an error off the wire, decoded; data that does not decode is left out (the code and message still tell). */
+function dataOfWire(data: unknown): { data?: Value } {
+  if (data === undefined) return {};
+  try {
+    return { data: decodeValue(data) };
+  } catch {
+    return {};
+  }
 }
 
 /** Details that are plain JSON travel (paths, limits); anything else stays on the server. */

@@ -30,7 +30,7 @@ describe("the demo app", () => {
     const second = (await runtime.runQuery("messages:page", { channel: "general", cursor: first.continueCursor, numItems: 2 })).value as { page: { body: string }[]; isDone: boolean };
     expect([...first.page, ...second.page].map((message) => message.body)).toEqual(["hello", "how are you?", "fine"]);
     expect(second.isDone).toBe(true);
-    await expect(runtime.runMutation("messages:send", { channel: "general", author: "ada", body: "   " })).rejects.toMatchObject({ code: "FUNCTION_FAILED" });
+    await expect(runtime.runMutation("messages:send", { channel: "general", author: "ada", body: "   " })).rejects.toMatchObject({ code: "APP_ERROR", data: "a message needs a body" });
     await Promise.all(Array.from({ length: 10 }, () => runtime.runMutation("counters:increment", { name: "visits" })));
     expect((await runtime.runQuery("counters:get", { name: "visits" })).value).toBe(10);
   });

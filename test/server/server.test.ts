@@ -52,7 +52,7 @@ describe("the server", () => {
     expect(await post(server.url, "/api/query", { path: "nope:none" })).toMatchObject({ status: 404, body: { error: { code: "FUNCTION_NOT_FOUND" } } });
     expect(await post(server.url, "/api/query", "{oops")).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
     expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: 1 } })).toMatchObject({ status: 400, body: { error: { code: "INVALID_ARGUMENT" } } });
-    expect(await post(server.url, "/api/mutation", { path: "notes:fail" })).toMatchObject({ status: 400, body: { error: { code: "FUNCTION_FAILED" } } });
+    expect(await post(server.url, "/api/mutation", { path: "notes:fail" })).toMatchObject({ status: 500, body: { error: { code: "FUNCTION_FAILED", kind: "Internal" } } });
     expect(await post(server.url, "/api/mutation", "x".repeat(17 * 1024 * 1024))).toMatchObject({ status: 413, body: { error: { code: "MESSAGE_TOO_LARGE" } } });
     expect(await post(server.url, "/api/admin/query", { path: "notes:list", args: { channel: "h" } })).toMatchObject({ status: 403, body: { error: { code: "FORBIDDEN" } } });
     const missing = await fetch(new URL("/nowhere", server.url));
