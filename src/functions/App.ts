@@ -37,6 +37,14 @@ export class App {
     const functions = new Map<string, AnyFunction>();
     for (const [moduleName, members] of Object.entries(map)) {
       if (!MODULE_NAME.test(moduleName)) throw appInvalid(source, `module name ${JSON.stringify(moduleName)} is not an identifier path`);
+      // A flat map ({ list, send }) would otherwise be read as modules of no functions, and served as an app of none.
+      if (isRegisteredFunction(members)) {
+        throw appInvalid(
+          source,
+          `functions.${moduleName} is a ${members.kind}, not a module: group functions in modules, ` +
+            `e.g. \`export const functions = { messages: { ${moduleName}, … } }\` (called as "messages:${moduleName}")`,
+        );
+      }
       if (typeof members !== "object" || members === null) throw appInvalid(source, `functions.${moduleName} must be an object of functions`);
       for (const [name, member] of Object.entries(members as Record<string, unknown>)) {
         if (!isRegisteredFunction(member)) continue;
