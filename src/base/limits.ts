@@ -347,6 +347,14 @@ export const SYNC_SHARED_RESULTS_MAX = 10_000;
  * ~6 KiB; a bigger result is evicted sooner and at worst runs once per session.
  */
 export const SYNC_SHARED_RESULTS_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * A follower reports replay progress ("replaying segment N") only while it is at least
+ * this many segments behind the log's tail hint: catching up after a start or a pause
+ * takes seconds and deserves a line now and then, while a replica that keeps up applies
+ * every commit as it lands and logs nothing per segment (a busy deployment writes
+ * several segments a second).
+ */
+export const CATCH_UP_PROGRESS_LAG_SEGMENTS_MIN = 100;
 /** How long a stopping server waits for running requests before it closes the sockets. */
 export const SERVER_DRAIN_MS_MAX = 10_000;
 

@@ -1,9 +1,9 @@
-import { systemClock, type Clock } from "../base/index.js";
+import { CATCH_UP_PROGRESS_LAG_SEGMENTS_MIN, systemClock, type Clock } from "../base/index.js";
 import type { EngineEvent } from "../shard/index.js";
 
 /**
  * Prints engine events for a person at a terminal: progress of long work (restore,
- * replay, snapshot) at most once per interval, and every lifecycle change.
+ * replay while far behind, snapshot) at most once per interval, and every lifecycle change.
  */
 const PROGRESS_INTERVAL_MS = 500;
 
@@ -29,7 +29,8 @@ export function progressReporter(write: (line: string) => void, clock: Clock = s
             `shard ${event.shard}: restoring snapshot ${progress.seqno}: part ${progress.partsDone}/${progress.parts}, ` +
               `${progress.documents}/${progress.documentsTotal} documents`,
           );
-        } else {
+        } else if (progress.tailHint - progress.seqno >= CATCH_UP_PROGRESS_LAG_SEGMENTS_MIN) {
+          // Only while catching up: a follower that keeps up applies every segment as it lands.
           progressLine(`shard ${event.shard}: replaying segment ${progress.seqno} (tail hint ${progress.tailHint})`);
         }
         return;
