@@ -45,18 +45,20 @@ export async function reshardCommand(options: ReshardCommandOptions): Promise<vo
       },
       options.heapMib ?? RESHARD_HEAP_MIB_DEFAULT,
       (progress) => bar.update(progress),
+      (shardedTables) => bar.plan(shardedTables),
     );
     bar.done();
     if (!report.changed) {
       say(`the deployment already has ${report.toShards} shard(s): nothing to do${report.objectsDeleted > 0 ? ` (deleted ${report.objectsDeleted} leftover object(s))` : ""}`);
       return;
     }
-    say(
-      `resharded ${report.fromShards} → ${report.toShards} shard(s): ${report.documents} document(s) in layout generation ${report.generation}; ` +
-        `deleted ${report.objectsDeleted} object(s) of the old layout`,
-    );
-    for (const [shard, lane] of report.lanes.entries()) {
-      say(`shard ${shard}: ${lane.documents} document(s), ${lane.indexEntries} index entries, ${lane.receipts} receipt(s)`);
+    if (bar.movesNothing) {
+      say(
+        `resharded ${report.fromShards} → ${report.toShards} shard(s): nothing moved: no table has a shard key, so all ${report.documents} document(s) stay on shard 0 ` +
+          `(layout generation ${report.generation}); deleted ${report.objectsDeleted} object(s) of the old layout`,
+      );
+    } else {
+      sayLanes(report, say);
     }
     if (report.cleanupError !== null) {
       process.stderr.write(
@@ -69,12 +71,29 @@ export async function reshardCommand(options: ReshardCommandOptions): Promise<vo
   }
 }
 
-function runInWorker(data: ReshardWorkerData, heapMib: number, onProgress: (progress: ReshardProgress) => void): Promise<ReshardReport> {
+/** What a reshard that moved documents did, shard by shard. */
+function sayLanes(report: ReshardReport, say: (line: string) => void): void {
+  say(
+    `resharded ${report.fromShards} → ${report.toShards} shard(s): ${report.documents} document(s) in layout generation ${report.generation}; ` +
+      `deleted ${report.objectsDeleted} object(s) of the old layout`,
+  );
+  for (const [shard, lane] of report.lanes.entries()) {
+    say(`shard ${shard}: ${lane.documents} document(s), ${lane.indexEntries} index entries, ${lane.receipts} receipt(s)`);
+  }
+}
+
+function runInWorker(
+  data: ReshardWorkerData,
+  heapMib: number,
+  onProgress: (progress: ReshardProgress) => void,
+  onPlan: (shardedTables: readonly string[]) => void,
+): Promise<ReshardReport> {
   const worker = new Worker(new URL("./reshardThread.mjs", import.meta.url), { workerData: data, resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: 16 } });
   return new Promise((resolve, reject) => {
     let settled = false;
     worker.on("message", (message: ReshardWorkerMessage) => {
       if (message.type === "progress") return onProgress(message.progress);
+      if (message.type === "plan") return onPlan(message.shardedTables);
       settled = true;
       if (message.type === "done") resolve(message.report);
       else reject(new CairnError((message.code ?? "INTERNAL") as ErrorCode, message.message, { details: (message.details ?? {}) as Record<string, unknown> }));
@@ -100,6 +119,8 @@ class ProgressBar {
   private readonly line: (text: string) => void;
   private drawn = false;
   private documentsRead = 0;
+  /** No table has a shard key: every document stays on shard 0, and the other new shards are empty. */
+  movesNothing = false;
 
   constructor(private readonly stream: NodeJS.WriteStream) {
     const throttledLine = throttled((text) => stream.write(`${text}\n`));
@@ -111,10 +132,18 @@ class ProgressBar {
       : throttledLine;
   }
 
+  /** What the worker found before it started: the tables that route by a shard key. */
+  plan(shardedTables: readonly string[]): void {
+    this.movesNothing = shardedTables.length === 0;
+  }
+
   update(progress: ReshardProgress): void {
+    // Nothing moves: no progress of the empty new shards, only of shard 0's copy.
+    if (this.movesNothing && (progress.phase === "write" || progress.phase === "written") && progress.shard > 0) return;
     switch (progress.phase) {
       case "lock":
         this.event(`reshard: lock taken; writing layout generation ${progress.generation}`);
+        if (this.movesNothing) this.event("reshard: no table has a shard key: every document stays on shard 0 and nothing moves between shards; the new shards start empty");
         return;
       case "read":
         this.documentsRead += progress.documents;

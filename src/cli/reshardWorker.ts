@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { systemClock, systemRandom } from "../base/index.js";
+import { schemaCatalogObject } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
 import { reshardObjectStore } from "../shard/index.js";
 import { refuseLiveNodes } from "./refuseLiveNodes.js";
@@ -19,6 +20,8 @@ export interface ReshardWorkerData {
 }
 
 export type ReshardWorkerMessage =
+  /** Before the reshard: the tables that have a shard key (none: every document stays on shard 0). */
+  | { readonly type: "plan"; readonly shardedTables: readonly string[] }
   | { readonly type: "progress"; readonly progress: import("../shard/index.js").ReshardProgress }
   | { readonly type: "done"; readonly report: import("../shard/index.js").ReshardReport }
   | { readonly type: "failed"; readonly code: string | null; readonly message: string; readonly details: unknown };
@@ -30,6 +33,8 @@ let store: Awaited<ReturnType<typeof openObjectStore>> | null = null;
 try {
   store = await openObjectStore(data.storeUrl);
   await assertConditionalWrites(store);
+  const catalog = (await schemaCatalogObject(store, systemRandom).read())?.value ?? null;
+  post({ type: "plan", shardedTables: (catalog?.tables ?? []).filter((table) => table.shardKey !== null).map((table) => table.name) });
   const report = await reshardObjectStore({
     store,
     toShards: data.toShards,
