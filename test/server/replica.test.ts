@@ -336,11 +336,12 @@ describe("a replica over a directory bucket, tried where it breaks", () => {
     for (let i = 0; i < 3; i++) await writing.mutation(api.notes.add, { channel: "r", body: `b${i}` });
     const second = await serve(deployment, "restart-r", ["--replica"]);
     await eventually(async () => (await notes(second, "r")).length === 8);
-    // It read only what came after its file's position.
-    const replayed = [...second.output.matchAll(/replaying segment (\d+)/g)].map((match) => Number(match[1]));
-    expect(replayed.length).toBeGreaterThan(0);
-    expect(Math.min(...replayed)).toBe(applied + 1);
+    // It read on from its file's position (no restore, no replay from the start; a
+    // follower this close to the tail prints no per-segment progress).
     expect(second.output).toContain(`local copy through seqno ${applied}`);
+    const caughtUp = Number(/shard 0: caught up through seqno (\d+)/.exec(second.output)?.[1]);
+    expect(caughtUp).toBeGreaterThanOrEqual(applied + 3);
+    expect(second.output).not.toMatch(/restored the snapshot|replaying segment/);
   });
 
   it("refuses a store with no deployment, with a clear error", async () => {
