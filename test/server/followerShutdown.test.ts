@@ -9,12 +9,19 @@
  * client gets its write's successful answer (before, the HTTP calls were cut) — each
  * write is applied exactly once, and the replica prints "stopped" and exits 0 (before, it
  * lingered ~10 s after "stopped", waiting for writes it had cut).
+ *
+ * And past the drain's bound: a forward still waiting for a writer that does not answer
+ * (a socket that never responds) when its node stops is abandoned at once, its caller
+ * told that the outcome is unknown and given the receipt key, and nothing waits on.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { systemClock } from "../../src/base/clock.js";
+import { WriteForwarder } from "../../src/server/WriteForwarder.js";
 import { ServeProcess } from "./serveProcess.js";
 
 const ADMIN_KEY = "follower-shutdown-admin-key";
@@ -148,5 +155,37 @@ describe("a follower stopped while it forwards writes", () => {
     // Each write applied exactly once (read on the writer).
     expect(await notes(writer)).toEqual(expected.sort());
     expect(await writer.stop()).toBe(0);
+  });
+});
+
+describe("a forwarder whose node stops", () => {
+  it("abandons a forward the writer never answers, saying the outcome is unknown, and starts no other", { timeout: 30_000 }, async () => {
+    // A writer that takes the request and never answers.
+    let received = false;
+    const silent: Server = createServer(() => {
+      received = true;
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}/`;
+    const forwarder = new WriteForwarder({
+      adminKey: ADMIN_KEY,
+      selfNodeId: "replica",
+      clock: systemClock,
+      writer: () => ({ nodeId: "writer", url }),
+      refreshWriter: async () => ({ nodeId: "writer", url }),
+    });
+    try {
+      const call = { path: "notes:add", args: { channel: "c", body: "x" }, identity: null, clientId: "c1", seq: 7 };
+      const attempt = forwarder.attemptMutation(call, 60_000, false);
+      const routeChange = forwarder.routeChange(60_000);
+      await until("the writer has the request", () => received);
+      forwarder.close();
+      expect(await attempt).toMatchObject({ kind: "failure", failure: { outcomeUnknown: true, final: true, reason: "abandoned: this node is stopping" } });
+      await routeChange;
+      expect(await forwarder.attemptMutation(call, 60_000, false)).toMatchObject({ kind: "failure", failure: { outcomeUnknown: false, final: true } });
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
