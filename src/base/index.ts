@@ -22,7 +22,5 @@ export {
 // Every bound is public: a layer names the one it enforces.
 export * from "./limits.js";
 export { prefetchInOrder } from "./prefetchInOrder.js";
-export { isProcessGone, ownProcessIdentity, processStartTime, type ProcessIdentity } from "./processLiveness.js";
-export { ProcessLockFile } from "./ProcessLockFile.js";
 export { randomHex, randomInt, SeededRandom, systemRandom, type Random } from "./random.js";
 export { yieldToEventLoop } from "./yieldToEventLoop.js";

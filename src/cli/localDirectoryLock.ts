@@ -1,5 +1,6 @@
 import { join, resolve } from "node:path";
-import { ProcessLockFile, systemClock, systemRandom } from "../base/index.js";
+import { systemClock, systemRandom } from "../base/index.js";
+import { ProcessLockFile } from "../objectstore/index.js";
 
 /** The lock file in a node's --local directory. */
 export const LOCAL_DIRECTORY_LOCK_FILE = "cairn.lock";

@@ -8,12 +8,10 @@ import {
   FS_LOCK_POLL_MS_MAX,
   FS_LOCK_STALE_MS,
   FS_LOCK_WAIT_MS_MAX,
-  isProcessGone,
-  ownProcessIdentity,
-  type ProcessIdentity,
   randomHex,
   type Random,
 } from "../base/index.js";
+import { isProcessGone, ownProcessIdentity, type ProcessIdentity } from "./processLiveness.js";
 
 /**
  * Per-key mutual exclusion between processes sharing one directory store.

@@ -20,3 +20,5 @@ export { assertConditionalWrites, PROBE_PREFIX, type ConditionalWritesReport } f
 export { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";
 export { ObservedObjectStore, type StoreCall, type StoreOperation } from "./ObservedObjectStore.js";
 export { PrefixedObjectStore } from "./PrefixedObjectStore.js";
+// A directory used by one process at a time (a node's --local), on this machine's process liveness.
+export { ProcessLockFile } from "./ProcessLockFile.js";

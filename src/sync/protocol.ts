@@ -10,7 +10,9 @@ import {
   SESSION_TOPICS_MAX,
   TOPIC_CHARS_MAX,
 } from "../base/index.js";
-import { decodeValue, encodeValue, type Value } from "../model/index.js";
+// Browser-safe modules, not model/index.ts: this module is bundled with the client.
+import type { Value } from "../model/Value.js";
+import { decodeValue, encodeValue } from "../model/ValueJson.js";
 
 /**
  * The sync protocol (DESIGN.md §8): JSON text frames over one WebSocket, each a tagged

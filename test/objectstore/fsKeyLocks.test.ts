@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/base/clock.js";
 import { FS_LOCK_STALE_MS, FS_LOCK_WAIT_MS_MAX } from "../../src/base/limits.js";
-import { processStartTime } from "../../src/base/processLiveness.js";
+import { processStartTime } from "../../src/objectstore/processLiveness.js";
 import { FsObjectStore } from "../../src/objectstore/FsObjectStore.js";
 import { eventually, Gate } from "../support/Gate.js";
 import { SkewedClock } from "../support/SkewedClock.js";

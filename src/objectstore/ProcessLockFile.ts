@@ -1,9 +1,7 @@
 import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import type { Clock } from "./clock.js";
-import { CairnError } from "./errors.js";
+import { CairnError, randomHex, type Clock, type Random } from "../base/index.js";
 import { isProcessGone, ownProcessIdentity, type ProcessIdentity } from "./processLiveness.js";
-import { randomHex, type Random } from "./random.js";
 
 /**
  * A file that says one process uses a directory (a node's local directory: its SQLite
