@@ -225,10 +225,11 @@ function parseWith<T>(schema: z.ZodType<T>, text: string, side: string): T {
 export const INTERNAL_ERROR_MESSAGE = "internal error (details are in the server's log)";
 
 /**
- * The wire form of an error: code, kind and message (and details a client may use). An
- * error of kind Internal — a bug, or anything that is not a CairnError — keeps its
- * message on the server (callers log it: see `isInternalError`): it may hold paths,
- * keys or stack text a client must not see.
+ * The wire form of an error: code, kind and message (and details a client may use, and
+ * an app error's data). An error of kind Internal — a bug, or anything that is not a
+ * CairnError — keeps its message on the server (callers log it: see `isInternalError`):
+ * it may hold paths, keys or stack text a client must not see (SAFE_INTERNAL_CODES
+ * excepted).
  */
 export function errorPayload(error: unknown): ErrorPayload {
   const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
@@ -239,7 +240,7 @@ export function errorPayload(error: unknown): ErrorPayload {
     return {
       code,
       kind,
-      message: kind === "Internal" ? INTERNAL_ERROR_MESSAGE : String(cairn.message),
+      message: kind === "Internal" && !SAFE_INTERNAL_CODES.has(code) ? INTERNAL_ERROR_MESSAGE : String(cairn.message),
       ...(details !== undefined ? { details } : {}),
       ...wireData(cairn.data),
     };
@@ -247,9 +248,16 @@ export function errorPayload(error: unknown): ErrorPayload {
   return { code: "INTERNAL", kind: "Internal", message: INTERNAL_ERROR_MESSAGE };
 }
 
+/**
+ * Internal errors whose message travels: FUNCTION_FAILED, a function's bug, whose message
+ * the functions runtime builds to name only the function and a request id (it logged the
+ * stack under that id itself).
+ */
+const SAFE_INTERNAL_CODES: ReadonlySet<string> = new Set(["FUNCTION_FAILED"]);
+
 /** Whether `errorPayload` hides this error's message: the server must log it instead. */
 export function isInternalError(error: unknown): boolean {
-  return errorPayload(error).kind === "Internal";
+  return errorPayload(error).message === INTERNAL_ERROR_MESSAGE;
 }
 
 /** Rebuilds a CairnError from its wire form (an unknown code becomes INTERNAL, keeping the message). */
