@@ -287,7 +287,7 @@ export class ClientState {
     const topics = this.topics.topics();
     if (topics.length > 0) this.outbox.send.push({ type: "ModifyTopics", add: topics, remove: [] });
     // Sent even when empty: its Transition brings the ts that settles the ConnectAck's known mutations.
-    this.outbox.send.push(this.queries.resubscribeAll());
+    this.outbox.send.push(...this.queries.resubscribeAll());
     this.sendWaitingRequests();
   }
 

@@ -1,8 +1,9 @@
-import { CairnError, SESSION_QUERIES_MAX } from "../base/index.js";
+import { CairnError, MESSAGE_BYTES_MAX, SESSION_QUERIES_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
 import { errorFromPayload, type ClientMessage, type QueryModification } from "../sync/protocol.js";
 import type { EncodedArgs } from "./encodeArgs.js";
+import { FRAME_OVERHEAD_BYTES, QUERY_ENTRY_OVERHEAD_BYTES } from "./limits.js";
 import type { QueryResult } from "./QueryResult.js";
 import { queryToken, type QueryToken } from "./QueryToken.js";
 
@@ -38,6 +39,8 @@ export interface Query {
   readonly token: QueryToken;
   readonly path: string;
   readonly args: JsonValue;
+  /** An upper bound of its entry's UTF-8 bytes in a ModifyQuerySet (3 bytes per UTF-16 unit). */
+  readonly entryBytesMax: number;
   readonly subscriptions: Set<Subscription>;
   /** The server's latest result and its hash; undefined until the first arrives. */
   server: { readonly result: QueryResult; readonly hash: string } | undefined;
@@ -60,7 +63,8 @@ export class QuerySet {
           details: { queriesMax: SESSION_QUERIES_MAX },
         });
       }
-      query = { queryId: this.nextQueryId++, token, path, args: args.json, subscriptions: new Set(), server: undefined };
+      const entryBytesMax = (args.text.length + path.length) * 3 + QUERY_ENTRY_OVERHEAD_BYTES;
+      query = { queryId: this.nextQueryId++, token, path, args: args.json, entryBytesMax, subscriptions: new Set(), server: undefined };
       this.byToken.set(token, query);
       this.byId.set(query.queryId, query);
     }
@@ -93,11 +97,30 @@ export class QuerySet {
     };
   }
 
-  /** The first ModifyQuerySet of a new connection: every query, with the hash of the result held. */
-  resubscribeAll(): ModifyQuerySet {
+  /**
+   * The first ModifyQuerySets of a new connection: every query, with the hash of the
+   * result held, in as many frames as keep each under MESSAGE_BYTES_MAX (queries each
+   * small enough for a frame may together be too large for one, and a frame over the
+   * limit would close the connection and be sent again at every reconnect). At least one
+   * frame, even with no queries: its Transition brings the session's first ts.
+   */
+  resubscribeAll(): ModifyQuerySet[] {
     this.querySetNumber = 0;
-    const frame = this.modify([], []);
-    return { ...frame, add: [...this.byId.values()].map(subscribeEntry) };
+    const frames: ModifyQuerySet[] = [];
+    let batch: Query[] = [];
+    let batchBytes = FRAME_OVERHEAD_BYTES;
+    const flush = () => {
+      frames.push({ ...this.modify([], []), add: batch.map(subscribeEntry) });
+      batch = [];
+      batchBytes = FRAME_OVERHEAD_BYTES;
+    };
+    for (const query of this.byId.values()) {
+      if (batch.length > 0 && batchBytes + query.entryBytesMax > MESSAGE_BYTES_MAX) flush();
+      batch.push(query);
+      batchBytes += query.entryBytesMax;
+    }
+    flush();
+    return frames;
   }
 
   /** Applies a Transition's modifications to the server results (unknown queryIds were removed here). */

@@ -38,3 +38,5 @@ export const MUTATION_RESEND_BACKOFF_MAX_MS = 8_000;
  * arguments and path leave less than this under MESSAGE_BYTES_MAX.
  */
 export const FRAME_OVERHEAD_BYTES = 512;
+/** Bytes one query's entry adds to a ModifyQuerySet around its path and arguments (queryId, result hash, punctuation). */
+export const QUERY_ENTRY_OVERHEAD_BYTES = 160;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MESSAGE_BYTES_MAX } from "../../src/base/index.js";
 import { StateHarness, frameOfType, recorder } from "./stateHarness.js";
 
 /**
@@ -134,5 +135,22 @@ describe("query set", () => {
     client.connect();
     const resubscribe = frameOfType(client.takeSent(), "ModifyQuerySet")[0];
     expect(resubscribe?.add).toEqual([{ queryId: 2, path: "counters:get", args: { name: "a" } }]);
+  });
+
+  it("re-subscribes in as many frames as keep each under the frame limit, so a reconnect never sends one too large", () => {
+    const client = new StateHarness();
+    client.connectAt(1);
+    // Each query fits a frame on its own; the three together do not (MESSAGE_BYTES_MAX is 16 MiB).
+    const big = (n: number) => ({ n, text: "€".repeat(2_000_000) });
+    for (let n = 0; n < 3; n++) client.subscribe("messages:list", big(n));
+    client.subscribe("messages:list", { channel: "small" });
+    client.takeSent();
+    client.lose();
+    client.connect();
+    const frames = frameOfType(client.takeSent(), "ModifyQuerySet");
+    expect(frames.length).toBeGreaterThan(1);
+    for (const frame of frames) expect(Buffer.byteLength(JSON.stringify(frame), "utf8")).toBeLessThanOrEqual(MESSAGE_BYTES_MAX);
+    expect(frames.map((frame) => [frame.baseVersion, frame.newVersion])).toEqual(frames.map((_, at) => [at, at + 1]));
+    expect(frames.flatMap((frame) => frame.add.map((entry) => entry.queryId))).toEqual([1, 2, 3, 4]);
   });
 });
