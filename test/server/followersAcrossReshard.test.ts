@@ -96,7 +96,8 @@ describe("followers across a reshard", () => {
     });
     for (const answer of seen) expect(["DEPLOYMENT_RESHARDED", JSON.stringify(["a", "b"])], replica.output).toContain(answer);
     expect(replica.output).toMatch(/resharded to 2 shard\(s\) \(layout generation 0 → \d+\)/);
-    expect(replica.output).toMatch(/re-opened on the new layout/);
+    // Printed once the re-opened node listens, which health may see first.
+    await eventually(async () => /re-opened on the new layout/.test(replica.output));
 
     // The new layout's writer commits; the replica serves it.
     const newWriter = await serve("writer-2");
