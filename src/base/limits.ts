@@ -246,6 +246,15 @@ export const ACTION_RUN_MS_MAX = 10 * 60_000;
 export const FUNCTION_WATCHDOG_INTERVAL_MS = 250;
 
 // ---------------------------------------------------------------------------------------
+/**
+ * WebSocket sessions one node holds at once; an upgrade past it is refused with 503 (the
+ * client backs off and reconnects, to this node or another behind a load balancer). Each
+ * session is bounded on its own (SESSION_*); this bounds how many: an idle session costs
+ * ~10–50 KiB, so 10,000 stay well under a GiB, and a flood of connections from one
+ * hostile client cannot take every file descriptor and the heap with it.
+ */
+export const NODE_SESSIONS_MAX = 10_000;
+
 // Sync sessions and the server (DESIGN.md §8). The session limits are per connection:
 // whatever one client does, it can hold at most these on the server.
 

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { MESSAGE_BYTES_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer, ConditionWaiters, SERVER_DRAIN_MS_MAX } from "../base/index.js";
+import { MESSAGE_BYTES_MAX, NODE_SESSIONS_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer, ConditionWaiters, SERVER_DRAIN_MS_MAX } from "../base/index.js";
 import { CLOSE_CODES, closeReason, encodeMessage, errorPayload, type SessionConnection, type SyncHandler } from "../sync/index.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import { pathOf } from "./requestPath.js";
@@ -15,6 +15,8 @@ export interface CairnServerOptions {
   readonly log: (line: string) => void;
   readonly pingIntervalMs?: number;
   readonly clock?: Clock;
+  /** Sessions held at once (default NODE_SESSIONS_MAX); an upgrade past it is refused with 503. */
+  readonly sessionsMax?: number;
 }
 
 export interface ListenOptions {
@@ -148,7 +150,8 @@ export class CairnServer {
     // before the handshake ends would otherwise be an uncaught 'error' event.
     socket.on("error", (error) => this.options.log(`sync upgrade socket error: ${error.message}`));
     const path = pathOf(request.url);
-    const refusal = path === null ? "400 Bad Request" : path !== SYNC_PATH ? "404 Not Found" : this.state !== "listening" ? "503 Service Unavailable" : null;
+    const full = this.missedPings.size >= (this.options.sessionsMax ?? NODE_SESSIONS_MAX);
+    const refusal = path === null ? "400 Bad Request" : path !== SYNC_PATH ? "404 Not Found" : this.state !== "listening" || full ? "503 Service Unavailable" : null;
     if (refusal !== null) {
       // Nobody reads this socket, so the client's FIN would never be seen and it would
       // stay open (a file descriptor per refused upgrade, and a stop that waits on it).

@@ -33,6 +33,8 @@ export interface NodeOptions {
   readonly clock?: Clock;
   /** WebSocket ping interval (default PING_INTERVAL_MS). */
   readonly pingIntervalMs?: number;
+  /** WebSocket sessions this node holds at once (default NODE_SESSIONS_MAX). */
+  readonly sessionsMax?: number;
   /**
    * "writer" (default) acquires every shard at start, and after a fence serves as a
    * standby; "replica" tails and forwards writes; "standby" is a replica that takes over
@@ -368,7 +370,18 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     }
     const assets = await buildWebAssets(options.webApp, () => statusPage(app));
     await options.beforeListen?.();
-    const server = await CairnServer.listen({ handler: sync, api, assets, log, clock, ...(options.pingIntervalMs !== undefined ? { pingIntervalMs: options.pingIntervalMs } : {}) }, { port: options.port, host: options.host });
+    const server = await CairnServer.listen(
+      {
+        handler: sync,
+        api,
+        assets,
+        log,
+        clock,
+        ...(options.pingIntervalMs !== undefined ? { pingIntervalMs: options.pingIntervalMs } : {}),
+        ...(options.sessionsMax !== undefined ? { sessionsMax: options.sessionsMax } : {}),
+      },
+      { port: options.port, host: options.host },
+    );
     serverUrl = server.url;
     stopping.push(() => server.stop());
 

@@ -1,8 +1,9 @@
 /**
  * Scenarios: a writer node in this process on a directory bucket, reached over real
  * sockets — live updates over WebSocket, the HTTP API with its error statuses, JWT auth,
- * the admin key, health and Prometheus metrics, an unanswered ping, a binary frame, and
- * a graceful stop that ends every session with SERVER_STOPPING.
+ * the admin key, health and Prometheus metrics, an unanswered ping, a binary frame, a
+ * session past the node's limit (503), and a graceful stop that ends every session with
+ * SERVER_STOPPING.
  */
 import { SignJWT } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
@@ -42,6 +43,29 @@ describe("the server", () => {
     expect(response).toMatchObject({ success: true, value: 13 });
     const update = await reader.next((m) => m.type === "Transition");
     expect(update).toMatchObject({ modifications: [{ type: "QueryUpdated", queryId: 1, value: ["over the wire"] }] });
+  });
+
+  it("refuses a session past the node's limit with 503 and takes one again once a session ends", async () => {
+    const server = await node({ sessionsMax: 2 });
+    const first = await SocketClient.open(server.url);
+    const second = await SocketClient.open(server.url);
+    cleanups.push(async () => (first.close(), second.close()));
+    await expect(SocketClient.open(server.url)).rejects.toThrow(/503/);
+    // The sessions already held go on.
+    first.write({ type: "Connect", sessionId: "held" });
+    first.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: [{ queryId: 1, path: "notes:list", args: { channel: "full" } }], remove: [] });
+    expect(await first.next((m) => m.type === "Transition")).toMatchObject({ modifications: [{ type: "QueryUpdated", queryId: 1 }] });
+    second.close();
+    let third: SocketClient | null = null;
+    for (let tries = 0; third === null; tries++) {
+      third = await SocketClient.open(server.url).catch((error: Error) => {
+        if (!/503/.test(error.message) || tries > 1_000) throw error;
+        return null;
+      });
+      if (third === null) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    cleanups.push(async () => third!.close());
+    expect((await fetch(new URL("/api/health", server.url))).status).toBe(200);
   });
 
   it("serves the HTTP API with a typed error and a fitting status for each bad request", async () => {
