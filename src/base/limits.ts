@@ -254,6 +254,13 @@ export const FUNCTION_WATCHDOG_INTERVAL_MS = 250;
  * hostile client cannot take every file descriptor and the heap with it.
  */
 export const NODE_SESSIONS_MAX = 10_000;
+/**
+ * Nodes a writer keeps hinting (the registry's listing and the followers that announced
+ * themselves since): a deployment has a handful to hundreds; the bound keeps a flood of
+ * announcements (admin key only, but unchecked until the next listing) from growing the
+ * writer's state. A follower past it is hinted once the listing names it, and polls.
+ */
+export const HINT_TARGETS_MAX = 1_000;
 
 // Sync sessions and the server (DESIGN.md §8). The session limits are per connection:
 // whatever one client does, it can hold at most these on the server.

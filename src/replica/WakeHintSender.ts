@@ -1,3 +1,4 @@
+import { HINT_TARGETS_MAX } from "../base/index.js";
 /**
  * A writer's best-effort wake hints (DESIGN.md §9): after each commit, `{shard, seqno,
  * hash}` goes to every replica the registry names, so that it GETs the new segment at
@@ -15,6 +16,8 @@
  * - At most `concurrencyMax` hint requests are in flight in all; a hint over that bound
  *   is dropped (the replica's poll picks the segment up).
  * - Failures are counted, never retried: polling is the correctness backstop.
+ * - At most HINT_TARGETS_MAX targets are kept (the registry's and announced ones alike),
+ *   so announcements cannot grow the writer's state without bound.
  */
 export interface WakeHintTarget {
   readonly nodeId: string;
@@ -77,18 +80,24 @@ export class WakeHintSender {
   /** Replaces the set of replicas to hint (from the node registry). */
   setTargets(targets: readonly WakeHintTarget[]): void {
     const next = new Map<string, TargetState>();
-    for (const target of targets) {
+    for (const target of targets.slice(0, HINT_TARGETS_MAX)) {
       const existing = this.targets.get(target.nodeId);
       next.set(target.nodeId, existing !== undefined && existing.target.url === target.url ? existing : { target, inFlight: false, pending: new Map() });
     }
     this.targets = next;
   }
 
-  /** Adds (or updates) one replica to hint, keeping the others (a replica that announced itself). */
-  addTarget(target: WakeHintTarget): void {
+  /**
+   * Adds (or updates) one replica to hint, keeping the others (a replica that announced
+   * itself); false when HINT_TARGETS_MAX others are kept already (it is hinted once the
+   * registry's listing names it, and polls meanwhile).
+   */
+  addTarget(target: WakeHintTarget): boolean {
     const existing = this.targets.get(target.nodeId);
-    if (existing !== undefined && existing.target.url === target.url) return;
+    if (existing !== undefined && existing.target.url === target.url) return true;
+    if (existing === undefined && this.targets.size >= HINT_TARGETS_MAX) return false;
     this.targets.set(target.nodeId, { target, inFlight: false, pending: new Map() });
+    return true;
   }
 
   get targetCount(): number {

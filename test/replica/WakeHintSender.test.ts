@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { HINT_TARGETS_MAX } from "../../src/base/index.js";
 import { WakeHintSender, type WakeHintTarget } from "../../src/replica/WakeHintSender.js";
 import { eventually } from "../support/Gate.js";
 import { turns } from "./replicaSupport.js";
@@ -350,5 +351,18 @@ describe("wake hint sender", () => {
     await turns();
     expect(server.of("a")).toHaveLength(1);
     expect(sender.targetCount).toBe(0);
+  });
+
+  it("keeps at most HINT_TARGETS_MAX targets, however many announce themselves", () => {
+    const sender = new WakeHintSender({ adminKey: "s3cret" });
+    const target = (n: number): WakeHintTarget => ({ nodeId: `node-${n}`, url: `http://127.0.0.1:1/node-${n}/` });
+    for (let n = 0; n < HINT_TARGETS_MAX; n++) expect(sender.addTarget(target(n))).toBe(true);
+    expect(sender.addTarget(target(HINT_TARGETS_MAX))).toBe(false);
+    expect(sender.targetCount).toBe(HINT_TARGETS_MAX);
+    // One it keeps may move; a listing replaces the set, bounded too.
+    expect(sender.addTarget({ nodeId: "node-0", url: "http://127.0.0.1:2/moved/" })).toBe(true);
+    sender.setTargets(Array.from({ length: HINT_TARGETS_MAX + 5 }, (_, n) => target(n + 10_000)));
+    expect(sender.targetCount).toBe(HINT_TARGETS_MAX);
+    sender.close();
   });
 });
