@@ -11,7 +11,7 @@ import {
   randomHex,
   type Random,
 } from "../base/index.js";
-import { isProcessGone, ownProcessIdentity, type ProcessIdentity } from "./processLiveness.js";
+import { isProcessGone, ownProcessIdentity, parseProcessLockRecord, type ProcessLockRecord } from "./processLiveness.js";
 
 /**
  * Per-key mutual exclusion between processes sharing one directory store.
@@ -47,15 +47,11 @@ import { isProcessGone, ownProcessIdentity, type ProcessIdentity } from "./proce
  *   and no locked step makes an absent key present.
  */
 
-interface LockRecord extends ProcessIdentity {
-  readonly acquiredAtMs: number;
-  readonly token: string;
-}
 
 /** What a lock file holds, as read. */
 type ReadLock =
   | { readonly state: "missing" }
-  | { readonly state: "held"; readonly record: LockRecord }
+  | { readonly state: "held"; readonly record: ProcessLockRecord }
   | { readonly state: "unreadable"; readonly mtimeMs: number };
 
 type PresentLock = Exclude<ReadLock, { state: "missing" }>;
@@ -155,7 +151,7 @@ export class FsKeyLocks {
   }
 
   /** Places `record` at `path` unless something is there already. */
-  private async tryCreate(path: string, record: LockRecord): Promise<boolean> {
+  private async tryCreate(path: string, record: ProcessLockRecord): Promise<boolean> {
     const temporaryPath = join(this.temporaryDirectory, `lock-${record.token}`);
     await writeFile(temporaryPath, JSON.stringify(record), { flag: "wx" });
     try {
@@ -178,7 +174,7 @@ export class FsKeyLocks {
       throw error;
     }
     try {
-      const record = parseRecord(await handle.readFile("utf8"));
+      const record = parseProcessLockRecord(await handle.readFile("utf8"));
       if (record !== null) return { state: "held", record };
       return { state: "unreadable", mtimeMs: (await handle.stat()).mtimeMs };
     } finally {
@@ -186,7 +182,7 @@ export class FsKeyLocks {
     }
   }
 
-  private async newRecord(): Promise<LockRecord> {
+  private async newRecord(): Promise<ProcessLockRecord> {
     return {
       ...(await ownProcessIdentity()),
       acquiredAtMs: this.clock.nowMs(),
@@ -196,34 +192,10 @@ export class FsKeyLocks {
 }
 
 /** Whether the holder of `record` has certainly exited; false whenever it cannot be told. */
-function isHolderGone(record: LockRecord): Promise<boolean> {
+function isHolderGone(record: ProcessLockRecord): Promise<boolean> {
   return isProcessGone(record);
 }
 
-function parseRecord(text: string): LockRecord | null {
-  try {
-    const value = JSON.parse(text) as Partial<LockRecord>;
-    if (
-      Number.isSafeInteger(value.pid) &&
-      (value.pid as number) > 0 &&
-      typeof value.hostname === "string" &&
-      (value.processStartTime === null || typeof value.processStartTime === "string") &&
-      Number.isFinite(value.acquiredAtMs) &&
-      typeof value.token === "string"
-    ) {
-      return {
-        pid: value.pid as number,
-        hostname: value.hostname,
-        processStartTime: value.processStartTime,
-        acquiredAtMs: value.acquiredAtMs as number,
-        token: value.token,
-      };
-    }
-  } catch {
-    // fall through: a torn or foreign file
-  }
-  return null;
-}
 
 function holds(lock: ReadLock, token: string): boolean {
   return lock.state === "held" && lock.record.token === token;

@@ -1,7 +1,7 @@
 import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { CairnError, randomHex, type Clock, type Random } from "../base/index.js";
-import { isProcessGone, ownProcessIdentity, type ProcessIdentity } from "./processLiveness.js";
+import { isProcessGone, ownProcessIdentity, parseProcessLockRecord, type ProcessLockRecord } from "./processLiveness.js";
 
 /**
  * A file that says one process uses a directory (a node's local directory: its SQLite
@@ -21,10 +21,6 @@ import { isProcessGone, ownProcessIdentity, type ProcessIdentity } from "./proce
  *   the same kind, and re-read the file just before removing it: only the very record
  *   they judged is removed, never a fresh one taken meanwhile.
  */
-interface LockRecord extends ProcessIdentity {
-  readonly acquiredAtMs: number;
-  readonly token: string;
-}
 
 const TOKEN_BYTES = 16;
 /** Takeovers of an abandoned file tried before giving up (each one removes a dead holder's file). */
@@ -44,7 +40,7 @@ export class ProcessLockFile {
   static async acquire(path: string, what: string, options: { readonly clock: Clock; readonly random: Random }): Promise<ProcessLockFile> {
     await mkdir(dirname(path), { recursive: true });
     for (let attempt = 1; ; attempt++) {
-      const record: LockRecord = { ...(await ownProcessIdentity()), acquiredAtMs: options.clock.nowMs(), token: randomHex(options.random, TOKEN_BYTES) };
+      const record: ProcessLockRecord = { ...(await ownProcessIdentity()), acquiredAtMs: options.clock.nowMs(), token: randomHex(options.random, TOKEN_BYTES) };
       if (await tryCreate(path, record)) return new ProcessLockFile(path, record.token);
       const holder = await readRecord(path);
       if (holder === "missing") continue;
@@ -61,9 +57,9 @@ export class ProcessLockFile {
 }
 
 /** Removes `judged`'s file at `path` unless another taker is at it or a fresh holder replaced it. */
-async function removeIfStill(path: string, judged: LockRecord, random: Random): Promise<void> {
+async function removeIfStill(path: string, judged: ProcessLockRecord, random: Random): Promise<void> {
   const breakerPath = `${path}.break`;
-  const breaker: LockRecord = { ...(await ownProcessIdentity()), acquiredAtMs: 0, token: randomHex(random, TOKEN_BYTES) };
+  const breaker: ProcessLockRecord = { ...(await ownProcessIdentity()), acquiredAtMs: 0, token: randomHex(random, TOKEN_BYTES) };
   if (!(await tryCreate(breakerPath, breaker))) {
     // Another taker is at it, or one died inside its few-syscall window: clear that one's file.
     const other = await readRecord(breakerPath);
@@ -78,7 +74,7 @@ async function removeIfStill(path: string, judged: LockRecord, random: Random): 
   }
 }
 
-async function tryCreate(path: string, record: LockRecord): Promise<boolean> {
+async function tryCreate(path: string, record: ProcessLockRecord): Promise<boolean> {
   const temporaryPath = `${path}.${record.token}.tmp`;
   await writeFile(temporaryPath, JSON.stringify(record), { flag: "wx" });
   try {
@@ -92,7 +88,7 @@ async function tryCreate(path: string, record: LockRecord): Promise<boolean> {
   }
 }
 
-async function readRecord(path: string): Promise<LockRecord | "missing" | "unreadable"> {
+async function readRecord(path: string): Promise<ProcessLockRecord | "missing" | "unreadable"> {
   let text: string;
   try {
     text = await readFile(path, "utf8");
@@ -100,25 +96,10 @@ async function readRecord(path: string): Promise<LockRecord | "missing" | "unrea
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return "missing";
     throw error;
   }
-  try {
-    const value = JSON.parse(text) as Partial<LockRecord>;
-    if (
-      Number.isSafeInteger(value.pid) &&
-      (value.pid as number) > 0 &&
-      typeof value.hostname === "string" &&
-      (value.processStartTime === null || typeof value.processStartTime === "string") &&
-      Number.isFinite(value.acquiredAtMs) &&
-      typeof value.token === "string"
-    ) {
-      return value as LockRecord;
-    }
-  } catch {
-    // fall through: a torn or foreign file
-  }
-  return "unreadable";
+  return parseProcessLockRecord(text) ?? "unreadable";
 }
 
-function locked(path: string, what: string, holder: LockRecord | "unreadable"): CairnError {
+function locked(path: string, what: string, holder: ProcessLockRecord | "unreadable"): CairnError {
   if (holder === "unreadable") {
     return new CairnError("LOCAL_DIRECTORY_LOCKED", `${what} is locked by ${path}, which this version cannot read; if no process uses the directory, delete that file`, {
       details: { path },

@@ -18,6 +18,38 @@ export interface ProcessIdentity {
   readonly processStartTime: string | null;
 }
 
+/** What a lock file of this machine holds: its holder, when it took it, and its token. */
+export interface ProcessLockRecord extends ProcessIdentity {
+  readonly acquiredAtMs: number;
+  readonly token: string;
+}
+
+/** A lock file's text as a record; null for a torn or foreign file. */
+export function parseProcessLockRecord(text: string): ProcessLockRecord | null {
+  try {
+    const value = JSON.parse(text) as Partial<ProcessLockRecord>;
+    if (
+      Number.isSafeInteger(value.pid) &&
+      (value.pid as number) > 0 &&
+      typeof value.hostname === "string" &&
+      (value.processStartTime === null || typeof value.processStartTime === "string") &&
+      Number.isFinite(value.acquiredAtMs) &&
+      typeof value.token === "string"
+    ) {
+      return {
+        pid: value.pid as number,
+        hostname: value.hostname,
+        processStartTime: value.processStartTime,
+        acquiredAtMs: value.acquiredAtMs as number,
+        token: value.token,
+      };
+    }
+  } catch {
+    // fall through: a torn or foreign file
+  }
+  return null;
+}
+
 /** Fields of /proc/<pid>/stat, counted from field 3 (the first after `(comm)`). */
 const STAT_STATE_INDEX = 3 - 3;
 const STAT_START_TIME_INDEX = 22 - 3;
