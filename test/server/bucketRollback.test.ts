@@ -15,14 +15,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SeededRandom } from "../../src/base/random.js";
-import { App } from "../../src/functions/App.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { CasObject } from "../../src/manifest/CasObject.js";
 import { manifestCodec } from "../../src/manifest/Manifest.js";
 import { FsObjectStore } from "../../src/objectstore/index.js";
 import type { EngineEvent } from "../../src/shard/ShardEngine.js";
-import { startNode, type NodeOptions, type RunningNode } from "../../src/server/startNode.js";
-import * as syncApp from "../sync/syncApp.js";
+import type { NodeOptions, RunningNode } from "../../src/server/startNode.js";
+import { startSyncAppNode } from "./serverHarness.js";
 import type { functions } from "../sync/syncApp.js";
 import { apiOf } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
@@ -41,30 +40,9 @@ function workspace(): string {
 }
 
 async function node(directory: string, name: string, overrides: Partial<NodeOptions> = {}): Promise<RunningNode> {
-  const store = new FsObjectStore(join(directory, "bucket"));
-  const started = await startNode({
-    store,
-    localDirectory: join(directory, `local-${name}`),
-    app: App.fromModule(syncApp, "sync test app"),
-    nodeId: name,
-    port: 0,
-    host: "127.0.0.1",
-    adminKey: null,
-    verifier: null,
-    webApp: null,
-    log: () => undefined,
-    ...overrides,
-  });
-  const stopNode = started.stop;
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await stopNode();
-    await store.close();
-  };
-  cleanups.push(stop);
-  return Object.assign(started, { stop });
+  const started = await startSyncAppNode(directory, name, overrides);
+  cleanups.push(started.stop);
+  return started;
 }
 
 async function call(node: RunningNode, kind: "query" | "mutation", path: string, args: Record<string, unknown>): Promise<unknown> {

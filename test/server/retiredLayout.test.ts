@@ -11,12 +11,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { App } from "../../src/functions/App.js";
 import { FsObjectStore } from "../../src/objectstore/index.js";
 import type { LayoutRetired } from "../../src/replica/LayoutWatcher.js";
 import { reshardObjectStore } from "../../src/shard/reshardObjectStore.js";
-import { startNode, type NodeOptions, type RunningNode } from "../../src/server/startNode.js";
-import * as syncApp from "../sync/syncApp.js";
+import type { NodeOptions, RunningNode } from "../../src/server/startNode.js";
+import { startSyncAppNode } from "./serverHarness.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -24,30 +23,9 @@ afterEach(async () => {
 });
 
 async function node(directory: string, name: string, overrides: Partial<NodeOptions> = {}): Promise<RunningNode> {
-  const store = new FsObjectStore(join(directory, "bucket"));
-  const started = await startNode({
-    store,
-    localDirectory: join(directory, `local-${name}`),
-    app: App.fromModule(syncApp, "sync test app"),
-    nodeId: name,
-    port: 0,
-    host: "127.0.0.1",
-    adminKey: null,
-    verifier: null,
-    webApp: null,
-    log: () => undefined,
-    ...overrides,
-  });
-  const stopNode = started.stop;
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await stopNode();
-    await store.close();
-  };
-  cleanups.push(stop);
-  return Object.assign(started, { stop });
+  const started = await startSyncAppNode(directory, name, overrides);
+  cleanups.push(started.stop);
+  return started;
 }
 
 async function call(target: RunningNode, kind: "query" | "mutation", path: string, args: Record<string, unknown>): Promise<{ value?: unknown; error?: { code: string; message: string } }> {

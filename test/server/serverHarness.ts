@@ -44,6 +44,37 @@ export async function startTestNode(
   };
 }
 
+/**
+ * A node of the sync test app named `name` in this process, over the directory bucket in
+ * `directory` (several may share it), with its own local files. Its `stop` also closes its
+ * store and may be called more than once.
+ */
+export async function startSyncAppNode(directory: string, name: string, overrides: Partial<NodeOptions> = {}): Promise<RunningNode> {
+  const store = new FsObjectStore(join(directory, "bucket"));
+  const started = await startNode({
+    store,
+    localDirectory: join(directory, `local-${name}`),
+    app: App.fromModule(syncApp, "sync test app"),
+    nodeId: name,
+    port: 0,
+    host: "127.0.0.1",
+    adminKey: null,
+    verifier: null,
+    webApp: null,
+    log: () => undefined,
+    ...overrides,
+  });
+  const stopNode = started.stop;
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await stopNode();
+    await store.close();
+  };
+  return Object.assign(started, { stop });
+}
+
 /** A raw protocol client over a real WebSocket: frames in order, validated against the schema. */
 export class SocketClient {
   readonly frames: ServerMessage[] = [];
