@@ -12,38 +12,12 @@ import { describe, expect, it } from "vitest";
 import { App } from "../../src/functions/App.js";
 import { resolveCatalog } from "../../src/functions/catalog.js";
 import { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
-import { AppError, defineSchema, defineTable, functionsFor, v } from "../../src/functions/index.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { memoryBucket } from "../support/bucketFactories.js";
 import { harnessPerTest } from "../support/shardHarness.js";
+import { functions, schema } from "./errorsApp.js";
 
-const schema = defineSchema({ accounts: defineTable({ owner: v.string(), balance: v.number() }) });
-const { query, mutation } = functionsFor(schema);
-const app = {
-  schema,
-  functions: {
-    bank: {
-      buggy: mutation({
-        args: {},
-        handler: async (ctx) => {
-          await ctx.db.insert("accounts", { owner: "ada", balance: 1 });
-          const secret = "internal-detail-42";
-          throw new TypeError(`cannot read ${secret}`);
-        },
-      }),
-      withdraw: mutation({
-        args: { amount: v.number() },
-        handler: async (ctx, { amount }) => {
-          await ctx.db.insert("accounts", { owner: "bob", balance: -amount });
-          throw new AppError({ reason: "INSUFFICIENT_FUNDS", balance: 0, wanted: amount });
-        },
-      }),
-      refuse: query({ args: {}, handler: async () => { throw new AppError("closed on Sundays"); } }),
-      badData: query({ args: {}, handler: async () => { throw new AppError({ when: new Date() } as never); } }),
-      count: query({ args: {}, handler: async (ctx) => (await ctx.db.query("accounts").collect()).length }),
-    },
-  },
-};
+const app = { schema, functions };
 
 async function rejection(promise: Promise<unknown>): Promise<{ code: string; kind: string; message: string; data: unknown; details: Record<string, unknown> }> {
   try {
@@ -79,7 +53,7 @@ describe("function errors", () => {
     expect(logged).toHaveLength(1);
     expect(logged[0]).toContain(`function bank:buggy failed (request ${requestId})`);
     expect(logged[0]).toContain("TypeError: cannot read internal-detail-42");
-    expect(logged[0]).toMatch(/functionErrors\.test\.ts:\d+/);
+    expect(logged[0]).toMatch(/errorsApp\.ts:\d+/);
     expect((await runtime.runQuery("bank:count")).value).toBe(0);
   });
 

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { apiOf } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
-import type { functions } from "./errorsApp.js";
+import type { functions } from "../functions/errorsApp.js";
 import { ServeProcess } from "./serveProcess.js";
 
 const api = apiOf<typeof functions>();
@@ -36,7 +36,7 @@ async function until(what: string, predicate: () => boolean): Promise<void> {
 
 describe("function errors and output on a server", () => {
   it("answers a bug with 500 and a request id, logs its stack, passes AppError data to clients, and prefixes console output", { timeout: 60_000 }, async () => {
-    const server = await ServeProcess.start(["--store", join(root, "bucket"), "--local", join(root, "local"), "--port", "0", "--app", "test/server/errorsApp.ts"]);
+    const server = await ServeProcess.start(["--store", join(root, "bucket"), "--local", join(root, "local"), "--port", "0", "--app", "test/functions/errorsApp.ts"]);
     const client = createNodeClient(`${server.url.replace(/^http/, "ws")}api/sync`, { onError: () => undefined });
     try {
       const buggy = await post(server.url, "api/mutation", { path: "bank:buggy" });

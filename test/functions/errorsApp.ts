@@ -1,5 +1,6 @@
 /**
- * The app test/server/functionErrors.test.ts serves: a bank whose functions fail by
+ * The app of the function-error tests (test/functions/functionErrors.test.ts on the
+ * runtime, test/server/functionErrors.test.ts served): a bank whose functions fail by
  * accident (a bug) and on purpose (AppError), and functions that print.
  */
 import { AppError, defineSchema, defineTable, functionsFor, v } from "../../src/functions/index.js";
@@ -19,10 +20,14 @@ export const functions = {
     }),
     withdraw: mutation({
       args: { amount: v.number() },
-      handler: async (_ctx, { amount }) => {
+      handler: async (ctx, { amount }) => {
+        await ctx.db.insert("accounts", { owner: "bob", balance: -amount });
         throw new AppError({ reason: "INSUFFICIENT_FUNDS", balance: 0, wanted: amount });
       },
     }),
+    refuse: query({ args: {}, handler: async () => { throw new AppError("closed on Sundays"); } }),
+    badData: query({ args: {}, handler: async () => { throw new AppError({ when: new Date() } as never); } }),
+    count: query({ args: {}, handler: async (ctx) => (await ctx.db.query("accounts").collect()).length }),
     chatty: query({
       args: {},
       handler: async () => {
