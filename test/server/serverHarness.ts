@@ -6,7 +6,7 @@ import { systemClock } from "../../src/base/clock.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { App } from "../../src/functions/App.js";
-import { FsObjectStore } from "../../src/objectstore/index.js";
+import { FsObjectStore, type ObjectStore } from "../../src/objectstore/index.js";
 import { startNode, type RunningNode, type NodeOptions } from "../../src/server/startNode.js";
 import { encodeMessage, parseServerMessage, type ClientMessage, type ServerMessage } from "../../src/sync/protocol.js";
 import * as syncApp from "../sync/syncApp.js";
@@ -19,19 +19,7 @@ export async function startTestNode(
   const directory = reuse.directory ?? mkdtempSync(join(tmpdir(), "cairn-server-"));
   // Faults only when a test injects them: a directory bucket otherwise.
   const store = new FaultyObjectStore(new FsObjectStore(join(directory, "bucket")), new SeededRandom(5), systemClock);
-  const node = await startNode({
-    store,
-    localDirectory: join(directory, "local"),
-    app: App.fromModule(syncApp, "sync test app"),
-    nodeId: "test-node",
-    port: 0,
-    host: "127.0.0.1",
-    adminKey: null,
-    verifier: null,
-    webApp: null,
-    log: () => undefined,
-    ...overrides,
-  });
+  const node = await startNode({ ...syncAppNodeOptions(store, join(directory, "local"), "test-node"), ...overrides });
   return {
     node,
     directory,
@@ -51,19 +39,7 @@ export async function startTestNode(
  */
 export async function startSyncAppNode(directory: string, name: string, overrides: Partial<NodeOptions> = {}): Promise<RunningNode> {
   const store = new FsObjectStore(join(directory, "bucket"));
-  const started = await startNode({
-    store,
-    localDirectory: join(directory, `local-${name}`),
-    app: App.fromModule(syncApp, "sync test app"),
-    nodeId: name,
-    port: 0,
-    host: "127.0.0.1",
-    adminKey: null,
-    verifier: null,
-    webApp: null,
-    log: () => undefined,
-    ...overrides,
-  });
+  const started = await startNode({ ...syncAppNodeOptions(store, join(directory, `local-${name}`), name), ...overrides });
   const stopNode = started.stop;
   let stopped = false;
   const stop = async () => {
@@ -73,6 +49,22 @@ export async function startSyncAppNode(directory: string, name: string, override
     await store.close();
   };
   return Object.assign(started, { stop });
+}
+
+/** A node of the sync test app on a free loopback port: no auth, no admin key, no web app, quiet. */
+function syncAppNodeOptions(store: ObjectStore, localDirectory: string, nodeId: string): NodeOptions {
+  return {
+    store,
+    localDirectory,
+    app: App.fromModule(syncApp, "sync test app"),
+    nodeId,
+    port: 0,
+    host: "127.0.0.1",
+    adminKey: null,
+    verifier: null,
+    webApp: null,
+    log: () => undefined,
+  };
 }
 
 /** A raw protocol client over a real WebSocket: frames in order, validated against the schema. */
