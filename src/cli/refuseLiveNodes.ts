@@ -1,7 +1,7 @@
 import { CairnError, type Clock, type Random } from "../base/index.js";
 import type { Globals } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { liveNodes } from "../replica/index.js";
+import { liveNodes } from "../fleet/index.js";
 
 /**
  * `cairn reshard`'s check before it takes the lock: NODES_LIVE, naming them, while nodes

@@ -2,8 +2,21 @@ import { type Clock, ConditionWaiters, CairnError, hasErrorCode } from "../base/
 import type { ConsumerWatermarks } from "../gc/index.js";
 import type { Segment, LogPosition } from "../segments/index.js";
 import type { CatchUpReport, Vouching, EngineState } from "../shard/index.js";
-import type { WakeHint } from "./WakeHintSender.js";
+
 import { WriterVouches } from "./WriterVouches.js";
+
+/**
+ * The log of `shard` reached `seqno` (a writer's wake hint; the messages that carry it are
+ * in src/fleet/peerMessages.ts). `hash`: that segment's, verified durable by the writer.
+ * `verifying`: the segment was created and its verification is under way; a hint with its
+ * hash follows (or none, if it turned out not durable).
+ */
+export interface WakeHint {
+  readonly shard: number;
+  readonly seqno: number;
+  readonly hash?: string;
+  readonly verifying?: true;
+}
 
 /** What a tailer needs of its shard's engine (a ShardEngine in "following" state). */
 export interface TailedEngine {

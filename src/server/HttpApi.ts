@@ -1,10 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { CairnError, CONNECT_FRONTIER_WAIT_MS, PROTOCOL_NAME_CHARS_MAX } from "../base/index.js";
+import { CairnError, CONNECT_FRONTIER_WAIT_MS } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
+import { announcementSchema, asBaseUrl, PEER_ROUTES, forwardedCallSchema, functionCallFields, wakeHintsSchema, type Announcement } from "../fleet/index.js";
 import type { WakeHint } from "../replica/index.js";
-import { decodeValue, encodeValue, NODE_ID_PATTERN } from "../model/index.js";
+import { decodeValue, encodeValue } from "../model/index.js";
 import { errorPayload, isInternalError, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { httpStatusOf } from "./httpStatus.js";
 import { readBody } from "./readBody.js";
@@ -25,7 +26,7 @@ export interface HttpApiOptions {
   /** Wake hints from the writer (`POST /api/internal/hint`); absent: hints are refused. */
   readonly hinted?: (hints: readonly WakeHint[]) => void;
   /** A replica or standby announced itself (`POST /api/internal/peer`) instead of waiting to be found in the registry. */
-  readonly peerJoined?: (peer: { readonly nodeId: string; readonly url: string }) => void;
+  readonly peerJoined?: (peer: Announcement) => void;
   /** Resolves true once the node's frontier reaches `ts` (a query's `minTs`). */
   readonly waitForTs?: (ts: number, timeoutMs: number) => Promise<boolean>;
   /** How long a query's `minTs` waits (default CONNECT_FRONTIER_WAIT_MS, as a session's Connect). */
@@ -34,39 +35,8 @@ export interface HttpApiOptions {
   readonly log?: (line: string) => void;
 }
 
-const callSchema = z.strictObject({
-  path: z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX),
-  args: z.unknown().optional(),
-  clientId: z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX).optional(),
-  seq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  /** A mutation with (clientId, seq): every seq of the client up to this one is answered (receipts pruned, seqs refused from then on). */
-  ackedThrough: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  /** A query: the lowest ts the caller accepts (the newest it has seen); a replica behind it waits. */
-  minTs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-});
-
-/** A call a replica forwards: the caller's identity as the replica verified it. */
-const forwardedSchema = callSchema.omit({ minTs: true }).extend({
-  identity: z.looseObject({ subject: z.string().min(1), issuer: z.string().optional() }).nullable(),
-});
-
-const peerSchema = z.strictObject({
-  nodeId: z.string().regex(NODE_ID_PATTERN),
-  url: z.url({ protocol: /^https?$/ }).max(2048),
-});
-
-const hintsSchema = z.strictObject({
-  hints: z
-    .array(
-      z.strictObject({
-        shard: z.number().int().min(0).max(65_535),
-        seqno: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-        hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
-        verifying: z.literal(true).optional(),
-      }),
-    )
-    .max(1024),
-});
+/** A public call; a query may name the lowest ts the caller accepts (the newest it has seen): a replica behind it waits. */
+const callSchema = z.strictObject({ ...functionCallFields, minTs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });
 
 type Call = z.infer<typeof callSchema>;
 type Kind = "query" | "mutation" | "action";
@@ -132,29 +102,29 @@ export class HttpApi {
   private async internal(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
     this.checkAdmin(request);
     if (!this.expectMethod(request, response, "POST")) return;
-    if (path === "/api/internal/hint") {
+    if (path === `/${PEER_ROUTES.hint}`) {
       if (this.options.hinted === undefined) throw new CairnError("FUNCTION_NOT_FOUND", "this node takes no wake hints (it is not a replica)");
-      const parsed = hintsSchema.safeParse(parseJson(await readBody(request)));
+      const parsed = wakeHintsSchema.safeParse(parseJson(await readBody(request)));
       if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid hints: ${z.prettifyError(parsed.error)}`);
       this.options.hinted(parsed.data.hints);
       sendJson(response, 200, { ok: true });
       return;
     }
-    if (path === "/api/internal/peer") {
-      const parsed = peerSchema.safeParse(parseJson(await readBody(request)));
+    if (path === `/${PEER_ROUTES.announce}`) {
+      const parsed = announcementSchema.safeParse(parseJson(await readBody(request)));
       if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid peer: ${z.prettifyError(parsed.error)}`);
-      this.options.peerJoined?.({ nodeId: parsed.data.nodeId, url: parsed.data.url.endsWith("/") ? parsed.data.url : `${parsed.data.url}/` });
+      this.options.peerJoined?.({ nodeId: parsed.data.nodeId, url: asBaseUrl(parsed.data.url) });
       sendJson(response, 200, { ok: true });
       return;
     }
-    const forwarded = /^\/api\/internal\/forward\/(mutation|action)$/.exec(path);
+    const forwarded = (["mutation", "action"] as const).find((kind) => path === `/${PEER_ROUTES.forward(kind)}`);
     const target = this.options.forwardedTo;
-    if (forwarded === null || target === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
-    const parsed = forwardedSchema.safeParse(parseJson(await readBody(request)));
+    if (forwarded === undefined || target === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
+    const parsed = forwardedCallSchema.safeParse(parseJson(await readBody(request)));
     if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid forwarded call: ${z.prettifyError(parsed.error)}`);
     const { identity, ...call } = parsed.data;
     // Client functions only: a forwarded call is a client's call, whatever key carried it.
-    sendJson(response, 200, await this.run(forwarded[1] as Kind, call, identity as UserIdentity | null, false, target));
+    sendJson(response, 200, await this.run(forwarded, call, identity as UserIdentity | null, false, target));
   }
 
   private async run(kind: Kind, call: Call, identity: UserIdentity | null, internal: boolean, backend = this.options.backend): Promise<unknown> {

@@ -1,5 +1,5 @@
 import { type Clock, ConditionWaiters, CairnError, FORWARDED_ACTION_TIMEOUT_MS } from "../base/index.js";
-import type { UserIdentity } from "../functions/index.js";
+import type { ForwardedAnswer, ForwardedCall, ForwardedKind, PeerClient } from "../fleet/index.js";
 import { errorFromPayload, type ErrorPayload } from "../sync/index.js";
 
 /** Who writes the shard, as the manifest names it. */
@@ -9,8 +9,8 @@ export interface WriterLocation {
 }
 
 export interface WriteForwarderOptions {
-  /** The deployment's admin key: forwarded calls are admin calls at the writer. */
-  readonly adminKey: string | null;
+  /** How calls reach the writer, as admin calls (null: this node has no admin key and cannot forward). */
+  readonly peers: PeerClient | null;
   /** The writer named by the last manifest this node read (null: none). */
   readonly writer: () => WriterLocation | null;
   /** Re-reads the manifest and returns the writer it names. */
@@ -18,25 +18,6 @@ export interface WriteForwarderOptions {
   /** This node's id: a manifest naming it while it does not write means a lease being re-acquired. */
   readonly selfNodeId: string;
   readonly clock: Clock;
-  /** For tests: the request function (default: global fetch). */
-  readonly fetch?: typeof fetch;
-}
-
-export interface ForwardedCall {
-  readonly path: string;
-  /** Arguments in Cairn's JSON value encoding. */
-  readonly args: unknown;
-  readonly identity: UserIdentity | null;
-  readonly clientId?: string;
-  readonly seq?: number;
-  readonly ackedThrough?: number;
-}
-
-/** A forwarded call's answer at the writer: the value encoded, and the commit ts of a mutation. */
-export interface ForwardedAnswer {
-  readonly value: unknown;
-  readonly ts?: number;
-  readonly replayed?: boolean;
 }
 
 /** Answers at which a second try, after re-reading the manifest, may find the right writer. */
@@ -79,7 +60,6 @@ export interface RouteFailure {
  *   function's own error) is passed through as it came.
  */
 export class WriteForwarder {
-  private readonly fetch: typeof fetch;
   /** Tries in flight, each with the writer it went to and how to abandon it. */
   private readonly inFlight = new Set<{ readonly nodeId: string; readonly abandon: AbortController }>();
   /** Bumped at every route change; waiters for a change compare against it. */
@@ -88,7 +68,6 @@ export class WriteForwarder {
   private closed = false;
 
   constructor(private readonly options: WriteForwarderOptions) {
-    this.fetch = options.fetch ?? globalThis.fetch;
     this.routeWaiters = new ConditionWaiters(options.clock);
   }
 
@@ -149,9 +128,9 @@ export class WriteForwarder {
     throw forwardUnavailable("action", [first.failure, second.failure]);
   }
 
-  private async attempt(kind: "mutation" | "action", call: ForwardedCall, timeoutMs: number, reread: boolean): Promise<ForwardAttempt> {
-    const adminKey = this.options.adminKey;
-    if (adminKey === null) {
+  private async attempt(kind: ForwardedKind, call: ForwardedCall, timeoutMs: number, reread: boolean): Promise<ForwardAttempt> {
+    const peers = this.options.peers;
+    if (peers === null) {
       throw new CairnError("WRITER_UNAVAILABLE", `this node does not write the shard and forwards ${kind}s to its writer with the deployment's admin key, but none is set: start it with CAIRN_ADMIN_KEY (the writer's)`);
     }
     if (this.closed) return { kind: "failure", failure: STOPPING };
@@ -163,43 +142,27 @@ export class WriteForwarder {
     const entry = { nodeId: writer!.nodeId, abandon };
     this.inFlight.add(entry);
     try {
-      return await this.post(kind, writer!.url!, adminKey, call, timeoutMs, abandon.signal);
+      return await this.post(peers, kind, writer!.url!, call, timeoutMs, abandon.signal);
     } finally {
       this.inFlight.delete(entry);
     }
   }
 
-  private async post(kind: string, baseUrl: string, adminKey: string, call: ForwardedCall, timeoutMs: number, abandoned: AbortSignal): Promise<ForwardAttempt> {
-    let response: Response;
-    try {
-      response = await this.fetch(new URL(`api/internal/forward/${kind}`, baseUrl), {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Admin ${adminKey}` },
-        body: JSON.stringify(call),
-        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), abandoned]),
-      });
-    } catch (error) {
+  private async post(peers: PeerClient, kind: ForwardedKind, baseUrl: string, call: ForwardedCall, timeoutMs: number, abandoned: AbortSignal): Promise<ForwardAttempt> {
+    const reply = await peers.forward(baseUrl, kind, call, timeoutMs, abandoned);
+    if (reply.kind === "unanswered") {
+      if (reply.abandoned) return abandonedTry(baseUrl, this.closed);
       // Refused before a connection existed: it did not run. Anything else (a reset, a
-      // timeout, an abandoned try) may have come after the writer ran it: the outcome is
-      // unknown, and the receipt key is what makes the retry safe.
-      const code = fetchErrorCode(error);
-      const neverSent = code !== null && NOT_CONNECTED_CODES.has(code);
-      if (abandoned.aborted) return abandonedTry(baseUrl, this.closed);
-      const timedOut = error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
-      const reason = timedOut ? `no answer within ${timeoutMs / 1000} s` : `${neverSent ? "not reachable" : "connection lost"} (${code ?? describeFetchError(error)})`;
-      return { kind: "failure", failure: { reason, outcomeUnknown: !neverSent, url: baseUrl } };
+      // timeout) may have come after the writer ran it: the outcome is unknown, and the
+      // receipt key is what makes the retry safe.
+      const reason = reply.timedOut ? `no answer within ${timeoutMs / 1000} s` : reply.reason;
+      return { kind: "failure", failure: { reason, outcomeUnknown: !reply.neverSent, url: baseUrl } };
     }
-    let body: unknown;
-    try {
-      body = await response.json();
-    } catch {
-      if (abandoned.aborted) return abandonedTry(baseUrl, this.closed);
-      return { kind: "failure", failure: { reason: `answered HTTP ${response.status} without a JSON body`, outcomeUnknown: true, url: baseUrl } };
-    }
-    if (response.ok) return { kind: "answer", answer: body as ForwardedAnswer };
-    const payload = (body as { error?: ErrorPayload }).error;
+    if (reply.bodyInvalid) return { kind: "failure", failure: { reason: `answered HTTP ${reply.status} without a JSON body`, outcomeUnknown: true, url: baseUrl } };
+    if (reply.ok) return { kind: "answer", answer: reply.body as ForwardedAnswer };
+    const payload = (reply.body as { error?: ErrorPayload } | null)?.error;
     if (payload === undefined || typeof payload.code !== "string") {
-      return { kind: "failure", failure: { reason: `answered HTTP ${response.status} without an error`, outcomeUnknown: true, url: baseUrl } };
+      return { kind: "failure", failure: { reason: `answered HTTP ${reply.status} without an error`, outcomeUnknown: true, url: baseUrl } };
     }
     if (REROUTE_CODES.has(payload.code)) {
       // ENGINE_POISONED means the writer itself does not know whether it committed.
@@ -243,16 +206,4 @@ export function forwardUnavailable(kind: string, failures: readonly RouteFailure
   return new CairnError("WRITER_UNAVAILABLE", `could not forward the ${kind} to the shard's writer: ${first.reason}${tries}${tail}`, {
     details: { outcomeUnknown, ...(last.url !== null ? { writerUrl: last.url } : {}), ...(receipt !== undefined && outcomeUnknown ? { clientId: receipt.clientId, seq: receipt.seq } : {}) },
   });
-}
-
-/** Connection errors that mean the request never reached a server. */
-const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
-
-function fetchErrorCode(error: unknown): string | null {
-  const cause = (error as { cause?: { code?: unknown } }).cause;
-  return cause !== undefined && typeof cause.code === "string" ? cause.code : null;
-}
-
-function describeFetchError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

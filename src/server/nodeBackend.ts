@@ -9,11 +9,12 @@ import {
   randomHex,
   type Random,
 } from "../base/index.js";
+import type { ForwardedAnswer } from "../fleet/index.js";
 import type { MutationRun } from "../functions/index.js";
 import { type Value, decodeValue, encodeValue } from "../model/index.js";
 import type { EngineState } from "../shard/index.js";
 import type { SyncBackend } from "../sync/index.js";
-import { forwardUnavailable, type ForwardedAnswer, type RouteFailure, type WriteForwarder } from "./WriteForwarder.js";
+import { forwardUnavailable, type RouteFailure, type WriteForwarder } from "./WriteForwarder.js";
 
 export interface NodeBackendOptions {
   /** The node's own runtime: queries always, writes while it writes the shard. */

@@ -1,5 +1,6 @@
 import { LAYOUT_REOPEN_RETRY_MS, systemClock } from "../base/index.js";
-import type { LayoutRetired, NodeRole } from "../replica/index.js";
+import type { NodeRole } from "../fleet/index.js";
+import type { LayoutRetired } from "../replica/index.js";
 import { startNode, type NodeOptions, type RunningNode } from "./startNode.js";
 import { StoppedNodeServer } from "./StoppedNodeServer.js";
 

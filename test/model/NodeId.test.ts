@@ -13,7 +13,7 @@ import { SeededRandom } from "../../src/base/random.js";
 import { ConsumerWatermarks } from "../../src/gc/ConsumerWatermarks.js";
 import { isNodeId } from "../../src/model/NodeId.js";
 import { MemoryObjectStore } from "../../src/objectstore/index.js";
-import { NodeRegistry } from "../../src/replica/NodeRegistry.js";
+import { NodeRegistry } from "../../src/fleet/NodeRegistry.js";
 import { localNodeId } from "../../src/server/localNodeId.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { codeOf } from "../support/errorCode.js";

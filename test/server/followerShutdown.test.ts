@@ -14,6 +14,7 @@
  * (a socket that never responds) when its node stops is abandoned at once, its caller
  * told that the outcome is unknown and given the receipt key, and nothing waits on.
  */
+import { PeerClient } from "../../src/fleet/index.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -168,7 +169,7 @@ describe("a forwarder whose node stops", () => {
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}/`;
     const forwarder = new WriteForwarder({
-      adminKey: ADMIN_KEY,
+      peers: new PeerClient({ adminKey: ADMIN_KEY }),
       selfNodeId: "replica",
       clock: systemClock,
       writer: () => ({ nodeId: "writer", url }),

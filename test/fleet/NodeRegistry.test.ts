@@ -12,10 +12,10 @@ import { SeededRandom } from "../../src/base/random.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
 import { ObservedObjectStore, type StoreOperation } from "../../src/objectstore/ObservedObjectStore.js";
-import { NodeRegistry } from "../../src/replica/NodeRegistry.js";
+import { NodeRegistry } from "../../src/fleet/NodeRegistry.js";
 import { memoryBucket, s3EndpointBucket } from "../support/bucketFactories.js";
 import type { BucketFactory } from "../support/shardHarness.js";
-import { fsBucket } from "./replicaSupport.js";
+import { fsBucket } from "../replica/replicaSupport.js";
 
 const DEPLOYMENT = "0123456789abcdef0123456789abcdef";
 const OTHER_DEPLOYMENT = "fedcba9876543210fedcba9876543210";

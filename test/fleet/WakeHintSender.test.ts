@@ -11,9 +11,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { HINT_TARGETS_MAX } from "../../src/base/index.js";
-import { WakeHintSender, type WakeHintTarget } from "../../src/replica/WakeHintSender.js";
+import { PeerClient } from "../../src/fleet/PeerClient.js";
+import { WakeHintSender, type WakeHintTarget } from "../../src/fleet/WakeHintSender.js";
 import { eventually } from "../support/Gate.js";
-import { turns } from "./replicaSupport.js";
+import { turns } from "../replica/replicaSupport.js";
 
 interface ReceivedHint {
   /** The replica the request was for: the first path segment of its base URL. */
@@ -126,7 +127,8 @@ describe("wake hint sender", () => {
   });
   async function setup(options: { concurrencyMax?: number; timeoutMs?: number; fetch?: typeof fetch } = {}) {
     server = await ReplicaServer.start();
-    const sender = new WakeHintSender({ adminKey: "s3cret", ...options });
+    const { fetch, ...tuning } = options;
+    const sender = new WakeHintSender({ peers: new PeerClient({ adminKey: "s3cret", ...(fetch !== undefined ? { fetch } : {}) }), ...tuning });
     senders.push(sender);
     return sender;
   }
@@ -354,7 +356,7 @@ describe("wake hint sender", () => {
   });
 
   it("keeps at most HINT_TARGETS_MAX targets, however many announce themselves", () => {
-    const sender = new WakeHintSender({ adminKey: "s3cret" });
+    const sender = new WakeHintSender({ peers: new PeerClient({ adminKey: "s3cret" }) });
     const target = (n: number): WakeHintTarget => ({ nodeId: `node-${n}`, url: `http://127.0.0.1:1/node-${n}/` });
     for (let n = 0; n < HINT_TARGETS_MAX; n++) expect(sender.addTarget(target(n))).toBe(true);
     expect(sender.addTarget(target(HINT_TARGETS_MAX))).toBe(false);

@@ -1,4 +1,6 @@
 import { HINT_TARGETS_MAX } from "../base/index.js";
+import type { WakeHint } from "../replica/index.js";
+import type { PeerClient } from "./PeerClient.js";
 /**
  * A writer's best-effort wake hints (DESIGN.md §9): after each commit, `{shard, seqno,
  * hash}` goes to every replica the registry names, so that it GETs the new segment at
@@ -26,30 +28,16 @@ export interface WakeHintTarget {
 }
 
 export interface WakeHintSenderOptions {
-  /** Sent as `Authorization: Admin <key>`: replicas only take hints from their deployment. */
-  readonly adminKey: string;
+  /** How hints travel (with the admin key: followers only take hints from their deployment). */
+  readonly peers: PeerClient;
   readonly concurrencyMax?: number;
   readonly timeoutMs?: number;
-  /** For tests: the request function (default: global fetch). */
-  readonly fetch?: typeof fetch;
 }
 
 export interface WakeHintStats {
   readonly sent: number;
   readonly failed: number;
   readonly dropped: number;
-}
-
-/**
- * The log of `shard` reached `seqno`. `hash`: that segment's, verified durable by the
- * writer. `verifying`: the segment was created and its verification is under way; a hint
- * with its hash follows (or none, if it turned out not durable).
- */
-export interface WakeHint {
-  readonly shard: number;
-  readonly seqno: number;
-  readonly hash?: string;
-  readonly verifying?: true;
 }
 
 interface TargetState {
@@ -67,14 +55,12 @@ export class WakeHintSender {
   private dropped = 0;
   private readonly concurrencyMax: number;
   private readonly timeoutMs: number;
-  private readonly fetch: typeof fetch;
   private closed = false;
   private rotation = 0;
 
   constructor(private readonly options: WakeHintSenderOptions) {
     this.concurrencyMax = options.concurrencyMax ?? 16;
     this.timeoutMs = options.timeoutMs ?? 2_000;
-    this.fetch = options.fetch ?? globalThis.fetch;
   }
 
   /** Replaces the set of replicas to hint (from the node registry). */
@@ -148,18 +134,7 @@ export class WakeHintSender {
   }
 
   private async send(target: WakeHintTarget, hints: readonly WakeHint[]): Promise<void> {
-    try {
-      const response = await this.fetch(new URL("api/internal/hint", target.url), {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Admin ${this.options.adminKey}` },
-        body: JSON.stringify({ hints }),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      await response.body?.cancel();
-      if (response.ok) this.sent += hints.length;
-      else this.failed += hints.length;
-    } catch {
-      this.failed += hints.length;
-    }
+    if (await this.options.peers.sendHints(target.url, { hints }, this.timeoutMs)) this.sent += hints.length;
+    else this.failed += hints.length;
   }
 }

@@ -1,0 +1,98 @@
+import { type Announcement, type ForwardedCall, type ForwardedKind, PEER_ROUTES, type WakeHintsMessage } from "./peerMessages.js";
+
+export interface PeerClientOptions {
+  /** The deployment's admin key: peers take node-to-node messages only with it. */
+  readonly adminKey: string;
+  /** For tests: the request function (default: global fetch). */
+  readonly fetch?: typeof fetch;
+}
+
+/** How a request to a peer ended, transport-wise (what the body says is the caller's to judge). */
+export type PeerReply =
+  | { readonly kind: "answered"; readonly status: number; readonly ok: boolean; readonly body: unknown; readonly bodyInvalid: boolean }
+  | {
+      readonly kind: "unanswered";
+      /** Refused before a connection existed: the peer surely did not see the request. */
+      readonly neverSent: boolean;
+      /** The deadline passed (as opposed to a reset, or the caller's own abort). */
+      readonly timedOut: boolean;
+      /** The caller's signal ended it. */
+      readonly abandoned: boolean;
+      readonly reason: string;
+    };
+
+/** Connection errors that mean the request never reached a server. */
+const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/** An announcement is a courtesy: the registry finds the node anyway, so it is not waited on long. */
+const ANNOUNCE_TIMEOUT_MS = 2_000;
+
+/**
+ * The one way a node talks to another (DESIGN.md §9): every node-to-node request — wake
+ * hints, announcements, forwarded writes — goes through here, with the admin key, the
+ * message shapes of peerMessages.ts and one classification of how a request failed.
+ *
+ * Invariants:
+ * - Nothing here throws for a peer's failure: every request ends in a PeerReply, and the
+ *   caller decides what a failure means (a lost hint is latency; a forwarded write whose
+ *   request may have reached the writer has an unknown outcome).
+ * - `neverSent` is true only when no connection existed, so a caller may treat such a
+ *   write as surely not run; anything else (a reset, a timeout, an abort) may have come
+ *   after the peer acted.
+ */
+export class PeerClient {
+  private readonly fetch: typeof fetch;
+
+  constructor(private readonly options: PeerClientOptions) {
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /** Wake hints to one follower; true if it took them. */
+  async sendHints(baseUrl: string, message: WakeHintsMessage, timeoutMs: number): Promise<boolean> {
+    const reply = await this.post(baseUrl, PEER_ROUTES.hint, message, AbortSignal.timeout(timeoutMs), false);
+    return reply.kind === "answered" && reply.ok;
+  }
+
+  /** Tells the node at `baseUrl` that this one follows its shards. Best-effort. */
+  async announce(baseUrl: string, self: Announcement): Promise<void> {
+    await this.post(baseUrl, PEER_ROUTES.announce, self, AbortSignal.timeout(ANNOUNCE_TIMEOUT_MS), false);
+  }
+
+  /** A client's call forwarded to the shard's writer, ended by `timeoutMs` or by `abandoned`. */
+  forward(baseUrl: string, kind: ForwardedKind, call: ForwardedCall, timeoutMs: number, abandoned: AbortSignal): Promise<PeerReply> {
+    return this.post(baseUrl, PEER_ROUTES.forward(kind), call, AbortSignal.any([AbortSignal.timeout(timeoutMs), abandoned]), true, abandoned);
+  }
+
+  private async post(baseUrl: string, route: string, message: unknown, signal: AbortSignal, readBody: boolean, abandoned?: AbortSignal): Promise<PeerReply> {
+    let response: Response;
+    try {
+      response = await this.fetch(new URL(route, baseUrl), {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Admin ${this.options.adminKey}` },
+        body: JSON.stringify(message),
+        signal,
+      });
+    } catch (error) {
+      return unanswered(error, abandoned?.aborted === true);
+    }
+    if (!readBody) {
+      await response.body?.cancel().catch(() => undefined);
+      return { kind: "answered", status: response.status, ok: response.ok, body: undefined, bodyInvalid: false };
+    }
+    try {
+      return { kind: "answered", status: response.status, ok: response.ok, body: await response.json(), bodyInvalid: false };
+    } catch (error) {
+      // The connection ended mid-body (a reset, our deadline) or the body was not JSON.
+      if (signal.aborted) return unanswered(error, abandoned?.aborted === true);
+      return { kind: "answered", status: response.status, ok: response.ok, body: undefined, bodyInvalid: true };
+    }
+  }
+}
+
+function unanswered(error: unknown, abandoned: boolean): PeerReply {
+  const code = (error as { cause?: { code?: unknown } }).cause?.code;
+  const neverSent = typeof code === "string" && NOT_CONNECTED_CODES.has(code);
+  const timedOut = !abandoned && error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
+  const described = typeof code === "string" ? code : error instanceof Error ? error.message : String(error);
+  return { kind: "unanswered", neverSent, timedOut, abandoned, reason: `${neverSent ? "not reachable" : "connection lost"} (${described})` };
+}

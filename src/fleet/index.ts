@@ -1,0 +1,18 @@
+/** The fleet layer's public surface: shard roles, node presence, peer discovery and node-to-node messages. */
+export { liveNodes, NodeRegistry, type NodeEntry, type NodeRole } from "./NodeRegistry.js";
+export { PeerClient, type PeerReply } from "./PeerClient.js";
+export { PeerDiscovery, REGISTRY_INTERVAL_MS_DEFAULT } from "./PeerDiscovery.js";
+export {
+  announcementSchema,
+  asBaseUrl,
+  forwardedCallSchema,
+  functionCallFields,
+  PEER_ROUTES,
+  wakeHintsSchema,
+  type Announcement,
+  type ForwardedAnswer,
+  type ForwardedCall,
+  type ForwardedKind,
+} from "./peerMessages.js";
+export { ROLE_TRANSITIONS, ShardRoles, type RoleChange, type ShardRole } from "./ShardRoles.js";
+export { WakeHintSender, type WakeHintTarget } from "./WakeHintSender.js";

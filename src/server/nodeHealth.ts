@@ -1,0 +1,78 @@
+import type { Clock } from "../base/index.js";
+import type { NodeRole, ShardRole } from "../fleet/index.js";
+import { isLeaseLive } from "../manifest/index.js";
+import type { LayoutRetired, ShardTailer } from "../replica/index.js";
+import type { ShardEngine } from "../shard/index.js";
+
+/** A follower whose copy was last known complete longer ago than this reports "degraded". */
+const STALE_AFTER_MS = 10_000;
+
+export interface NodeHealthParts {
+  readonly nodeId: string;
+  readonly deploymentId: string;
+  readonly clock: Clock;
+  readonly engines: readonly ShardEngine[];
+  readonly tailers: readonly ShardTailer[];
+  readonly roles: readonly ShardRole[];
+  readonly nodeRole: NodeRole;
+  readonly frontierTs: number;
+  readonly sessions: number;
+  /** Why this node stopped serving its layout, or null while it serves it. */
+  readonly retired: LayoutRetired | null;
+}
+
+/**
+ * What `GET /api/health` answers (DESIGN.md §9): the node's role, each shard's role,
+ * writer, epoch and tail, the common frontier and which shard holds it back.
+ *
+ * - `status`: "ok" — a writer of every shard, or a follower whose copy is fresh and whose
+ *   shards' frontiers are within STALE_AFTER_MS of each other; "degraded" — it serves, but
+ *   reads may lag (a tail error, a stale copy, a shard without a live writer); "stopped" —
+ *   a reshard retired the layout it served (`reason` says why).
+ * - `frontierHeldBy`: the node reads at the lowest shard frontier, so a commit on another
+ *   shard stays invisible until that shard's frontier passes it. This names the shard that
+ *   holds reads back, by how long, and whether it has a live writer: a shard without one
+ *   holds every read back until a writer or standby takes it over (a replica cannot: only
+ *   a fence closes a dead writer's log).
+ */
+export function nodeHealth(parts: NodeHealthParts) {
+  const { clock } = parts;
+  const shards = parts.engines.map((engine, index) => {
+    const status = parts.tailers[index]!.status();
+    const manifest = engine.manifestCurrent;
+    return {
+      shard: engine.shard,
+      state: engine.state.kind,
+      role: parts.roles[index]!,
+      appliedSeqno: status.appliedSeqno,
+      frontierTs: status.frontierTs,
+      stalenessMs: status.stalenessMs,
+      lastError: status.lastError,
+      writer: manifest.writer?.nodeId ?? null,
+      epoch: manifest.epoch,
+      // As this node last read the manifest (a follower re-reads it every manifestRefreshMs).
+      leaseExpiresAt: manifest.writer === null ? null : new Date(manifest.leaseExpiresAt).toISOString(),
+      writerLive: engine.state.kind === "writing" || isLeaseLive(manifest, clock.nowMs()),
+    };
+  });
+  const staleness = shards.map((shard) => shard.stalenessMs);
+  const stalenessMs = staleness.some((value) => value === null) ? null : Math.max(...(staleness as number[]));
+  const lowest = shards.reduce((held, shard) => (shard.frontierTs < held.frontierTs ? shard : held), shards[0]!);
+  const highestTs = Math.max(...shards.map((shard) => shard.frontierTs));
+  const heldBackMs = Math.round((highestTs - lowest.frontierTs) / 1000);
+  const healthy =
+    parts.nodeRole === "writer" ||
+    (stalenessMs !== null && stalenessMs <= STALE_AFTER_MS && heldBackMs <= STALE_AFTER_MS && shards.every((shard) => shard.lastError === null));
+  return {
+    status: parts.retired !== null ? "stopped" : healthy ? "ok" : "degraded",
+    ...(parts.retired !== null ? { reason: parts.retired.reason } : {}),
+    role: parts.nodeRole,
+    nodeId: parts.nodeId,
+    deploymentId: parts.deploymentId,
+    shards,
+    frontierTs: parts.frontierTs,
+    frontierHeldBy: { shard: lowest.shard, heldBackMs, writer: lowest.writer, writerLive: lowest.writerLive },
+    stalenessMs,
+    sessions: parts.sessions,
+  };
+}
