@@ -45,13 +45,15 @@ import { assignment, rendezvousRanking } from "./rendezvous.js";
  * nodes from writing one shard, whatever their planners say.
  *
  * Invariants:
- * - Planners fed the same observations (but their own `self`) never name two nodes to
- *   acquire one shard on the same beat: each shard has exactly one acquirer per beat.
+ * - Planners fed the same observations since their first beat (each with its own `self`)
+ *   never name two nodes to acquire one shard on one beat: a shard has one acquirer per
+ *   beat. (A planner with a shorter history — a node that just started — may disagree on
+ *   a shard unowned for K beats or more; the lease CAS lets one of them win.)
  * - A node acquires only shards with no live owner, and hands over only shards it owns.
- * - With a stable live set and targets that take their shards, ownership converges to
- *   `assignment(numShards, live)` within 3 beats (one to learn the live set is stable,
- *   one to hand over, one to acquire) once every lapsed lease has lapsed and every
- *   rescue hold has run out.
+ * - Once the live set stops changing, with targets that take their shards, ownership is
+ *   `assignment(numShards, live)` after 3 beats (one to see the live set, one to see it
+ *   again and hand over, one to acquire) or, when later, on the beat after the leases of
+ *   nodes outside the live set lapse, or after any rescue hold runs out.
  * - Bad input (a malformed node id, a shard count outside 1..SHARDS_MAX or different from
  *   the previous beat's) is INVALID_ARGUMENT and changes no state.
  */
