@@ -22,12 +22,13 @@ import { isNodeId, NODE_ID_FORM } from "../model/index.js";
  * input's, because consecutive shard numbers and node ids that differ in one trailing
  * character (node-1, node-2) are the normal case. FNV-1a carries its last input byte into
  * the high bits through one multiplication only, a weak avalanche that gives such inputs
- * correlated weights and skewed owners; xxhash would do but is not in Node. SHA-256 is in node:crypto, computes the same bytes on
- * every platform and Node version, and is what shardFor already uses (model/shardFor.ts).
- * It costs ~1.6 µs a weight on this machine: 256 shards × 10 nodes is ~4 ms, paid only
- * when the live set changes (OwnershipPlanner caches the assignment per live set). The
- * fixed-width shard before the variable-length node id keeps the encoding unambiguous;
- * the versioned prefix keeps these weights apart from any other SHA-256 use.
+ * correlated weights and skewed owners; xxhash would do but is not in Node. SHA-256 is
+ * in node:crypto, computes the same bytes on every platform and Node version, and is what
+ * shardFor already uses (model/shardFor.ts). It costs ~2 µs a weight on this machine:
+ * 256 shards × 10 nodes is ~6 ms, paid only when the live set changes (OwnershipPlanner
+ * keeps the assignment of the live set it last saw). The fixed-width shard before the
+ * variable-length node id keeps the encoding unambiguous; the versioned prefix keeps
+ * these weights apart from any other SHA-256 use.
  *
  * Invariants:
  * - The owner depends only on the shard and the set of live node ids: not on the order
