@@ -105,9 +105,10 @@ export class OwnershipPlanner {
     observation.owners.forEach((owner, shard) => {
       if (owner === null) {
         if (this.acquireUnowned(shard, observation.self)) acquire.push(shard);
-      } else if (this.handOverOwned(shard, owner, observation.self)) {
-        handOver.push(shard);
+        return;
       }
+      this.unownedBeats[shard] = 0;
+      if (this.handOverOwned(shard, owner, observation.self)) handOver.push(shard);
     });
     return { acquire, handOver };
   }
@@ -156,7 +157,6 @@ export class OwnershipPlanner {
 
   /** Whether this node should hand over `shard`, whose lease `owner` holds. */
   private handOverOwned(shard: number, owner: string, self: string): boolean {
-    this.unownedBeats[shard] = 0;
     const target = this.targets[shard] ?? null;
     const rescue = this.rescues.get(shard);
     if (rescue !== undefined && (owner === rescue.from || target !== rescue.from)) this.rescues.delete(shard);
