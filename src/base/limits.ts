@@ -437,3 +437,32 @@ export const LAYOUT_CHECK_DURING_RESHARD_MS = 2_000;
  * "stopped" with the reason meanwhile.
  */
 export const LAYOUT_REOPEN_RETRY_MS = 5_000;
+
+// ---- fleet ownership (OwnershipPlanner, DESIGN.md §9 "Fleet") ---------------------------
+
+/**
+ * A node hands a shard over only when the live set has been the same on this many
+ * consecutive beats. A node that is up one beat and down the next never satisfies it, so
+ * a flapping node moves no shard; 2 is the least that damps, and each beat more delays
+ * every rebalance (never a failover: acquiring an unowned shard is not damped) by a beat.
+ */
+export const FLEET_HANDOVER_STABLE_BEATS = 2;
+/**
+ * A shard that has had no live owner for this many consecutive beats is taken by the next
+ * node in its rendezvous ranking (after twice as many by the one after, …). The target
+ * takes an unowned shard on the first beat it sees it; the two beats more ride out nodes
+ * whose views of the live set disagree for a beat (a presence record judged on either side
+ * of its expiry), so a rescue only happens when the target is stuck, and a stuck target
+ * keeps its shard without a writer for 3 beats, not for ever.
+ */
+export const FLEET_RESCUE_AFTER_BEATS = 3;
+/**
+ * A node that rescued a shard keeps it this many beats before the ordinary rules may hand
+ * it back to the target that failed to take it, doubling each time that target fails
+ * again (up to the maximum) and reset once it takes the shard. A recovered target gets its
+ * shard back 10 beats later; one stuck for good leaves its shard without a writer for
+ * FLEET_RESCUE_AFTER_BEATS of every ~FLEET_RESCUE_HOLD_BEATS_MAX beats (< 1%), not of
+ * every 13.
+ */
+export const FLEET_RESCUE_HOLD_BEATS_MIN = 10;
+export const FLEET_RESCUE_HOLD_BEATS_MAX = 640;

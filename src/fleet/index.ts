@@ -1,4 +1,4 @@
-/** The fleet layer's public surface: shard roles, node presence, peer discovery and node-to-node messages. */
+/** The fleet layer's public surface: shard roles, node presence, peer discovery, node-to-node messages, rendezvous ownership and the damped balancer. */
 export { liveNodes, NodeRegistry, type NodeEntry, type NodeRole } from "./NodeRegistry.js";
 export { PeerClient, type PeerReply } from "./PeerClient.js";
 export { PeerDiscovery, REGISTRY_INTERVAL_MS_DEFAULT } from "./PeerDiscovery.js";
@@ -16,3 +16,5 @@ export {
 } from "./peerMessages.js";
 export { ROLE_TRANSITIONS, ShardRoles, type RoleChange, type ShardRole } from "./ShardRoles.js";
 export { WakeHintSender, type WakeHintTarget } from "./WakeHintSender.js";
+export { assignment, ownerOf, rendezvousRanking, rendezvousWeight } from "./rendezvous.js";
+export { OwnershipPlanner, type OwnershipObservation, type OwnershipPlan } from "./OwnershipPlanner.js";
