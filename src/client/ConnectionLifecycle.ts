@@ -67,7 +67,9 @@ export interface BackoffOptions {
 
 /**
  * Jittered exponential backoff: min(max, base·2^attempt) × (0.5 + random·0.5). Half the
- * delay is jitter, so clients that lost one server together do not return together.
+ * delay is jitter, so clients that lost one server together do not return together. The
+ * client passes the attempt's cycle through its URLs (NodeUrls.cycleOf): with one URL,
+ * the attempt itself.
  */
 export function reconnectDelayMs(attempt: number, random: Random, options: BackoffOptions = {}): number {
   const baseMs = options.baseMs ?? RECONNECT_BACKOFF_BASE_MS;
