@@ -5,7 +5,7 @@ import { encodeMessage, parseServerMessage, type ClientMessage } from "../sync/p
 import type { ActionReference, ArgsOf, ArgsParameter, MutationReference, QueryReference, ResultOf } from "./api.js";
 import { ClientState } from "./ClientState.js";
 import {
-  INITIAL_CONNECTION_STATE,
+  initialConnectionState,
   nextConnectionState,
   reconnectDelayMs,
   type ConnectionEvent,
@@ -14,16 +14,21 @@ import {
 import type { Effects } from "./Effects.js";
 import { encodeArgs } from "./encodeArgs.js";
 import { CLIENT_ID_BYTES } from "./limits.js";
+import { NodeUrls } from "./NodeUrls.js";
 import type { OptimisticUpdate } from "./OptimisticUpdates.js";
 import { cryptoRandom, randomHex, type Random } from "./Random.js";
 import { globalTimers, type Timers } from "./Timers.js";
 import { CLIENT_CLOSE_CODES, type WebSocketConstructor, type WebSocketLike } from "./WebSocketLike.js";
 
 /**
- * The Cairn client: one WebSocket to a Cairn server, driving a ClientState (which holds
- * every protocol decision) and reconnecting by itself with jittered exponential backoff
- * (ConnectionLifecycle). Subscriptions, unanswered mutations, the auth token and
- * broadcast topics survive reconnects; actions in flight do not (CONNECTION_LOST).
+ * The Cairn client: one WebSocket at a time to one of the nodes it was given, driving a
+ * ClientState (which holds every protocol decision) and reconnecting by itself with
+ * jittered exponential backoff (ConnectionLifecycle), each attempt to the next URL of its
+ * list (NodeUrls). Subscriptions, unanswered mutations, the auth token and broadcast
+ * topics survive reconnects, to the same node or another; actions in flight do not
+ * (CONNECTION_LOST). Another node never shows an older state than one the client saw:
+ * every Connect carries the highest ts the client observed, which the node waits for
+ * (or ends the session with REPLICA_BEHIND, and the client moves on).
  *
  * Listeners and promise settlements run after the frames of the same step are sent;
  * a listener that throws is reported through `onError` and does not stop the others.
@@ -54,14 +59,14 @@ export interface MutationFunction<Ref extends MutationReference> {
 export type ConnectionListener = (state: ConnectionState) => void;
 
 export class CairnClient {
-  private readonly url: string;
+  private readonly urls: NodeUrls;
   private readonly WebSocketClass: WebSocketConstructor;
   private readonly random: Random;
   private readonly timers: Timers;
   private readonly onError: (error: unknown) => void;
   private readonly backoff: { readonly baseMs?: number; readonly maxMs?: number };
   private readonly state: ClientState;
-  private connection: ConnectionState = INITIAL_CONNECTION_STATE;
+  private connection: ConnectionState;
   private socket: WebSocketLike | null = null;
   private retryTimer: unknown = null;
   /** The timer that re-sends mutations backing off after an unknown outcome (null: none set). */
@@ -70,15 +75,23 @@ export class CairnClient {
   /** Rejecters of one-shot queries still waiting, for `close`. */
   private readonly waitingQueries = new Set<(error: CairnError) => void>();
 
-  constructor(url: string, options: CairnClientOptions = {}) {
-    this.url = checkUrl(url);
+  /**
+   * `urls`: the sync endpoint (`wss://host/api/sync`) of one node, or of a load balancer
+   * in front of several, or a list of the nodes' endpoints: the client connects to one at
+   * a time, starting from one drawn at random, and moves to the next on any failure.
+   * INVALID_ARGUMENT for an empty list, a URL that is not ws:// or wss://, or one listed twice.
+   */
+  constructor(urls: string | readonly string[], options: CairnClientOptions = {}) {
+    const random = options.random ?? cryptoRandom;
+    this.urls = new NodeUrls(urls, random);
+    this.connection = initialConnectionState(this.urls.current);
     this.WebSocketClass = options.WebSocket ?? defaultWebSocket();
-    this.random = options.random ?? cryptoRandom;
+    this.random = random;
     this.timers = options.timers ?? globalTimers;
     this.onError = options.onError ?? warn;
     this.backoff = { baseMs: options.reconnectBackoffBaseMs, maxMs: options.reconnectBackoffMaxMs };
     this.state = new ClientState({ clientId: randomHex(this.random, CLIENT_ID_BYTES), reportError: (error) => this.report(error) });
-    this.openSocket();
+    this.openSocket(this.urls.current);
   }
 
   /** This client's id: the receipt key of its mutations, stable across reconnects. */
@@ -86,8 +99,14 @@ export class CairnClient {
     return this.state.clientId;
   }
 
+  /** Whether the client is connected, and to which of its URLs (`url`; while waiting to reconnect, the one it tries next). */
   get connectionState(): ConnectionState {
     return this.connection;
+  }
+
+  /** The URLs the client connects to, as given. */
+  get nodeUrls(): readonly string[] {
+    return this.urls.urls;
   }
 
   /** Calls `listener` on every change of `connectionState` (e.g. to show "reconnecting"). */
@@ -221,10 +240,10 @@ export class CairnClient {
 
   // ---- socket --------------------------------------------------------------------------
 
-  private openSocket(): void {
+  private openSocket(url: string): void {
     let socket: WebSocketLike;
     try {
-      socket = new this.WebSocketClass(this.url);
+      socket = new this.WebSocketClass(url);
     } catch (error) {
       this.report(error);
       this.socketClosed();
@@ -273,7 +292,8 @@ export class CairnClient {
   private socketClosed(): void {
     this.socket = null;
     if (this.connection.state === "closed") return;
-    this.changeConnection({ type: "socketClosed" });
+    // Whatever ended this connection, the next attempt goes to the next node of the list.
+    this.changeConnection({ type: "socketClosed", nextUrl: this.urls.advance() });
     this.step(() => this.state.connectionLost());
     if (this.connection.state !== "waitingToReconnect") return;
     this.retryTimer = this.timers.setTimeout(() => this.retry(), this.connection.delayMs);
@@ -282,8 +302,9 @@ export class CairnClient {
   private retry(): void {
     this.retryTimer = null;
     if (this.connection.state !== "waitingToReconnect") return;
+    const { url } = this.connection;
     this.changeConnection({ type: "retryTimerFired" });
-    this.openSocket();
+    this.openSocket(url);
   }
 
   /** Detaches the current socket (its late events are ignored) and closes it. */
@@ -338,7 +359,8 @@ export class CairnClient {
   }
 
   private changeConnection(event: ConnectionEvent): void {
-    this.connection = nextConnectionState(this.connection, event, (attempt) => reconnectDelayMs(attempt, this.random, this.backoff));
+    // The backoff grows per cycle through the URLs, not per attempt (NodeUrls.cycleOf says why).
+    this.connection = nextConnectionState(this.connection, event, (attempt) => reconnectDelayMs(this.urls.cycleOf(attempt), this.random, this.backoff));
     for (const listener of [...this.connectionListeners]) {
       try {
         listener(this.connection);
@@ -355,17 +377,6 @@ export class CairnClient {
       // An onError that throws has nowhere further to report to.
     }
   }
-}
-
-function checkUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalidArgument(`not a URL: ${JSON.stringify(url)}`);
-  }
-  if (parsed.protocol !== "ws:" && parsed.protocol !== "wss:") throw invalidArgument(`a Cairn URL is ws:// or wss://, not ${parsed.protocol}//`);
-  return url;
 }
 
 function defaultWebSocket(): WebSocketConstructor {

@@ -11,6 +11,7 @@ import type { WebSocketConstructor } from "./WebSocketLike.js";
 /** `ws`'s WebSocket as the client's subset of the API (its event types are richer than the subset's). */
 export const NodeWebSocket = WebSocket as unknown as WebSocketConstructor;
 
-export function createNodeClient(url: string, options: Omit<CairnClientOptions, "WebSocket"> = {}): CairnClient {
-  return new CairnClient(url, { ...options, WebSocket: NodeWebSocket });
+/** A client of one sync URL, or of several nodes' (as `new CairnClient(urls, options)`). */
+export function createNodeClient(urls: string | readonly string[], options: Omit<CairnClientOptions, "WebSocket"> = {}): CairnClient {
+  return new CairnClient(urls, { ...options, WebSocket: NodeWebSocket });
 }

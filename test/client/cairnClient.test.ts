@@ -45,7 +45,7 @@ describe("CairnClient over a socket", () => {
     const { client, timers } = newClient();
     const states: ConnectionState[] = [];
     client.onConnectionChange((state) => states.push(state));
-    expect(client.connectionState).toEqual({ state: "connecting", attempt: 0 });
+    expect(client.connectionState).toEqual({ state: "connecting", attempt: 0, url: "ws://cairn.test/sync" });
     const first = FakeSocket.latest();
     expect(first.url).toBe("ws://cairn.test/sync");
     first.accept();

@@ -1,18 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { INITIAL_CONNECTION_STATE, nextConnectionState, reconnectDelayMs, type ConnectionState } from "../../src/client/ConnectionLifecycle.js";
+import { initialConnectionState, nextConnectionState, reconnectDelayMs, type ConnectionState } from "../../src/client/ConnectionLifecycle.js";
 import { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_MAX_MS } from "../../src/client/limits.js";
 import type { Random } from "../../src/client/Random.js";
 
-/** Scenario: a connection fails three times, connects, drops, and is closed; the delays are computed, never waited for. */
+/**
+ * Scenario: a connection fails three times, connects, drops, and is closed, each attempt
+ * to the next of two URLs; the delays are computed, never waited for.
+ */
 const fixedRandom = (float: number): Random => ({ float: () => float, bytes: (length) => new Uint8Array(length) });
 
 describe("connection lifecycle", () => {
   const delayOf = (attempt: number) => 1000 + attempt;
 
-  it("walks the transition table, resetting the backoff after a ConnectAck", () => {
-    const states: ConnectionState[] = [INITIAL_CONNECTION_STATE];
-    const step = (type: "connectAcked" | "socketClosed" | "retryTimerFired" | "closeRequested") =>
-      states.push(nextConnectionState(states.at(-1)!, { type }, delayOf));
+  it("walks the transition table, resetting the backoff after a ConnectAck and moving to the next URL on a close", () => {
+    const states: ConnectionState[] = [initialConnectionState("ws://a")];
+    let next = "ws://a";
+    const step = (type: "connectAcked" | "socketClosed" | "retryTimerFired" | "closeRequested") => {
+      if (type === "socketClosed") next = next === "ws://a" ? "ws://b" : "ws://a";
+      states.push(nextConnectionState(states.at(-1)!, type === "socketClosed" ? { type, nextUrl: next } : { type }, delayOf));
+    };
     step("socketClosed");
     step("retryTimerFired");
     step("socketClosed");
@@ -23,23 +29,23 @@ describe("connection lifecycle", () => {
     step("closeRequested");
     step("closeRequested");
     expect(states).toEqual([
-      { state: "connecting", attempt: 0 },
-      { state: "waitingToReconnect", attempt: 0, delayMs: 1000 },
-      { state: "connecting", attempt: 1 },
-      { state: "waitingToReconnect", attempt: 1, delayMs: 1001 },
-      { state: "connecting", attempt: 2 },
-      { state: "connected" },
-      { state: "waitingToReconnect", attempt: 0, delayMs: 1000 },
-      { state: "connecting", attempt: 1 },
+      { state: "connecting", attempt: 0, url: "ws://a" },
+      { state: "waitingToReconnect", attempt: 0, delayMs: 1000, url: "ws://b" },
+      { state: "connecting", attempt: 1, url: "ws://b" },
+      { state: "waitingToReconnect", attempt: 1, delayMs: 1001, url: "ws://a" },
+      { state: "connecting", attempt: 2, url: "ws://a" },
+      { state: "connected", url: "ws://a" },
+      { state: "waitingToReconnect", attempt: 0, delayMs: 1000, url: "ws://b" },
+      { state: "connecting", attempt: 1, url: "ws://b" },
       { state: "closed" },
       { state: "closed" },
     ]);
   });
 
   it("refuses events its state cannot have", () => {
-    expect(() => nextConnectionState({ state: "connected" }, { type: "retryTimerFired" }, delayOf)).toThrow(/assertion failed/);
-    expect(() => nextConnectionState({ state: "closed" }, { type: "socketClosed" }, delayOf)).toThrow(/assertion failed/);
-    expect(() => nextConnectionState({ state: "waitingToReconnect", attempt: 0, delayMs: 1 }, { type: "connectAcked" }, delayOf)).toThrow(/assertion failed/);
+    expect(() => nextConnectionState({ state: "connected", url: "ws://a" }, { type: "retryTimerFired" }, delayOf)).toThrow(/assertion failed/);
+    expect(() => nextConnectionState({ state: "closed" }, { type: "socketClosed", nextUrl: "ws://a" }, delayOf)).toThrow(/assertion failed/);
+    expect(() => nextConnectionState({ state: "waitingToReconnect", attempt: 0, delayMs: 1, url: "ws://a" }, { type: "connectAcked" }, delayOf)).toThrow(/assertion failed/);
   });
 });
 
