@@ -62,6 +62,8 @@ export const ERROR_CODES = {
   LOCAL_FOLD_FAILED: "Unavailable",
   /** Another live process uses the local directory (its lock file names it): stop it, or use another directory. */
   LOCAL_DIRECTORY_LOCKED: "Conflict",
+  /** Another live process is registered under this node's id (`nodes/{nodeId}`): give each node its own id. */
+  NODE_ID_IN_USE: "Conflict",
   // manifest, log, snapshots
   DEPLOYMENT_MISMATCH: "InvalidInput",
   MANIFEST_INVALID: "Corruption",

@@ -25,6 +25,9 @@ export interface ServeOptions {
   readonly replica?: boolean;
   readonly standby?: boolean;
   readonly takeover?: boolean;
+  readonly fleet?: boolean;
+  readonly beatMs?: number;
+  readonly presenceTtlMs?: number;
   readonly advertiseUrl?: string;
   readonly maxClockSkewMs?: number;
   readonly pollIntervalMs?: number;
@@ -75,7 +78,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
 interface ServeInputs {
   readonly app: App;
   readonly appPath: string;
-  readonly role: "writer" | "replica" | "standby";
+  readonly role: ServeRole;
   readonly verifier: TokenVerifier | null;
   readonly engineTuning: Partial<ShardEngineTuning> | undefined;
   readonly adminKey: string | null;
@@ -95,6 +98,9 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
     const node = await startNodeAcrossReshards({
       role,
       ...(options.takeover ? { takeover: true } : {}),
+      ...(role === "fleet"
+        ? { fleet: { ...(options.beatMs !== undefined ? { beatMs: options.beatMs } : {}), ...(options.presenceTtlMs !== undefined ? { presenceTtlMs: options.presenceTtlMs } : {}) } }
+        : {}),
       ...(options.advertiseUrl !== undefined ? { advertiseUrl: withSlash(options.advertiseUrl) } : {}),
       ...(options.maxClockSkewMs !== undefined ? { maxClockSkewMs: options.maxClockSkewMs } : {}),
       ...(options.pollIntervalMs !== undefined ? { tailer: { idlePollMs: options.pollIntervalMs } } : {}),
@@ -114,8 +120,8 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
       onEngineEvent: progressReporter(say),
     });
     say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks)" : "JWTs verified"}; admin API ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
-    if (role !== "writer" && adminKey === null) say("warning: no CAIRN_ADMIN_KEY: this node cannot forward writes to the writer nor take wake hints");
-    say(`node ${nodeId} is the ${node.role()}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync), pid ${process.pid}. Ctrl-C or \`kill ${process.pid}\` stops.`);
+    if (role !== "writer" && role !== "fleet" && adminKey === null) say("warning: no CAIRN_ADMIN_KEY: this node cannot forward writes to the writer nor take wake hints");
+    say(`node ${nodeId} ${node.role() === "fleet" ? "is a fleet node" : `is the ${node.role()}`}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync), pid ${process.pid}. Ctrl-C or \`kill ${process.pid}\` stops.`);
     const signal = await stopRequested;
     say(`stopping (${signal}): draining requests, ending sessions, releasing leases`);
     await node.stop();
@@ -124,7 +130,18 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
   }
 }
 
-function roleOf(options: ServeOptions): "writer" | "replica" | "standby" {
+type ServeRole = "writer" | "replica" | "standby" | "fleet";
+
+function roleOf(options: ServeOptions): ServeRole {
+  if (options.fleet) {
+    const other = options.replica ? "--replica" : options.standby ? "--standby" : options.takeover ? "--takeover" : null;
+    if (other !== null) throw new CairnError("INVALID_ARGUMENT", `--fleet cannot be combined with ${other}: a fleet node writes its share of the shards and follows the rest by itself`);
+    if (process.env["CAIRN_ADMIN_KEY"] === undefined || process.env["CAIRN_ADMIN_KEY"] === "") {
+      throw new CairnError("INVALID_ARGUMENT", "--fleet needs CAIRN_ADMIN_KEY (the same on every node): fleet nodes forward writes and wake hints to each other as admin calls");
+    }
+    return "fleet";
+  }
+  if (options.beatMs !== undefined || options.presenceTtlMs !== undefined) throw new CairnError("INVALID_ARGUMENT", "--beat-ms and --presence-ttl-ms go with --fleet");
   if (options.replica && options.standby) throw new CairnError("INVALID_ARGUMENT", "give --replica or --standby, not both (--standby is --replica --takeover)");
   if (options.takeover && !options.replica) throw new CairnError("INVALID_ARGUMENT", "--takeover goes with --replica (a writer takes over anyway; --standby implies it)");
   return options.standby ? "standby" : options.replica ? "replica" : "writer";

@@ -92,6 +92,11 @@ export class OwnershipPlanner {
   private unownedBeats: number[] = [];
   private readonly rescues = new Map<number, Rescue>();
 
+  /** Per shard, the rendezvous owner over the live set of the last beat (empty before one). */
+  currentTargets(): readonly (string | null)[] {
+    return this.targets;
+  }
+
   plan(observation: OwnershipObservation): OwnershipPlan {
     this.check(observation);
     if (this.numShards === null) {

@@ -1,6 +1,6 @@
-import type { Clock, Random } from "../base/index.js";
+import { type Clock, CairnError, hasErrorCode, type Random } from "../base/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { NodeRegistry, type NodeRole } from "./NodeRegistry.js";
+import { NodeRegistry, type NodeEntry, type NodeRole } from "./NodeRegistry.js";
 import type { PeerClient } from "./PeerClient.js";
 import type { Announcement } from "./peerMessages.js";
 import type { WakeHintSender } from "./WakeHintSender.js";
@@ -17,8 +17,14 @@ export interface PeerDiscoveryOptions {
   readonly nodeId: string;
   readonly clock: Clock;
   readonly random: Random;
-  /** Registry renewal cadence; an entry lives three times as long. */
+  /** Registry renewal cadence (the fleet's beat). */
   readonly intervalMs?: number;
+  /** How long an entry lives after a renewal (default three intervals). */
+  readonly ttlMs?: number;
+  /** The shards this node writes, named in its entry. */
+  readonly writes?: () => readonly number[];
+  /** A fleet node: its entry is exclusive to it, it lists the live nodes on every beat and hands them to `onBeat`. */
+  readonly fleet?: FleetPresence;
   /** Where this node answers (null until it listens, or when it cannot be reached). */
   readonly url: () => string | null;
   readonly role: () => NodeRole;
@@ -31,6 +37,19 @@ export interface PeerDiscoveryOptions {
   /** The followers to wake after commits (null: hints off). */
   readonly hints: WakeHintSender | null;
   readonly onError: (error: unknown) => void;
+}
+
+export interface FleetPresence {
+  /** The clock skew between nodes: an entry counts as live until this long after its expiry. */
+  readonly graceMs: number;
+  /** After each beat's listing: the other live nodes, and whether this node's own entry is live. */
+  readonly onBeat: (beat: FleetBeat) => Promise<void> | void;
+}
+
+export interface FleetBeat {
+  readonly others: readonly NodeEntry[];
+  /** This node renewed its entry within its TTL (a node cut off from the bucket is not live, even to itself). */
+  readonly selfLive: boolean;
 }
 
 /**
@@ -53,11 +72,28 @@ export class PeerDiscovery {
   private readonly intervalMs: number;
   private readonly stopping = new AbortController();
   private loop: Promise<void> | null = null;
+  private readonly ttlMs: number;
   private readers = false;
+  /** The beat under way (listNow does not start a second). */
+  private refreshing: Promise<void> | null = null;
+  /** When this node's entry was last renewed (monotonic ms), or null. */
+  private renewedAtMs: number | null = null;
+  private lastOthers: readonly NodeEntry[] = [];
 
   constructor(private readonly options: PeerDiscoveryOptions) {
-    this.registry = new NodeRegistry(options.store, options.deploymentId, options.nodeId, options.random);
+    this.registry = new NodeRegistry(options.store, options.deploymentId, options.nodeId, options.random, options.fleet?.graceMs ?? null);
     this.intervalMs = options.intervalMs ?? REGISTRY_INTERVAL_MS_DEFAULT;
+    this.ttlMs = options.ttlMs ?? this.intervalMs * 3;
+  }
+
+  /** The other live nodes as the last listing found them (empty before one). */
+  get others(): readonly NodeEntry[] {
+    return this.lastOthers;
+  }
+
+  /** Whether this node's entry is live: renewed within its TTL. */
+  get selfLive(): boolean {
+    return this.renewedAtMs !== null && this.options.clock.monotonicMs() - this.renewedAtMs < this.ttlMs;
   }
 
   /** Whether other nodes read this node's shards' common frontier (so idle shards tick for them). */
@@ -65,8 +101,14 @@ export class PeerDiscovery {
     return this.readers;
   }
 
-  /** Registers once (awaited), announces this node to the writers named in `writerUrls`, then renews on the beat. */
+  /**
+   * Registers once (awaited), announces this node to the writers named in `writerUrls`,
+   * then renews on the beat. A fleet node whose id another process holds waits that entry
+   * out once (a crashed run of its own leaves one behind); if it was renewed meanwhile,
+   * NODE_ID_IN_USE.
+   */
   async start(writerUrls: readonly string[]): Promise<void> {
+    if (this.options.fleet !== undefined) await this.registerWaitingOutLeftover(this.options.fleet.graceMs);
     await this.refresh();
     void this.announceTo(writerUrls);
     this.loop ??= this.run();
@@ -75,6 +117,29 @@ export class PeerDiscovery {
   /** Lists the live nodes now rather than at the next beat (this node just became a writer). */
   listNow(): void {
     if (this.loop !== null && !this.stopping.signal.aborted) void this.refresh();
+  }
+
+  private async registerWaitingOutLeftover(graceMs: number): Promise<void> {
+    const { clock } = this.options;
+    let waitedFor: number | null = null;
+    for (;;) {
+      try {
+        await this.register();
+        return;
+      } catch (error) {
+        if (!hasErrorCode(error, "NODE_ID_IN_USE")) throw error;
+        const expiresAt = Number((error as CairnError).details["expiresAt"]);
+        if (waitedFor !== null && expiresAt > waitedFor) throw error;
+        waitedFor = expiresAt;
+        await clock.sleep(Math.max(0, expiresAt + graceMs - clock.nowMs()) + 1, this.stopping.signal);
+      }
+    }
+  }
+
+  private async register(): Promise<void> {
+    const startedAtMs = this.options.clock.monotonicMs();
+    await this.registry.register({ url: this.options.url(), role: this.options.role(), ...(this.options.writes !== undefined ? { writes: this.options.writes() } : {}) }, this.options.clock.nowMs(), this.ttlMs);
+    this.renewedAtMs = startedAtMs;
   }
 
   /** A node announced itself: it reads the frontier, and it is hinted from now on. */
@@ -93,6 +158,7 @@ export class PeerDiscovery {
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.loop;
+    await this.refreshing;
     this.options.hints?.close();
     await this.registry.remove().catch(() => undefined);
   }
@@ -108,15 +174,28 @@ export class PeerDiscovery {
     }
   }
 
-  private async refresh(): Promise<void> {
-    const { clock } = this.options;
+  private refresh(): Promise<void> {
+    return (this.refreshing ??= this.beat().finally(() => {
+      this.refreshing = null;
+    }));
+  }
+
+  /** One beat: renew the entry; list the live nodes when this node needs them; hand them to the fleet. */
+  private async beat(): Promise<void> {
+    const { clock, fleet } = this.options;
     try {
-      await this.registry.register({ url: this.options.url(), role: this.options.role() }, clock.nowMs(), this.intervalMs * 3);
-      if (this.options.listsFollowers && this.options.writesAny()) {
-        const peers = await this.registry.live(clock.nowMs());
+      await this.register();
+    } catch (error) {
+      this.options.onError(error);
+    }
+    try {
+      if (fleet !== undefined || (this.options.listsFollowers && this.options.writesAny())) {
+        const peers = await this.registry.live(clock.nowMs(), fleet?.graceMs ?? 0);
+        this.lastOthers = peers;
         this.readers = peers.length > 0;
         this.options.hints?.setTargets(peers.filter((peer) => peer.url !== null).map((peer) => ({ nodeId: peer.nodeId, url: peer.url! })));
       }
+      if (fleet !== undefined && !this.stopping.signal.aborted) await fleet.onBeat({ others: this.lastOthers, selfLive: this.selfLive });
     } catch (error) {
       this.options.onError(error);
     }

@@ -79,7 +79,11 @@ export class HttpApi {
       return;
     }
     if (path === "/api/health") {
-      if (this.expectMethod(request, response, "GET")) sendJson(response, 200, this.options.health());
+      // "stopped" answers 503, so that a load balancer checking only the status takes the node out.
+      if (this.expectMethod(request, response, "GET")) {
+        const health = this.options.health();
+        sendJson(response, (health as { status?: unknown } | null)?.status === "stopped" ? 503 : 200, health);
+      }
       return;
     }
     if (path.startsWith("/api/internal/")) return this.internal(request, response, path);

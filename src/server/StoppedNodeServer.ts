@@ -16,7 +16,7 @@ export class StoppedNodeServer {
     const http = createServer((request, response) => {
       const { nodeId, reason } = status();
       if (request.method === "GET" && request.url?.split("?")[0] === "/api/health") {
-        sendJson(response, 200, { status: "stopped", reason, nodeId });
+        sendJson(response, 503, { status: "stopped", reason, nodeId });
         return;
       }
       sendError(response, new CairnError("DEPLOYMENT_RESHARDED", `${reason}; this node serves nothing until it re-opens on the new layout`));

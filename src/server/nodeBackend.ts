@@ -12,7 +12,6 @@ import {
 import type { ForwardedAnswer } from "../fleet/index.js";
 import type { MutationRun } from "../functions/index.js";
 import { type Value, decodeValue, encodeValue } from "../model/index.js";
-import type { EngineState } from "../shard/index.js";
 import type { SyncBackend } from "../sync/index.js";
 import { forwardUnavailable, type RouteFailure, type WriteForwarder } from "./WriteForwarder.js";
 
@@ -23,8 +22,8 @@ export interface NodeBackendOptions {
   readonly shards: number;
   /** The shard a client's call of mutation `path` runs on (throws what the call would: unknown function, bad args). */
   readonly mutationShard: (path: string, args: Value) => number;
-  /** The state of `shard`'s engine here. */
-  readonly engineState: (shard: number) => EngineState;
+  /** Whether this node writes `shard` now (its role is "writing": not acquiring, not handing over). */
+  readonly writes: (shard: number) => boolean;
   /** Forwards to the writer of `shard`. */
   readonly forwarder: (shard: number) => WriteForwarder;
   /**
@@ -82,14 +81,16 @@ export interface NodeBackendOptions {
  *   caller in its next query here. If the tail does not get there in time, the answer is
  *   REPLICA_BEHIND with `committed: true` and the ts — never a failure of a durable write.
  * - A local commit that found the node fenced did not commit (FENCED is definite); with
- *   a receipt key it goes on to the new writer, otherwise its error is returned.
+ *   a receipt key it goes on to the new writer, otherwise its error is returned. One
+ *   refused because the shard is being handed over (NOT_WRITER: never queued) goes on to
+ *   the next writer with or without a key.
  */
 export function nodeBackend(options: NodeBackendOptions): SyncBackend {
   const { local } = options;
   const forwardedClientId = `fwd-${options.nodeId}-${randomHex(options.random, 6)}`;
   let forwardedSeq = 0;
   const visibleWaitMs = options.visibleWaitMs ?? FORWARDED_WRITE_VISIBLE_WAIT_MS;
-  const writing = (shard: number) => options.engineState(shard).kind === "writing";
+  const writing = (shard: number) => options.writes(shard);
   /** Writing `shard` now, or after waiting (bounded) for an acquire of this node's in progress. */
   const writesHere = async (shard: number) => writing(shard) || (options.becomingWriter(shard) && (await options.awaitWriting(shard, visibleWaitMs)));
   const writesEvery = async () => {
@@ -156,7 +157,9 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
         return await local.runMutation(path, args, callOptions);
       } catch (error) {
         const keyed = callOptions.clientId !== undefined && callOptions.seq !== undefined;
-        if (keyed && hasErrorCode(error, "FENCED") && !writing(shard)) return forwardMutation(shard, path, args, callOptions);
+        // NOT_WRITER: refused before it was queued (the shard is being handed over), so it surely did not run.
+        const notRun = hasErrorCode(error, "NOT_WRITER") || (keyed && hasErrorCode(error, "FENCED"));
+        if (notRun && !writing(shard)) return forwardMutation(shard, path, args, callOptions);
         throw error;
       }
     },

@@ -1,5 +1,5 @@
 import type { Clock } from "../base/index.js";
-import type { NodeRole, ShardRole } from "../fleet/index.js";
+import type { FleetView, NodeRole, ShardRole } from "../fleet/index.js";
 import { isLeaseLive } from "../manifest/index.js";
 import type { LayoutRetired, ShardTailer } from "../replica/index.js";
 import type { ShardEngine } from "../shard/index.js";
@@ -19,6 +19,8 @@ export interface NodeHealthParts {
   readonly sessions: number;
   /** Why this node stopped serving its layout, or null while it serves it. */
   readonly retired: LayoutRetired | null;
+  /** A fleet node's view of the fleet (its last beat), or null. */
+  readonly fleet: FleetView | null;
 }
 
 /**
@@ -29,6 +31,8 @@ export interface NodeHealthParts {
  *   shards' frontiers are within STALE_AFTER_MS of each other; "degraded" — it serves, but
  *   reads may lag (a tail error, a stale copy, a shard without a live writer); "stopped" —
  *   a reshard retired the layout it served (`reason` says why).
+ * - `fleet` (a fleet node): the live nodes as its last beat saw them, and per shard its
+ *   `target` (the node rendezvous hashing gives it) beside its `writer`.
  * - `frontierHeldBy`: the node reads at the lowest shard frontier, so a commit on another
  *   shard stays invisible until that shard's frontier passes it. This names the shard that
  *   holds reads back, by how long, and whether it has a live writer: a shard without one
@@ -53,6 +57,7 @@ export function nodeHealth(parts: NodeHealthParts) {
       // As this node last read the manifest (a follower re-reads it every manifestRefreshMs).
       leaseExpiresAt: manifest.writer === null ? null : new Date(manifest.leaseExpiresAt).toISOString(),
       writerLive: engine.state.kind === "writing" || isLeaseLive(manifest, clock.nowMs()),
+      ...(parts.fleet !== null ? { target: parts.fleet.targets[index] ?? null } : {}),
     };
   });
   const staleness = shards.map((shard) => shard.stalenessMs);
@@ -74,5 +79,6 @@ export function nodeHealth(parts: NodeHealthParts) {
     frontierHeldBy: { shard: lowest.shard, heldBackMs, writer: lowest.writer, writerLive: lowest.writerLive },
     stalenessMs,
     sessions: parts.sessions,
+    ...(parts.fleet !== null ? { fleet: { liveNodes: parts.fleet.liveNodeIds, beats: parts.fleet.beats } } : {}),
   };
 }

@@ -1,11 +1,11 @@
 import { resolve } from "node:path";
 import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, hasErrorCode, systemRandom } from "../base/index.js";
-import { type NodeRole, PeerClient, PeerDiscovery, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
+import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
 import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { LayoutWatcher, type LayoutRetired, LeaseWatcher, ShardTailer, type TailerTuning } from "../replica/index.js";
-import { type ShardEngineTuning, type EngineEvent, type ShardEngine, ShardedStore } from "../shard/index.js";
+import { resolveTuning, type ShardEngineTuning, type EngineEvent, type ShardEngine, ShardedStore } from "../shard/index.js";
 import { runtimeBackend, SyncHandler, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { CairnServer } from "./CairnServer.js";
 import { HttpApi } from "./HttpApi.js";
@@ -41,9 +41,12 @@ export interface NodeOptions {
   /**
    * "writer" (default) acquires every shard at start, and after a fence serves as a
    * standby; "replica" tails and forwards writes; "standby" is a replica that takes over
-   * a shard whose lease lapsed.
+   * a shard whose lease lapsed; "fleet" joins the deployment's fleet: it writes the shards
+   * rendezvous hashing gives it among the live nodes and follows the rest.
    */
-  readonly role?: "writer" | "replica" | "standby";
+  readonly role?: "writer" | "replica" | "standby" | "fleet";
+  /** A fleet node's beat and presence TTL (validated against the lease). */
+  readonly fleet?: Partial<FleetTuning>;
   /** A replica that takes over like a standby. */
   readonly takeover?: boolean;
   /**
@@ -148,7 +151,7 @@ class CairnNode implements RunningNode {
   }
 
   // Arrow properties: callers pass these around unbound (`stop: node.stop`).
-  readonly role = (): NodeRole => (this.parts.roles.writesEvery() ? "writer" : this.parts.takeover ? "standby" : "replica");
+  readonly role = (): NodeRole => (this.parts.balancer !== null ? "fleet" : this.parts.roles.writesEvery() ? "writer" : this.parts.takeover ? "standby" : "replica");
 
   readonly layoutRetired = (): LayoutRetired | null => this.retired;
 
@@ -160,6 +163,11 @@ class CairnNode implements RunningNode {
     const takeover = role !== "replica" || options.takeover === true;
     const clock = options.clock ?? systemClock;
     const maxClockSkewMs = options.maxClockSkewMs ?? MAX_CLOCK_SKEW_MS_DEFAULT;
+    // Checked before anything opens: a fleet that could not fail over must not start.
+    const fleetTuning = role === "fleet" ? resolveFleetTuning(options.fleet ?? {}, resolveTuning({ clockSkewMsMax: maxClockSkewMs, ...options.engineTuning }), maxClockSkewMs) : null;
+    if (role !== "fleet" && options.fleet !== undefined) throw new CairnError("INVALID_ARGUMENT", "fleet tuning is for fleet nodes (role \"fleet\")");
+    // Fleet nodes and writers may create the deployment and register the schema.
+    const writes = role === "writer" || role === "fleet";
     // Filled in as the parts come up: an engine event during open finds none of them yet.
     const late: { node?: CairnNode; roles?: ShardRoles; sync?: SyncHandler; discovery?: PeerDiscovery; serverUrl?: string } = {};
     const metrics = new ServerMetrics(() => late.sync!.stats());
@@ -171,7 +179,7 @@ class CairnNode implements RunningNode {
       nodeId,
       nodeUrl: advertisedUrl,
       ...(options.numShards !== undefined ? { numShards: options.numShards } : {}),
-      mustExist: role !== "writer",
+      mustExist: !writes,
       // A replica serves what it has at once; its first catch-up below may fail (and say so).
       catchUpOnOpen: role === "writer",
       // Idle shards tick only while other nodes read the shards' common frontier.
@@ -186,7 +194,7 @@ class CairnNode implements RunningNode {
     });
     shutdown.add("shards", () => sharded.close());
     // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
-    const catalog: Catalog = role === "writer" ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
+    const catalog: Catalog = writes ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
     log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);
     const engines = sharded.engines;
     const runtime = new FunctionRuntime({ app, catalog, log, shards: { shards: engines, get readTs() { return sharded.readTs; } } });
@@ -219,7 +227,7 @@ class CairnNode implements RunningNode {
         local,
         shards: engines.length,
         mutationShard: (path, args) => runtime.mutationShard(path, args),
-        engineState: (shard) => engines[shard]!.state,
+        writes: (shard) => roles.role(shard) === "writing",
         forwarder: (shard) => forwarders[shard]!,
         becomingWriter: (shard) => roles.acquiring(shard) || startupAcquires.has(shard) || engines[shard]!.manifestCurrent.writer?.nodeId === nodeId,
         awaitWriting: (shard, timeoutMs) => roles.waitUntilWriting(shard, timeoutMs),
@@ -266,15 +274,24 @@ class CairnNode implements RunningNode {
     shutdown.add("tailers", () => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: true }))).then(() => undefined));
     // After the server drained: forwards still waiting for a writer are abandoned, not left holding the process.
     shutdown.add("forwarders", () => forwarders.forEach((forwarder) => forwarder.close()));
+    const balancer =
+      fleetTuning === null
+        ? null
+        : new FleetBalancer({ engines, roles, nodeId, clock, maxClockSkewMs, log, onError: throttledLog(log, clock, "fleet balancer") });
     const discovery = new PeerDiscovery({
       store,
       deploymentId: sharded.deploymentId,
       nodeId,
       clock,
       random: systemRandom,
-      ...(options.registryIntervalMs !== undefined ? { intervalMs: options.registryIntervalMs } : {}),
+      ...(fleetTuning !== null
+        ? { intervalMs: fleetTuning.beatMs, ttlMs: fleetTuning.presenceTtlMs, fleet: { graceMs: maxClockSkewMs, onBeat: (beat: FleetBeat) => balancer!.beat(beat) } }
+        : options.registryIntervalMs !== undefined
+          ? { intervalMs: options.registryIntervalMs }
+          : {}),
       url: advertisedUrl,
-      role: () => late.node?.role() ?? role,
+      role: () => late.node?.role() ?? (role === "fleet" ? "fleet" : role),
+      writes: () => engines.filter((engine) => roles.role(engine.shard) === "writing").map((engine) => engine.shard),
       writesAny: () => roles.writesAny(),
       listsFollowers: hints !== null || sharded.numShards > 1,
       peers,
@@ -282,7 +299,7 @@ class CairnNode implements RunningNode {
       onError: throttledLog(log, clock, "node registry"),
     });
     late.discovery = discovery;
-    const parts: NodeParts = { sharded, catalog, store, runtime, roles, forwarders, tailers, sync, discovery, hints, takeover, clock, maxClockSkewMs };
+    const parts: NodeParts = { sharded, catalog, store, runtime, roles, forwarders, tailers, sync, discovery, balancer, hints, takeover, clock, maxClockSkewMs };
 
     const api = new HttpApi({
       backend,
@@ -361,8 +378,9 @@ class CairnNode implements RunningNode {
     await discovery.start(engines.map((engine) => engine.manifestCurrent.writer).filter((writer) => writer !== null && writer.nodeId !== nodeId && writer.url !== null).map((writer) => writer!.url!));
     shutdown.add("peer discovery", () => discovery.stop());
 
-    // Last, so that it stops first: no takeover while the node drains.
-    if (takeover) {
+    // Last, so that it stops first: no takeover while the node drains. A fleet node's
+    // balancer takes over lapsed shards instead (the ones the live set gives it).
+    if (takeover && balancer === null) {
       const watchers = engines.map(
         (engine) =>
           new LeaseWatcher({
@@ -499,6 +517,7 @@ class CairnNode implements RunningNode {
       frontierTs: sync.currentTs,
       sessions: sync.sessionCount,
       retired: this.retired,
+      fleet: this.parts.balancer?.view ?? null,
     });
   }
 }
@@ -514,6 +533,8 @@ interface NodeParts {
   readonly tailers: readonly ShardTailer[];
   readonly sync: SyncHandler;
   readonly discovery: PeerDiscovery;
+  /** A fleet node's balancer (null for the other roles). */
+  readonly balancer: FleetBalancer | null;
   readonly hints: WakeHintSender | null;
   /** Whether this node takes over shards whose lease lapsed (a writer or standby). */
   readonly takeover: boolean;

@@ -23,6 +23,7 @@ export interface NodeProcessConfig {
   readonly engineTuning?: NodeOptions["engineTuning"];
   readonly wakeHints?: boolean;
   readonly pollIntervalMs?: number;
+  readonly fleet?: NodeOptions["fleet"];
 }
 
 const config = JSON.parse(process.argv[2]!) as NodeProcessConfig;
@@ -47,6 +48,7 @@ const node = await startNode({
   ...(config.engineTuning !== undefined ? { engineTuning: config.engineTuning } : {}),
   ...(config.wakeHints !== undefined ? { wakeHints: config.wakeHints } : {}),
   ...(config.pollIntervalMs !== undefined ? { tailer: { idlePollMs: config.pollIntervalMs } } : {}),
+  ...(config.fleet !== undefined ? { fleet: config.fleet } : {}),
 });
 say(`serving at ${node.url} as ${node.role()}`);
 process.once("SIGTERM", () => {
