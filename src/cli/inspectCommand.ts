@@ -1,8 +1,15 @@
 import { systemClock, systemRandom } from "../base/index.js";
+import { liveNodes } from "../fleet/index.js";
 import { bucketLayout, parseSegmentSeqno, openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
 import { openObjectStore } from "../objectstore/index.js";
+import { readSegment } from "../segments/index.js";
 
-/** Prints what the bucket holds, read-only: globals, manifests, log extents. */
+/**
+ * Prints what the bucket holds, read-only: globals, the live nodes (their role, URL and
+ * the shards they say they write), each shard's manifest (writer, epoch, lease) and log
+ * extent with its frontier (the maxTs of its last segment), and the common frontier a
+ * node reads at, with the shard that pins it.
+ */
 export async function inspectCommand(options: { readonly store: string }): Promise<void> {
   const store = await openObjectStore(options.store);
   try {
@@ -13,6 +20,14 @@ export async function inspectCommand(options: { readonly store: string }): Promi
     const lines = [
       `deployment ${deploymentId}: ${numShards} shard(s), layout generation ${generation}, created ${new Date(createdAt).toISOString()}${retiredNote}`,
     ];
+    const nowMs = systemClock.nowMs();
+    const nodes = await liveNodes(store, deploymentId, systemRandom, nowMs);
+    lines.push(`live nodes: ${nodes.length === 0 ? "none" : nodes.length}`);
+    for (const node of nodes.sort((a, b) => a.nodeId.localeCompare(b.nodeId))) {
+      const writes = node.writes === undefined ? "" : `, writes ${node.writes.length === 0 ? "no shard" : `shard(s) ${node.writes.join(", ")}`}`;
+      lines.push(`  node ${node.nodeId}: ${node.role} at ${node.url ?? "(no URL)"}${writes}, entry live until ${new Date(node.expiresAt).toISOString()}`);
+    }
+    const frontiers: { shard: number; ts: number | null; writer: string | null }[] = [];
     for (let shard = 0; shard < numShards; shard++) {
       const manifest = new ShardManifest(shardStore, shard, deploymentId, systemRandom);
       const current = await manifest.refresh();
@@ -26,15 +41,29 @@ export async function inspectCommand(options: { readonly store: string }): Promi
         last = seqno;
         segments++;
       }
+      const leaseLive = current.writer !== null && current.leaseExpiresAt > nowMs;
       const writer = current.writer
-        ? `${current.writer.nodeId} until ${new Date(current.leaseExpiresAt).toISOString()}`
+        ? `${current.writer.nodeId} (lease ${leaseLive ? "live" : "lapsed"} until ${new Date(current.leaseExpiresAt).toISOString()})`
         : "none";
+      // The shard's frontier: the maxTs of its last segment (a GET of that one segment).
+      const frontierTs = last === null ? null : ((await readSegment(shardStore, { deploymentId, shard, seqno: last }))?.header.maxTs ?? null);
+      frontiers.push({ shard, ts: frontierTs, writer: leaseLive ? current.writer!.nodeId : null });
       const snapshot = current.snapshot
         ? `seqno ${current.snapshot.seqno} (${current.snapshot.documents} documents, ${current.snapshot.bytes} bytes)`
         : "none";
       lines.push(
         `shard ${shard}: epoch ${current.epoch}, writer ${writer}, logStart ${current.logStart}, ` +
-          `segments ${segments === 0 ? "none" : `${first}..${last} (${segments})`}, snapshot ${snapshot}`,
+          `segments ${segments === 0 ? "none" : `${first}..${last} (${segments})`}, frontier ts ${frontierTs ?? "none"}, snapshot ${snapshot}`,
+      );
+    }
+    const known = frontiers.filter((frontier) => frontier.ts !== null);
+    if (known.length > 0) {
+      const pin = known.reduce((lowest, frontier) => (frontier.ts! < lowest.ts! ? frontier : lowest));
+      const highest = Math.max(...known.map((frontier) => frontier.ts!));
+      const behindMs = Math.round((highest - pin.ts!) / 1000);
+      lines.push(
+        `common frontier: ts ${pin.ts} (${new Date(pin.ts! / 1000).toISOString()}), pinned by shard ${pin.shard}` +
+          (behindMs > 0 ? `, ${behindMs} ms behind the newest shard; its writer: ${pin.writer ?? "none live (reads wait for a takeover)"}` : ""),
       );
     }
     process.stdout.write(`${lines.join("\n")}\n`);

@@ -3,6 +3,13 @@ import type { StoreCall } from "../objectstore/index.js";
 import type { EngineEvent } from "../shard/index.js";
 import type { SyncStats } from "../sync/index.js";
 
+/** What `watchNode` reads of the node when scraped. */
+export interface NodeMetricsView {
+  readonly shards: readonly { readonly shard: number; readonly role: string; readonly epoch: number; readonly frontierTs: number }[];
+  /** The fleet's live nodes (null: not a fleet node). */
+  readonly liveNodes: number | null;
+}
+
 /**
  * The node's Prometheus metrics (`GET /metrics`), in a registry of its own so that two
  * servers in one process (tests) do not share counters. Engine and store events are
@@ -83,6 +90,60 @@ export class ServerMetrics {
   storeCall(call: StoreCall): void {
     this.storeRequests.inc({ operation: call.operation, outcome: call.outcome });
     this.storeSeconds.observe({ operation: call.operation }, call.durationMs / 1000);
+  }
+
+  /**
+   * The node's shards and fleet, read when scraped: each shard's role (1 for the role it
+   * has), epoch and frontier, the common frontier and how far the newest shard is ahead of
+   * it, and the fleet's live nodes.
+   */
+  watchNode(view: () => NodeMetricsView): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: "cairn_shard_role",
+      help: "Each shard's role on this node (1 for the role it has: following, acquiring, writing, handingOver, fenced, closed)",
+      labelNames: ["shard", "role"],
+      registers,
+      collect() {
+        this.reset();
+        for (const shard of view().shards) this.set({ shard: String(shard.shard), role: shard.role }, 1);
+      },
+    });
+    new Gauge({
+      name: "cairn_shard_epoch",
+      help: "Each shard's epoch as this node last read its manifest",
+      labelNames: ["shard"],
+      registers,
+      collect() {
+        for (const shard of view().shards) this.set({ shard: String(shard.shard) }, shard.epoch);
+      },
+    });
+    new Gauge({
+      name: "cairn_shard_frontier_ts",
+      help: "Each shard's frontier here (the maxTs of its last applied segment, µs since the epoch)",
+      labelNames: ["shard"],
+      registers,
+      collect() {
+        for (const shard of view().shards) this.set({ shard: String(shard.shard) }, shard.frontierTs);
+      },
+    });
+    new Gauge({
+      name: "cairn_frontier_held_back_seconds",
+      help: "How far the newest shard's frontier is ahead of the common frontier reads use (what the slowest shard holds back)",
+      registers,
+      collect() {
+        const frontiers = view().shards.map((shard) => shard.frontierTs);
+        this.set(frontiers.length === 0 ? 0 : (Math.max(...frontiers) - Math.min(...frontiers)) / 1e6);
+      },
+    });
+    new Gauge({
+      name: "cairn_fleet_live_nodes",
+      help: "Live nodes of the fleet as this node's last beat saw them (0 when it is not a fleet node)",
+      registers,
+      collect() {
+        this.set(view().liveNodes ?? 0);
+      },
+    });
   }
 
   mutationFinished(durationMs: number): void {

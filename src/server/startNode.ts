@@ -8,6 +8,7 @@ import { LayoutWatcher, type LayoutRetired, LeaseWatcher, ShardTailer, type Tail
 import { resolveTuning, type ShardEngineTuning, type EngineEvent, type ShardEngine, ShardedStore } from "../shard/index.js";
 import { runtimeBackend, SyncHandler, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { CairnServer } from "./CairnServer.js";
+import { FRONTIER_STALL_WARN_MS, FrontierWatch } from "./FrontierWatch.js";
 import { HttpApi } from "./HttpApi.js";
 import { nodeBackend } from "./nodeBackend.js";
 import { nodeHealth } from "./nodeHealth.js";
@@ -76,6 +77,8 @@ export interface NodeOptions {
    * stops the node and may open one on the new layout (startNodeAcrossReshards).
    */
   readonly onLayoutRetired?: (retired: LayoutRetired) => void;
+  /** How long the common frontier (or a followed shard's tail) may stand still while commits wait on it before a warning is logged (default 5 s). */
+  readonly frontierStallWarnMs?: number;
   /** Runs just before the node listens: startNodeAcrossReshards frees the port there. */
   readonly beforeListen?: () => Promise<void>;
 }
@@ -359,6 +362,32 @@ class CairnNode implements RunningNode {
     node.started = true;
     for (const tailer of tailers) tailer.start();
     node.startFollowerPruning();
+    metrics.watchNode(() => ({
+      shards: engines.map((engine) => ({ shard: engine.shard, role: roles.role(engine.shard), epoch: engine.manifestCurrent.epoch, frontierTs: engine.readTs })),
+      liveNodes: balancer === null ? null : balancer.view.liveNodeIds.length,
+    }));
+    const frontierWatch = new FrontierWatch({
+      clock,
+      log,
+      ...(options.frontierStallWarnMs !== undefined ? { stallWarnMs: options.frontierStallWarnMs } : {}),
+      // A quiet log is polled every idlePollMs: only a tail incomplete for longer than two polls lags.
+      tailWarnMs: Math.max(options.frontierStallWarnMs ?? FRONTIER_STALL_WARN_MS, 2 * tailers[0]!.tuning.idlePollMs),
+      shards: () =>
+        engines.map((engine, shard) => {
+          const status = tailers[shard]!.status();
+          return {
+            shard,
+            frontierTs: engine.readTs,
+            writer: engine.manifestCurrent.writer?.nodeId ?? null,
+            writerLive: isLeaseLive(engine.manifestCurrent, clock.nowMs()),
+            writing: engine.state.kind === "writing",
+            stalenessMs: status.stalenessMs,
+            lastError: status.lastError === null ? null : `[${status.lastError.code}] ${status.lastError.message}`,
+          };
+        }),
+    });
+    frontierWatch.start();
+    shutdown.add("frontier watch", () => frontierWatch.stop());
 
     layoutWatcher = new LayoutWatcher({
       store,

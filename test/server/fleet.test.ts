@@ -19,6 +19,7 @@ import { assignment } from "../../src/fleet/index.js";
 import { laneOfValue } from "../../src/functions/routing.js";
 import type { functions } from "../functions/shardedApp.js";
 import type { NodeProcessConfig } from "../support/nodeProcess.js";
+import { runCairn } from "../support/runCairn.js";
 import { spawnServing } from "../support/spawnCairnServe.js";
 
 const api = apiOf<typeof functions>();
@@ -118,6 +119,31 @@ describe("a fleet of writers over one bucket", () => {
     await within("three nodes converge to the rendezvous assignment", () => converged(three, target3));
 
     // A client on A sees a mutation sent to B for a shard C owns.
+    // `cairn inspect` shows the live nodes, the shards each says it writes (as of its last
+    // beat: asked again until the entries caught up), each shard's writer and the common frontier.
+    const expectations = [
+      /live nodes: 3/,
+      ...three.map((node) => new RegExp(`node ${node.nodeId}: fleet at http://[^ ]+/, writes shard\\(s\\) ${target3.flatMap((owner, shard) => (owner === node.nodeId ? [shard] : [])).join(", ")},`)),
+      ...target3.map((owner, shard) => new RegExp(`shard ${shard}: epoch \\d+, writer ${owner} \\(lease live`)),
+      /common frontier: ts \d+ .*pinned by shard \d/,
+    ];
+    let inspected = "";
+    await within("cairn inspect shows the fleet", async () => {
+      const inspect = await runCairn(["inspect", "--store", join(root, "bucket-join")]);
+      inspected = inspect.stdout;
+      return inspect.code === 0 && expectations.every((expected) => expected.test(inspect.stdout));
+    }).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; last output:\n${inspected}`);
+    });
+
+    // /metrics: the live nodes, and each shard's role and epoch.
+    const metrics = await (await fetch(`${a.url}metrics`)).text();
+    expect(metrics).toMatch(/^cairn_fleet_live_nodes 3$/m);
+    for (const [shard, owner] of target3.entries()) {
+      expect(metrics).toMatch(new RegExp(`^cairn_shard_role\\{shard="${shard}",role="${owner === "alpha" ? "writing" : "following"}"\\} 1$`, "m"));
+      expect(metrics).toMatch(new RegExp(`^cairn_shard_epoch\\{shard="${shard}"\\} \\d+$`, "m"));
+    }
+
     const shardOfC = target3.indexOf("gamma");
     expect(shardOfC).toBeGreaterThanOrEqual(0);
     const onA = client(a.url);

@@ -9,7 +9,8 @@
  * A commit on either node shows in queries and live queries on both. Then node b is
  * SIGKILLed: shard 1 has no live writer, and node a's readers are held back only until
  * its lease lapses and node a takes the shard over. A shard that never gets a writer
- * holds reads back for good, and health says which shard it is and that it has none.
+ * holds reads back for good, and health (and a warning in the log) says which shard it is
+ * and that it has none.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -44,13 +45,14 @@ afterEach(async () => {
   }
 });
 
-async function node(config: Omit<NodeProcessConfig, "store" | "app" | "adminKey" | "local">, bucket = "bucket"): Promise<{ url: string; child: ChildProcess }> {
+async function node(config: Omit<NodeProcessConfig, "store" | "app" | "adminKey" | "local">, bucket = "bucket"): Promise<{ url: string; child: ChildProcess; output: () => string }> {
   const full: NodeProcessConfig = { store: join(root, bucket), app: "test/functions/shardedApp.ts", adminKey: ADMIN_KEY, local: join(root, `local-${config.nodeId}`), ...config };
   const { child, url } = await spawnServing(["test/support/nodeProcess.ts", JSON.stringify(full)]);
   children.push(child);
-  child.stdout!.resume();
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.resume();
-  return { url, child };
+  return { url, child, output: () => output };
 }
 
 function client(url: string): CairnClient {
@@ -129,7 +131,7 @@ describe("two nodes, each the writer of one shard", () => {
 
   it("say in health which shard holds reads back when it has no writer", async () => {
     // Shard 1 never gets a writer: a writes only shard 0 and checks no leases.
-    const a = await node({ nodeId: "lonely", numShards: 2, ownShards: [0], leaseCheckIntervalMs: 3_600_000, engineTuning: FAST_LEASES }, "bucket-without-a-writer");
+    const a = await node({ nodeId: "lonely", numShards: 2, ownShards: [0], leaseCheckIntervalMs: 3_600_000, engineTuning: FAST_LEASES, frontierStallWarnMs: 500 }, "bucket-without-a-writer");
     const onA = client(a.url);
     void onA.mutation(api.messages.send, { channel: channelOn(0), n: 1, body: "committed on shard 0, held back by shard 1" }).catch(() => undefined);
     type Health = { status: string; frontierHeldBy: { shard: number; heldBackMs: number; writer: string | null; writerLive: boolean } };
@@ -139,6 +141,8 @@ describe("two nodes, each the writer of one shard", () => {
       return health.frontierHeldBy.heldBackMs > 0;
     });
     expect(health).toMatchObject({ status: "degraded", frontierHeldBy: { shard: 1, writer: null, writerLive: false } });
+    // And the node's log says so, naming the shard and that it has no writer.
+    await within("the log warns of the stalled frontier", () => /warning: frontier: has not advanced for [\d.]+ s at ts \d+, held back by shard 1 \(\d+ ms behind the newest shard; writer none\)/.test(a.output()));
     expect(await queried(a.url)).toEqual([]);
   });
 });

@@ -24,6 +24,7 @@ export interface NodeProcessConfig {
   readonly wakeHints?: boolean;
   readonly pollIntervalMs?: number;
   readonly fleet?: NodeOptions["fleet"];
+  readonly frontierStallWarnMs?: number;
 }
 
 const config = JSON.parse(process.argv[2]!) as NodeProcessConfig;
@@ -49,6 +50,7 @@ const node = await startNode({
   ...(config.wakeHints !== undefined ? { wakeHints: config.wakeHints } : {}),
   ...(config.pollIntervalMs !== undefined ? { tailer: { idlePollMs: config.pollIntervalMs } } : {}),
   ...(config.fleet !== undefined ? { fleet: config.fleet } : {}),
+  ...(config.frontierStallWarnMs !== undefined ? { frontierStallWarnMs: config.frontierStallWarnMs } : {}),
 });
 say(`serving at ${node.url} as ${node.role()}`);
 process.once("SIGTERM", () => {
