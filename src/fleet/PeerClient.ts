@@ -24,7 +24,7 @@ export type PeerReply =
 /** Connection errors that mean the request never reached a server. */
 const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "UND_ERR_CONNECT_TIMEOUT"]);
 
-/** An announcement is a courtesy: the registry finds the node anyway, so it is not waited on long. */
+/** An announcement (or a probe) is a courtesy: the registry finds the node anyway, so it is not waited on long. */
 const ANNOUNCE_TIMEOUT_MS = 2_000;
 
 /**
@@ -56,6 +56,18 @@ export class PeerClient {
   /** Tells the node at `baseUrl` that this one follows its shards. Best-effort. */
   async announce(baseUrl: string, self: Announcement): Promise<void> {
     await this.post(baseUrl, PEER_ROUTES.announce, self, AbortSignal.timeout(ANNOUNCE_TIMEOUT_MS), false);
+  }
+
+  /** Whether the node at `baseUrl` answers at all (`GET api/health`, any status): null if it does, else why not. */
+  async probe(baseUrl: string): Promise<string | null> {
+    try {
+      const response = await this.fetch(new URL(PEER_ROUTES.health, baseUrl), { signal: AbortSignal.timeout(ANNOUNCE_TIMEOUT_MS) });
+      await response.body?.cancel().catch(() => undefined);
+      return null;
+    } catch (error) {
+      const reply = unanswered(error, false);
+      return reply.kind === "unanswered" && reply.timedOut ? `no answer within ${ANNOUNCE_TIMEOUT_MS / 1000} s` : reply.kind === "unanswered" ? reply.reason : "unknown";
+    }
   }
 
   /** A client's call forwarded to the shard's writer, ended by `timeoutMs` or by `abandoned`. */

@@ -1,6 +1,7 @@
 import { type Clock, CairnError, hasErrorCode, type Random } from "../base/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { NodeRegistry, type NodeEntry, type NodeRole } from "./NodeRegistry.js";
+import type { PeerChecks } from "./PeerChecks.js";
 import type { PeerClient } from "./PeerClient.js";
 import type { Announcement } from "./peerMessages.js";
 import type { WakeHintSender } from "./WakeHintSender.js";
@@ -42,6 +43,8 @@ export interface PeerDiscoveryOptions {
 export interface FleetPresence {
   /** The clock skew between nodes: an entry counts as live until this long after its expiry. */
   readonly graceMs: number;
+  /** Warns of peers with a skewed clock or an unreachable URL. */
+  readonly checks?: PeerChecks;
   /** After each beat's listing: the other live nodes, and whether this node's own entry is live. */
   readonly onBeat: (beat: FleetBeat) => Promise<void> | void;
 }
@@ -195,6 +198,7 @@ export class PeerDiscovery {
         this.readers = peers.length > 0;
         this.options.hints?.setTargets(peers.filter((peer) => peer.url !== null).map((peer) => ({ nodeId: peer.nodeId, url: peer.url! })));
       }
+      fleet?.checks?.check(this.lastOthers);
       if (fleet !== undefined && !this.stopping.signal.aborted) await fleet.onBeat({ others: this.lastOthers, selfLive: this.selfLive });
     } catch (error) {
       this.options.onError(error);

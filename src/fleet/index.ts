@@ -1,5 +1,6 @@
 /** The fleet layer's public surface: shard roles, node presence, peer discovery, node-to-node messages, rendezvous ownership and the damped balancer. */
 export { liveNodes, NodeRegistry, type NodeEntry, type NodeRole } from "./NodeRegistry.js";
+export { PeerChecks } from "./PeerChecks.js";
 export { PeerClient, type PeerReply } from "./PeerClient.js";
 export { PeerDiscovery, REGISTRY_INTERVAL_MS_DEFAULT, type FleetBeat } from "./PeerDiscovery.js";
 export {

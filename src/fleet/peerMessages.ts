@@ -17,11 +17,15 @@ import type { WakeHint } from "../replica/index.js";
  * - **Forwarded calls** (`api/internal/forward/{mutation,action}`): a node that does not
  *   write a shard hands a client's write to the node that does, with the identity it
  *   verified and the client's receipt key.
+ * - **Probes** (`GET api/health`, the public health check): whether a peer's advertised
+ *   URL reaches it at all.
  */
 export const PEER_ROUTES = {
   hint: "api/internal/hint",
   announce: "api/internal/peer",
   forward: (kind: ForwardedKind) => `api/internal/forward/${kind}`,
+  /** A GET (no key) that any node answers: a peer probes whether an advertised URL reaches it. */
+  health: "api/health",
 } as const;
 
 export type ForwardedKind = "mutation" | "action";

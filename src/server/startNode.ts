@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, hasErrorCode, systemRandom } from "../base/index.js";
-import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
+import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerChecks, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
 import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
@@ -288,7 +288,15 @@ class CairnNode implements RunningNode {
       clock,
       random: systemRandom,
       ...(fleetTuning !== null
-        ? { intervalMs: fleetTuning.beatMs, ttlMs: fleetTuning.presenceTtlMs, fleet: { graceMs: maxClockSkewMs, onBeat: (beat: FleetBeat) => balancer!.beat(beat) } }
+        ? {
+            intervalMs: fleetTuning.beatMs,
+            ttlMs: fleetTuning.presenceTtlMs,
+            fleet: {
+              graceMs: maxClockSkewMs,
+              checks: new PeerChecks({ clock, log, peers, maxClockSkewMs, beatMs: fleetTuning.beatMs }),
+              onBeat: (beat: FleetBeat) => balancer!.beat(beat),
+            },
+          }
         : options.registryIntervalMs !== undefined
           ? { intervalMs: options.registryIntervalMs }
           : {}),
