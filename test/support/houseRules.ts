@@ -13,8 +13,8 @@ import ts from "typescript";
 /**
  * DESIGN.md §1's layers, lowest first: a layer imports only layers before it. The order
  * among layers that never import each other (objectstore and model, gc and snapshots,
- * replica and functions, server and client) is the one DESIGN.md lists. Layers not yet
- * built (fleet, dashboard) keep their place.
+ * fleet and functions, server and client) is the one DESIGN.md lists. A layer not yet
+ * built (dashboard) keeps its place.
  */
 export const LAYER_ORDER = [
   "base",
