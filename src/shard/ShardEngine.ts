@@ -1,5 +1,5 @@
 import { rmSync } from "node:fs";
-import { CairnError, errorKindOf, hasErrorCode, randomHex, yieldToEventLoop } from "../base/index.js";
+import { CairnError, errorKindOf, hasErrorCode, randomHex, type Timer, yieldToEventLoop } from "../base/index.js";
 import { collectGarbage, type GarbageReport, ConsumerWatermarks } from "../gc/index.js";
 import { LocalStore, type DumpChunk, type DumpCursor } from "../local/index.js";
 import { type Manifest, type SnapshotPointer, ShardManifest, type LeaseOwner } from "../manifest/index.js";
@@ -148,6 +148,10 @@ export class ShardEngine {
   private flushLoop: Promise<void> | null = null;
   private accepting = false;
   private tickRequested = false;
+  /** When a tick was last requested (monotonic ms): ticks are at least frontierTickMs apart. */
+  private lastTickRequestedMs = Number.NEGATIVE_INFINITY;
+  /** The tick frontierTickSoon deferred to the end of the current frontierTickMs, if any. */
+  private deferredTick: Timer | null = null;
   /** The maxTs of the last data segment applied here: this writer's own, or another's it followed. */
   private lastDataAppliedTs = 0;
   /** On this node's monotonic clock: until when the lease is ours (for verify "lease"). */
@@ -582,7 +586,28 @@ export class ShardEngine {
     const newest = this.options.newestCommitTs?.() ?? this.lastDataTs;
     if (newest <= this.readTs) return;
     this.tickRequested = true;
+    this.lastTickRequestedMs = this.options.clock.monotonicMs();
     this.kickFlush();
+  }
+
+  /**
+   * Another shard of this node applied a data segment (its own commit, or one tailed from
+   * another writer): tick now if this shard has not ticked within frontierTickMs, so the
+   * first commit after a quiet spell reaches readers of the common frontier — on every
+   * node — in about one round trip; else tick once that interval is over. Ticks stay at
+   * least frontierTickMs apart, as the frontier driver's are.
+   */
+  frontierTickSoon(): void {
+    if (!this.tuning.tickWhenIdle || this.deferredTick !== null || this.currentState.kind !== "writing") return;
+    const sinceMs = this.options.clock.monotonicMs() - this.lastTickRequestedMs;
+    if (sinceMs >= this.tuning.frontierTickMs) {
+      this.frontierTick();
+      return;
+    }
+    this.deferredTick = this.options.clock.setTimer(this.tuning.frontierTickMs - sinceMs, () => {
+      this.deferredTick = null;
+      this.frontierTick();
+    });
   }
 
   /** The maxTs of the last data segment applied here, committed by this node or followed (0 before any). */
@@ -958,7 +983,11 @@ export class ShardEngine {
       this.driverTasks.push(this.driverLoop(controller.signal, "heartbeat", this.tuning.heartbeatIntervalMs, () => this.heartbeat()));
     }
     if (drivers.includes("frontier") && this.tuning.tickWhenIdle) {
-      this.driverTasks.push(this.driverLoop(controller.signal, "frontier", this.tuning.frontierTickMs, async () => this.frontierTick()));
+      this.driverTasks.push(
+        this.driverLoop(controller.signal, "frontier", this.tuning.frontierTickMs, async () => {
+          if (this.options.clock.monotonicMs() - this.lastTickRequestedMs >= this.tuning.frontierTickMs) this.frontierTick();
+        }),
+      );
     }
     if (drivers.includes("maintenance")) {
       this.driverTasks.push(
@@ -968,6 +997,8 @@ export class ShardEngine {
   }
 
   private async stopDrivers(): Promise<void> {
+    this.deferredTick?.cancel();
+    this.deferredTick = null;
     this.drivers?.abort();
     this.drivers = null;
     await Promise.all(this.driverTasks);

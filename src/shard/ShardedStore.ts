@@ -85,6 +85,14 @@ export class ShardedStore {
           }),
         );
       }
+      // A data segment applied on one shard closes the others' frontiers at once (leading
+      // edge; the frontier driver covers the rest): cross-shard reads see it in one round trip.
+      for (const engine of engines) {
+        engine.onSegmentApplied((segment) => {
+          if (segment.header.kind !== "data") return;
+          for (const other of engines) if (other !== engine) other.frontierTickSoon();
+        });
+      }
       await checkStillCurrent(options.store, random, generation);
     } catch (error) {
       await Promise.allSettled(engines.map((engine) => engine.close()));
