@@ -2,7 +2,8 @@ import { CairnError, hasErrorCode, INDEX_BACKFILL_BATCH_DOCUMENTS, MUTATION_ATTE
 import { indexRange, successorKey } from "../model/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import type { WriteUnit } from "../shard/index.js";
-import { markIndexReady, type Catalog, type IndexInfo } from "./catalog.js";
+import { schemaCatalogObject } from "../manifest/index.js";
+import { markShardBackfilled, type Catalog, type IndexInfo } from "./catalog.js";
 import { decodeDocument, indexKeyOf } from "./documents.js";
 import type { ShardAccess } from "./FunctionRuntime.js";
 
@@ -14,8 +15,10 @@ import type { ShardAccess } from "./FunctionRuntime.js";
  * for every document it writes, and each batch here commits with the documents it
  * indexed as its read set, so a batch that raced a write to one of them fails with
  * WRITE_CONFLICT and is read and indexed again. Re-running after a crash is harmless: an
- * entry written twice is the same entry. Only the writer of every shard runs it: an index
- * is ready once each shard's documents have their entries.
+ * entry written twice is the same entry. Each shard is backfilled by its writer (`own`: the
+ * shards this node writes), which records it in the stored catalog; the index is ready once
+ * every shard is recorded, whichever nodes did them (a fleet), and nodes that did not
+ * finish it learn so through refreshIndexStates.
  */
 export interface BackfillProgress {
   readonly table: string;
@@ -25,26 +28,41 @@ export interface BackfillProgress {
 
 export interface BackfillOptions {
   readonly catalog: Catalog;
-  /** Every shard of the deployment (this node writes them all). */
+  /** Every shard of the deployment, in shard order. */
   readonly shards: readonly ShardAccess[];
+  /** The shards to backfill here: those this node writes (default: every shard). */
+  readonly own?: readonly number[];
   readonly store: ObjectStore;
   readonly random: Random;
   readonly onProgress?: (progress: BackfillProgress) => void;
 }
 
+/** Backfills the own shards of every backfilling index; returns the indexes that became ready (by this run or another node's). */
 export async function backfillIndexes(options: BackfillOptions): Promise<BackfillProgress[]> {
   const done: BackfillProgress[] = [];
+  const own = options.own ?? options.shards.map((_, shard) => shard);
   for (const table of options.catalog.tables) {
     for (const index of table.indexes.values()) {
       if (index.state !== "backfilling" || index.kind === "documents") continue;
       const byCreation = table.indexes.get("by_creation")!;
-      let documents = 0;
-      for (const shard of options.shards) {
-        documents += await backfillShard(options, shard, table.name, index, byCreation.id, documents);
+      const stored = (await schemaCatalogObject(options.store, options.random).read())?.value.tables.flatMap((candidate) => candidate.indexes).find((candidate) => candidate.id === index.id);
+      if (stored?.state === "ready") {
+        index.state = "ready";
+        done.push({ table: table.name, index: index.name, documents: 0 });
+        continue;
       }
-      await markIndexReady(options.store, options.random, index.id);
-      index.state = "ready";
-      done.push({ table: table.name, index: index.name, documents });
+      const already = new Set(stored?.backfilledShards ?? []);
+      let documents = 0;
+      let state: "ready" | "backfilling" = "backfilling";
+      for (const shard of own) {
+        if (already.has(shard)) continue;
+        documents += await backfillShard(options, options.shards[shard]!, table.name, index, byCreation.id, documents);
+        state = (await markShardBackfilled(options.store, options.random, index.id, shard, options.shards.length)).state;
+      }
+      if (state === "ready") {
+        index.state = "ready";
+        done.push({ table: table.name, index: index.name, documents });
+      }
     }
   }
   return done;

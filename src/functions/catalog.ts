@@ -200,21 +200,70 @@ export async function readCatalog(store: ObjectStore, schema: AnySchema, random:
   return Catalog.bind(schema, snapshot.value);
 }
 
-/** Marks an index ready in the stored catalog once its backfill finished. */
-export async function markIndexReady(store: ObjectStore, random: Random, indexId: number): Promise<void> {
+/**
+ * Records in the stored catalog that every document of `shard` has its entry in index
+ * `indexId`; once every shard of the deployment has, the index is "ready". Returns the
+ * index's state and the shards done (nothing changes for an index already ready).
+ */
+export async function markShardBackfilled(
+  store: ObjectStore,
+  random: Random,
+  indexId: number,
+  shard: number,
+  numShards: number,
+): Promise<{ readonly state: "ready" | "backfilling"; readonly backfilledShards: readonly number[] }> {
+  let result: { state: "ready" | "backfilling"; backfilledShards: readonly number[] } = { state: "ready", backfilledShards: [] };
   await schemaCatalogObject(store, random).update((current) => {
     if (current === null) throw new CairnError("INTERNAL", "the schema catalog vanished during a backfill");
     const index = current.tables.flatMap((table) => table.indexes).find((candidate) => candidate.id === indexId);
-    if (index === undefined || index.state === "ready") return null;
+    if (index === undefined || index.state === "ready") {
+      result = { state: "ready", backfilledShards: [] };
+      return null;
+    }
+    const done = [...new Set([...(index.backfilledShards ?? []), shard])].sort((a, b) => a - b);
+    const ready = Array.from({ length: numShards }, (_, candidate) => candidate).every((candidate) => done.includes(candidate));
+    result = { state: ready ? "ready" : "backfilling", backfilledShards: ready ? [] : done };
     const { version: _version, nonce: _nonce, ...fields } = current;
     return {
       ...fields,
       tables: current.tables.map((table) => ({
         ...table,
-        indexes: table.indexes.map((candidate) => (candidate.id === indexId ? { ...candidate, state: "ready" as const } : candidate)),
+        indexes: table.indexes.map((candidate): CatalogIndex => {
+          if (candidate.id !== indexId) return candidate;
+          const { backfilledShards: _done, ...rest } = candidate;
+          return ready ? { ...rest, state: "ready" } : { ...rest, state: "backfilling", backfilledShards: done };
+        }),
       })),
     };
   });
+  return result;
+}
+
+/**
+ * Reads the stored catalog and marks ready, in `catalog`, every index another node
+ * finished backfilling meanwhile; returns them as `table.index`. A node serving an index
+ * that was "backfilling" when it started calls this until none is.
+ */
+export async function refreshIndexStates(store: ObjectStore, random: Random, catalog: Catalog): Promise<string[]> {
+  const snapshot = await schemaCatalogObject(store, random).read();
+  if (snapshot === null) return [];
+  const ready = new Set(snapshot.value.tables.flatMap((table) => table.indexes.filter((index) => index.state === "ready").map((index) => index.id)));
+  const flipped: string[] = [];
+  for (const table of catalog.tables) {
+    for (const index of table.indexes.values()) {
+      if (index.state === "backfilling" && ready.has(index.id)) {
+        index.state = "ready";
+        flipped.push(`${table.name}.${index.name}`);
+      }
+    }
+  }
+  return flipped;
+}
+
+/** Whether any index of `catalog` is still being backfilled. */
+export function backfilling(catalog: Catalog): boolean {
+  for (const table of catalog.tables) for (const index of table.indexes.values()) if (index.state === "backfilling") return true;
+  return false;
 }
 
 function declaredIndexes(definition: TableDefinition): [string, string[]][] {

@@ -37,7 +37,7 @@ export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 export { App, type AppModule } from "./App.js";
 export { AppError } from "./AppError.js";
 export { loadApp } from "./loadApp.js";
-export { Catalog, planCatalog, readCatalog, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
+export { backfilling, Catalog, planCatalog, readCatalog, refreshIndexStates, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
 export { backfillIndexes, type BackfillProgress } from "./backfillIndexes.js";
 export {
   FunctionRuntime,

@@ -23,6 +23,11 @@ export const catalogIndexSchema = z.object({
   id: z.number().int().min(1),
   fields: z.array(z.string().min(1)),
   state: z.enum(["ready", "backfilling"]),
+  /**
+   * While "backfilling": the shards whose documents all have their entry (each shard's
+   * writer backfills its own; the index is "ready" once every shard is listed).
+   */
+  backfilledShards: z.array(z.number().int().min(0)).optional(),
 });
 
 export const catalogTableSchema = z.object({

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, hasErrorCode, systemRandom } from "../base/index.js";
 import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerChecks, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
-import { backfillIndexes, FunctionRuntime, readCatalog, resolveCatalog, type App, type Catalog } from "../functions/index.js";
+import { backfilling, backfillIndexes, FunctionRuntime, readCatalog, refreshIndexStates, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { LayoutWatcher, type LayoutRetired, LeaseWatcher, ShardTailer, type TailerTuning } from "../replica/index.js";
@@ -97,6 +97,8 @@ export interface RunningNode {
 }
 
 export const MAX_CLOCK_SKEW_MS_DEFAULT = 1_000;
+/** How often a node re-reads the schema catalog while an index is backfilling (a GET each time, only then). */
+const CATALOG_REFRESH_MS = 2_000;
 
 /**
  * Assembles a node (DESIGN.md §9) of any role from its parts: the deployment's shards
@@ -134,7 +136,7 @@ class CairnNode implements RunningNode {
   readonly deploymentId: string;
   /** Set once a reshard retired the layout: nothing of it is served from then on. */
   private retired: LayoutRetired | null = null;
-  /** Set once the start-up acquires ended: a later takeover of the last shard runs the index backfill. */
+  /** Set once the start-up acquires ended: from then on, each shard this node comes to write runs the index backfill. */
   private started = false;
   private stopped: Promise<void> | null = null;
 
@@ -366,10 +368,11 @@ class CairnNode implements RunningNode {
     } finally {
       startupAcquires.clear();
     }
-    if (ownShards.length > 0 && roles.writesEvery()) await node.backfill();
+    if (roles.writesAny()) await node.backfill();
     node.started = true;
     for (const tailer of tailers) tailer.start();
     node.startFollowerPruning();
+    node.watchIndexStates();
     metrics.watchNode(() => ({
       shards: engines.map((engine) => ({ shard: engine.shard, role: roles.role(engine.shard), epoch: engine.manifestCurrent.epoch, frontierTs: engine.readTs })),
       liveNodes: balancer === null ? null : balancer.view.liveNodeIds.length,
@@ -477,7 +480,8 @@ class CairnNode implements RunningNode {
         // A writer needs no watermark of its own (its GC would wait for it).
         const engine = sharded.engines[change.shard]!;
         void (tailers[change.shard]?.removeWatermark() ?? engine.watermarkStore.remove(nodeId)).catch(() => undefined);
-        if (this.started && this.parts.roles.writesEvery()) void this.backfill().catch((error: unknown) => log(`index backfill failed: ${(error as Error).message}`));
+        // Indexes still backfilling get this shard's entries (each shard's writer does its own).
+        if (this.started) void this.backfill().catch((error: unknown) => log(`index backfill failed: ${(error as Error).message}`));
         return;
       }
       case "fenced":
@@ -500,17 +504,73 @@ class CairnNode implements RunningNode {
     this.options.onLayoutRetired?.(why);
   }
 
-  private async backfill(): Promise<void> {
-    const { catalog, sharded, store } = this.parts;
+  /** The backfill running, and whether another was asked for meanwhile (a shard acquired during it). */
+  private backfillRun: Promise<void> | null = null;
+  private backfillAgain = false;
+
+  /** Backfills the shards this node writes of every index still backfilling (one run at a time). */
+  private backfill(): Promise<void> {
+    if (this.backfillRun !== null) {
+      this.backfillAgain = true;
+      return this.backfillRun;
+    }
+    this.backfillRun = (async () => {
+      try {
+        do {
+          this.backfillAgain = false;
+          await this.backfillOnce();
+        } while (this.backfillAgain);
+      } finally {
+        this.backfillRun = null;
+      }
+    })();
+    return this.backfillRun;
+  }
+
+  private async backfillOnce(): Promise<void> {
+    const { catalog, sharded, store, roles } = this.parts;
     const { log } = this.options;
+    if (!backfilling(catalog)) return;
+    const own = sharded.engines.filter((engine) => roles.role(engine.shard) === "writing").map((engine) => engine.shard);
+    if (own.length === 0) return;
     const backfilled = await backfillIndexes({
       catalog,
       shards: sharded.engines,
+      own,
       store,
       random: systemRandom,
       onProgress: (progress) => log(`backfilling index ${progress.table}.${progress.index}: ${progress.documents} document(s)`),
     });
-    for (const index of backfilled) log(`index ${index.table}.${index.index} is ready (${index.documents} document(s) indexed)`);
+    for (const index of backfilled) log(`index ${index.table}.${index.index} is ready (${index.documents} document(s) indexed here)`);
+  }
+
+  /**
+   * While an index is backfilling, the stored catalog is re-read on a cadence: the shards
+   * other nodes write are backfilled there, and this node learns that the index is ready
+   * (queries on it stop answering INDEX_NOT_READY) without a restart.
+   */
+  private watchIndexStates(): void {
+    const { catalog, store, clock } = this.parts;
+    if (!backfilling(catalog)) return;
+    const stop = new AbortController();
+    const loop = (async () => {
+      while (!stop.signal.aborted && backfilling(catalog)) {
+        try {
+          await clock.sleep(CATALOG_REFRESH_MS, stop.signal);
+        } catch {
+          return;
+        }
+        try {
+          for (const name of await refreshIndexStates(store, systemRandom, catalog)) this.options.log(`index ${name} is ready (backfilled by the shards' writers)`);
+        } catch (error) {
+          this.options.log(`reading the schema catalog failed: ${(error as Error).message}`);
+        }
+      }
+    })();
+    this.shutdown.add("index state watch", async () => {
+      stop.abort();
+      await loop;
+    });
   }
 
   /** A writer prunes local history in its maintenance driver; a follower here, on the same cadence. */
