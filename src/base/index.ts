@@ -5,6 +5,7 @@
 export { ConditionWaiters } from "./ConditionWaiters.js";
 export { SortedMap } from "./SortedMap.js";
 export { every, ManualClock, systemClock, type Clock, type Timer } from "./clock.js";
+export { repeatEvery } from "./repeatEvery.js";
 export {
   assert,
   CairnError,

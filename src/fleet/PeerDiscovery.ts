@@ -1,4 +1,4 @@
-import { type Clock, CairnError, hasErrorCode, type Random } from "../base/index.js";
+import { type Clock, CairnError, hasErrorCode, type Random, repeatEvery } from "../base/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { NodeRegistry, type NodeEntry, type NodeRole } from "./NodeRegistry.js";
 import type { PeerChecks } from "./PeerChecks.js";
@@ -166,15 +166,8 @@ export class PeerDiscovery {
     await this.registry.remove().catch(() => undefined);
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopping.signal.aborted) {
-      try {
-        await this.options.clock.sleep(this.intervalMs, this.stopping.signal);
-      } catch {
-        return;
-      }
-      await this.refresh();
-    }
+  private run(): Promise<void> {
+    return repeatEvery(this.options.clock, this.intervalMs, this.stopping.signal, () => this.refresh());
   }
 
   private refresh(): Promise<void> {

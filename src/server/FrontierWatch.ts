@@ -1,4 +1,4 @@
-import type { Clock } from "../base/index.js";
+import { type Clock, repeatEvery } from "../base/index.js";
 
 /** One shard as the watch sees it. */
 export interface WatchedShard {
@@ -117,15 +117,8 @@ export class FrontierWatch {
     }
   }
 
-  private async run(): Promise<void> {
-    while (!this.stopping.signal.aborted) {
-      try {
-        await this.options.clock.sleep(this.intervalMs, this.stopping.signal);
-      } catch {
-        return;
-      }
-      this.check();
-    }
+  private run(): Promise<void> {
+    return repeatEvery(this.options.clock, this.intervalMs, this.stopping.signal, () => this.check());
   }
 }
 

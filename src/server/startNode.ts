@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, hasErrorCode, systemRandom } from "../base/index.js";
+import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
 import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerChecks, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
 import { backfilling, backfillIndexes, FunctionRuntime, readCatalog, refreshIndexStates, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
@@ -553,20 +553,14 @@ class CairnNode implements RunningNode {
     const { catalog, store, clock } = this.parts;
     if (!backfilling(catalog)) return;
     const stop = new AbortController();
-    const loop = (async () => {
-      while (!stop.signal.aborted && backfilling(catalog)) {
-        try {
-          await clock.sleep(CATALOG_REFRESH_MS, stop.signal);
-        } catch {
-          return;
-        }
-        try {
-          for (const name of await refreshIndexStates(store, systemRandom, catalog)) this.options.log(`index ${name} is ready (backfilled by the shards' writers)`);
-        } catch (error) {
-          this.options.log(`reading the schema catalog failed: ${(error as Error).message}`);
-        }
+    const loop = repeatEvery(clock, CATALOG_REFRESH_MS, stop.signal, async () => {
+      try {
+        for (const name of await refreshIndexStates(store, systemRandom, catalog)) this.options.log(`index ${name} is ready (backfilled by the shards' writers)`);
+      } catch (error) {
+        this.options.log(`reading the schema catalog failed: ${(error as Error).message}`);
       }
-    })();
+      if (!backfilling(catalog)) stop.abort();
+    });
     this.shutdown.add("index state watch", async () => {
       stop.abort();
       await loop;

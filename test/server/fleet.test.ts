@@ -21,6 +21,7 @@ import type { functions } from "../functions/shardedApp.js";
 import type { NodeProcessConfig } from "../support/nodeProcess.js";
 import { runCairn } from "../support/runCairn.js";
 import { spawnServing } from "../support/spawnCairnServe.js";
+import { within as waitWithin } from "../support/within.js";
 
 const api = apiOf<typeof functions>();
 const ADMIN_KEY = "fleet-test-admin-key";
@@ -66,16 +67,8 @@ function client(url: string): CairnClient {
   return made;
 }
 
-async function within(what: string, predicate: () => boolean | Promise<boolean>, startedMs = Date.now()): Promise<number> {
-  for (;;) {
-    if (await predicate()) {
-      const tookMs = Date.now() - startedMs;
-      console.log(`fleet: ${what} after ${tookMs} ms`);
-      return tookMs;
-    }
-    if (Date.now() - startedMs > WAIT_MS_MAX) throw new Error(`${what}: not within ${WAIT_MS_MAX} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+function within(what: string, predicate: () => boolean | Promise<boolean>, startedMs = Date.now()): Promise<number> {
+  return waitWithin("fleet", what, predicate, { startedMs, maxMs: WAIT_MS_MAX });
 }
 
 interface Health {

@@ -24,6 +24,7 @@ import { laneOfValue } from "../../src/functions/routing.js";
 import type { functions } from "../functions/shardedApp.js";
 import type { NodeProcessConfig } from "../support/nodeProcess.js";
 import { spawnServing } from "../support/spawnCairnServe.js";
+import { within as waitWithin } from "../support/within.js";
 
 const api = apiOf<typeof functions>();
 const ADMIN_KEY = "multi-writer-test-admin-key";
@@ -61,17 +62,8 @@ function client(url: string): CairnClient {
   return made;
 }
 
-/** Waits for `predicate`, from `startedMs` on (default now), and prints how long it took. */
-async function within(what: string, predicate: () => boolean | Promise<boolean>, startedMs = Date.now()): Promise<number> {
-  for (;;) {
-    if (await predicate()) {
-      const tookMs = Date.now() - startedMs;
-      console.log(`multi-writer: ${what} after ${tookMs} ms`);
-      return tookMs;
-    }
-    if (Date.now() - startedMs > VISIBLE_WAIT_MS_MAX) throw new Error(`${what}: not within ${VISIBLE_WAIT_MS_MAX} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+function within(what: string, predicate: () => boolean | Promise<boolean>, startedMs = Date.now()): Promise<number> {
+  return waitWithin("multi-writer", what, predicate, { startedMs, maxMs: VISIBLE_WAIT_MS_MAX });
 }
 
 async function queried(url: string): Promise<number[]> {
