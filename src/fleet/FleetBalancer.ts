@@ -14,6 +14,11 @@ export interface FleetBalancerOptions {
   readonly maxClockSkewMs: number;
   readonly log: (line: string) => void;
   readonly onError: (error: unknown) => void;
+  /**
+   * Asks for an extra beat in `delayMs` (before the next regular one): when a dead node's
+   * lease lapses, so its shards move at once rather than up to a beat later.
+   */
+  readonly beatIn?: (delayMs: number) => void;
 }
 
 /** What the balancer saw on its last beat (health, `cairn inspect`). */
@@ -80,11 +85,27 @@ export class FleetBalancer {
         },
       );
     }
+    this.beatWhenALeaseLapses(manifests, owners, new Set(beat.others.map((entry) => entry.nodeId)), nowMs);
     for (const shard of plan.handOver) {
       if (roles.role(shard) !== "writing") continue;
       this.options.log(`shard ${shard}: handing it over to ${this.last.targets[shard] ?? "its target"} (live nodes ${liveNodeIds.join(", ")})`);
       void roles.handOver(shard).catch((error: unknown) => this.options.onError(error));
     }
+  }
+
+  /**
+   * A shard held by a node whose presence is gone (it died or was cut off) is acquired on
+   * the first beat after its lease lapses: ask for that beat at the lapse, so failover
+   * takes the lease TTL plus the clock skew, not up to a beat more.
+   */
+  private beatWhenALeaseLapses(manifests: readonly Manifest[], owners: readonly (string | null)[], present: ReadonlySet<string>, nowMs: number): void {
+    if (this.options.beatIn === undefined) return;
+    let soonestMs = Number.POSITIVE_INFINITY;
+    owners.forEach((owner, shard) => {
+      if (owner === null || owner === this.options.nodeId || present.has(owner)) return;
+      soonestMs = Math.min(soonestMs, manifests[shard]!.leaseExpiresAt + this.options.maxClockSkewMs + 1 - nowMs);
+    });
+    if (Number.isFinite(soonestMs)) this.options.beatIn(Math.max(0, soonestMs));
   }
 
   /**

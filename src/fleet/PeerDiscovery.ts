@@ -1,4 +1,4 @@
-import { type Clock, CairnError, hasErrorCode, type Random, repeatEvery } from "../base/index.js";
+import { type Clock, CairnError, hasErrorCode, type Random, repeatEvery, type Timer } from "../base/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { NodeRegistry, type NodeEntry, type NodeRole } from "./NodeRegistry.js";
 import type { PeerChecks } from "./PeerChecks.js";
@@ -82,6 +82,7 @@ export class PeerDiscovery {
   /** When this node's entry was last renewed (monotonic ms), or null. */
   private renewedAtMs: number | null = null;
   private lastOthers: readonly NodeEntry[] = [];
+  private extraBeat: { readonly atMs: number; readonly timer: Timer } | null = null;
 
   constructor(private readonly options: PeerDiscoveryOptions) {
     this.registry = new NodeRegistry(options.store, options.deploymentId, options.nodeId, options.random, options.fleet?.graceMs ?? null);
@@ -115,6 +116,21 @@ export class PeerDiscovery {
     await this.refresh();
     void this.announceTo(writerUrls);
     this.loop ??= this.run();
+  }
+
+  /** An extra beat in `delayMs` (one pending at a time: a sooner request replaces a later one). */
+  beatIn(delayMs: number): void {
+    if (this.stopping.signal.aborted) return;
+    const atMs = this.options.clock.monotonicMs() + delayMs;
+    if (this.extraBeat !== null && this.extraBeat.atMs <= atMs) return;
+    this.extraBeat?.timer.cancel();
+    this.extraBeat = {
+      atMs,
+      timer: this.options.clock.setTimer(delayMs, () => {
+        this.extraBeat = null;
+        if (!this.stopping.signal.aborted) void this.refresh();
+      }),
+    };
   }
 
   /** Lists the live nodes now rather than at the next beat (this node just became a writer). */
@@ -160,6 +176,7 @@ export class PeerDiscovery {
   /** Stops the beat and removes this node's entry: writers stop hinting it at once. */
   async stop(): Promise<void> {
     this.stopping.abort();
+    this.extraBeat?.timer.cancel();
     await this.loop;
     await this.refreshing;
     this.options.hints?.close();

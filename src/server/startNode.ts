@@ -282,7 +282,7 @@ class CairnNode implements RunningNode {
     const balancer =
       fleetTuning === null
         ? null
-        : new FleetBalancer({ engines, roles, nodeId, clock, maxClockSkewMs, log, onError: throttledLog(log, clock, "fleet balancer") });
+        : new FleetBalancer({ engines, roles, nodeId, clock, maxClockSkewMs, log, onError: throttledLog(log, clock, "fleet balancer"), beatIn: (delayMs) => late.discovery?.beatIn(delayMs) });
     const discovery = new PeerDiscovery({
       store,
       deploymentId: sharded.deploymentId,
