@@ -3,8 +3,10 @@ import { type Clock, repeatEvery } from "../base/index.js";
 /** One shard as the watch sees it. */
 export interface WatchedShard {
   readonly shard: number;
-  /** The maxTs of the last segment applied here. */
+  /** The ts through which this node knows the shard's log complete (ShardEngine.closedTs). */
   readonly frontierTs: number;
+  /** The maxTs of the last data segment applied here (0 before any). */
+  readonly lastDataTs: number;
   /** The node the manifest names as the writer (null: none). */
   readonly writer: string | null;
   readonly writerLive: boolean;
@@ -79,7 +81,9 @@ export class FrontierWatch {
 
   private checkCommonFrontier(shards: readonly WatchedShard[], nowMs: number): void {
     const pin = shards.reduce((lowest, shard) => (shard.frontierTs < lowest.frontierTs ? shard : lowest));
-    const newestTs = Math.max(...shards.map((shard) => shard.frontierTs));
+    // Held back: a commit this node knows of is above the common frontier (a fence or a
+    // tick above it is no commit: nothing waits on it).
+    const newestTs = Math.max(...shards.map((shard) => shard.lastDataTs));
     const heldBack = newestTs > pin.frontierTs;
     if (pin.frontierTs !== this.lowestTs || !heldBack) {
       if (this.stallLogged && this.heldSinceMs !== null) this.options.log(`frontier: moving again (ts ${pin.frontierTs}) after ${seconds(nowMs - this.heldSinceMs)} held back`);
@@ -94,7 +98,7 @@ export class FrontierWatch {
     const writer = pin.writing ? "this node" : pin.writer === null ? "none" : `${pin.writer}${pin.writerLive ? "" : " (its lease lapsed)"}`;
     this.options.log(
       `warning: frontier: has not advanced for ${seconds(nowMs - this.heldSinceMs)} at ts ${pin.frontierTs}, held back by shard ${pin.shard} ` +
-        `(${Math.round((newestTs - pin.frontierTs) / 1000)} ms behind the newest shard; writer ${writer}): commits on other shards stay invisible until it moves` +
+        `(${Math.round((newestTs - pin.frontierTs) / 1000)} ms behind the newest commit; writer ${writer}): commits on other shards stay invisible until it moves` +
         (pin.writerLive || pin.writing ? "" : " — a shard without a live writer waits for a takeover"),
     );
   }

@@ -49,7 +49,9 @@ export function nodeHealth(parts: NodeHealthParts) {
       state: engine.state.kind,
       role: parts.roles[index]!,
       appliedSeqno: status.appliedSeqno,
-      frontierTs: status.frontierTs,
+      // Through which ts this node knows the shard complete (a writer's idle shard: its clock).
+      frontierTs: engine.closedTs,
+      lastDataTs: engine.lastDataTs,
       stalenessMs: status.stalenessMs,
       lastError: status.lastError,
       writer: manifest.writer?.nodeId ?? null,
@@ -63,8 +65,10 @@ export function nodeHealth(parts: NodeHealthParts) {
   const staleness = shards.map((shard) => shard.stalenessMs);
   const stalenessMs = staleness.some((value) => value === null) ? null : Math.max(...(staleness as number[]));
   const lowest = shards.reduce((held, shard) => (shard.frontierTs < held.frontierTs ? shard : held), shards[0]!);
-  const highestTs = Math.max(...shards.map((shard) => shard.frontierTs));
-  const heldBackMs = Math.round((highestTs - lowest.frontierTs) / 1000);
+  // How long the newest commit this node knows of waits for the lowest shard (fences and
+  // ticks above it hold nothing back).
+  const newestCommitTs = Math.max(...shards.map((shard) => shard.lastDataTs));
+  const heldBackMs = Math.max(0, Math.round((newestCommitTs - lowest.frontierTs) / 1000));
   const healthy =
     parts.nodeRole === "writer" ||
     (stalenessMs !== null && stalenessMs <= STALE_AFTER_MS && heldBackMs <= STALE_AFTER_MS && shards.every((shard) => shard.lastError === null));

@@ -388,7 +388,8 @@ class CairnNode implements RunningNode {
           const status = tailers[shard]!.status();
           return {
             shard,
-            frontierTs: engine.readTs,
+            frontierTs: engine.closedTs,
+            lastDataTs: engine.lastDataTs,
             writer: engine.manifestCurrent.writer?.nodeId ?? null,
             writerLive: isLeaseLive(engine.manifestCurrent, clock.nowMs()),
             writing: engine.state.kind === "writing",

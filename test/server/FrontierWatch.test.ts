@@ -12,14 +12,14 @@ import { ManualClock } from "../../src/base/clock.js";
 import { FrontierWatch, type WatchedShard } from "../../src/server/FrontierWatch.js";
 
 function shard(fields: Partial<WatchedShard> & { shard: number }): WatchedShard {
-  return { frontierTs: 100, writer: "w", writerLive: true, writing: false, stalenessMs: 0, lastError: null, ...fields };
+  return { frontierTs: 100, lastDataTs: 0, writer: "w", writerLive: true, writing: false, stalenessMs: 0, lastError: null, ...fields };
 }
 
 describe("frontier watch", () => {
   it("logs a held-back frontier once, naming the shard and its writer, and when it moves again", () => {
     const clock = new ManualClock();
     const lines: string[] = [];
-    let shards = [shard({ shard: 0, frontierTs: 5_000_000 }), shard({ shard: 1, frontierTs: 1_000_000, writer: "gone", writerLive: false })];
+    let shards = [shard({ shard: 0, frontierTs: 5_000_000, lastDataTs: 5_000_000 }), shard({ shard: 1, frontierTs: 1_000_000, writer: "gone", writerLive: false })];
     const watch = new FrontierWatch({ clock, log: (line) => lines.push(line), stallWarnMs: 5_000, shards: () => shards });
     watch.check();
     clock.advance(4_999);
@@ -30,16 +30,16 @@ describe("frontier watch", () => {
     clock.advance(10_000);
     watch.check();
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^warning: frontier: has not advanced for 5\.0 s at ts 1000000, held back by shard 1 \(4000 ms behind the newest shard; writer gone \(its lease lapsed\)\).*waits for a takeover/);
+    expect(lines[0]).toMatch(/^warning: frontier: has not advanced for 5\.0 s at ts 1000000, held back by shard 1 \(4000 ms behind the newest commit; writer gone \(its lease lapsed\)\).*waits for a takeover/);
     shards = [shards[0]!, shard({ shard: 1, frontierTs: 5_000_000 })];
     watch.check();
     expect(lines[1]).toMatch(/^frontier: moving again \(ts 5000000\) after 15\.0 s held back/);
   });
 
-  it("does not call an idle deployment stalled", () => {
+  it("does not call an idle deployment stalled, even with shards' fences or ticks at different ts", () => {
     const clock = new ManualClock();
     const lines: string[] = [];
-    const shards = [shard({ shard: 0 }), shard({ shard: 1 })];
+    const shards = [shard({ shard: 0, frontierTs: 900, lastDataTs: 500 }), shard({ shard: 1, frontierTs: 600, lastDataTs: 0 })];
     const watch = new FrontierWatch({ clock, log: (line) => lines.push(line), stallWarnMs: 5_000, shards: () => shards });
     for (let step = 0; step < 10; step++) {
       watch.check();

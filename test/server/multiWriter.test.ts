@@ -134,7 +134,7 @@ describe("two nodes, each the writer of one shard", () => {
     });
     expect(health).toMatchObject({ status: "degraded", frontierHeldBy: { shard: 1, writer: null, writerLive: false } });
     // And the node's log says so, naming the shard and that it has no writer.
-    await within("the log warns of the stalled frontier", () => /warning: frontier: has not advanced for [\d.]+ s at ts \d+, held back by shard 1 \(\d+ ms behind the newest shard; writer none\)/.test(a.output()));
+    await within("the log warns of the stalled frontier", () => /warning: frontier: has not advanced for [\d.]+ s at ts \d+, held back by shard 1 \(\d+ ms behind the newest commit; writer none\)/.test(a.output()));
     expect(await queried(a.url)).toEqual([]);
   });
 });
