@@ -43,6 +43,8 @@ export interface PeerDiscoveryOptions {
 export interface FleetPresence {
   /** The clock skew between nodes: an entry counts as live until this long after its expiry. */
   readonly graceMs: number;
+  /** Says what the start waits for (a leftover entry under this node's id). */
+  readonly log: (line: string) => void;
   /** Warns of peers with a skewed clock or an unreachable URL. */
   readonly checks?: PeerChecks;
   /** After each beat's listing: the other live nodes, and whether this node's own entry is live. */
@@ -112,7 +114,7 @@ export class PeerDiscovery {
    * NODE_ID_IN_USE.
    */
   async start(writerUrls: readonly string[]): Promise<void> {
-    if (this.options.fleet !== undefined) await this.registerWaitingOutLeftover(this.options.fleet.graceMs);
+    if (this.options.fleet !== undefined) await this.registerWaitingOutLeftover(this.options.fleet);
     await this.refresh();
     void this.announceTo(writerUrls);
     this.loop ??= this.run();
@@ -138,7 +140,7 @@ export class PeerDiscovery {
     if (this.loop !== null && !this.stopping.signal.aborted) void this.refresh();
   }
 
-  private async registerWaitingOutLeftover(graceMs: number): Promise<void> {
+  private async registerWaitingOutLeftover({ graceMs, log }: FleetPresence): Promise<void> {
     const { clock } = this.options;
     let waitedFor: number | null = null;
     for (;;) {
@@ -150,7 +152,9 @@ export class PeerDiscovery {
         const expiresAt = Number((error as CairnError).details["expiresAt"]);
         if (waitedFor !== null && expiresAt > waitedFor) throw error;
         waitedFor = expiresAt;
-        await clock.sleep(Math.max(0, expiresAt + graceMs - clock.nowMs()) + 1, this.stopping.signal);
+        const waitMs = Math.max(0, expiresAt + graceMs - clock.nowMs()) + 1;
+        log(`node id ${this.options.nodeId}: an entry from another process (or this node's previous run) is live for ${(waitMs / 1000).toFixed(1)} s more; waiting it out — if it is renewed meanwhile, another node uses this id`);
+        await clock.sleep(waitMs, this.stopping.signal);
       }
     }
   }

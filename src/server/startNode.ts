@@ -295,6 +295,7 @@ class CairnNode implements RunningNode {
             ttlMs: fleetTuning.presenceTtlMs,
             fleet: {
               graceMs: maxClockSkewMs,
+              log,
               checks: new PeerChecks({ clock, log, peers, maxClockSkewMs, beatMs: fleetTuning.beatMs }),
               onBeat: (beat: FleetBeat) => balancer!.beat(beat),
             },
