@@ -45,6 +45,28 @@ describe.each([memoryBucket, fsBucket, s3EndpointBucket] as BucketFactory[])("no
   }
   const registry = (store: ObjectStore, nodeId: string, deploymentId = DEPLOYMENT) => new NodeRegistry(store, deploymentId, nodeId, new SeededRandom(seed++));
 
+  it("an exclusive (fleet) entry: a second process under the same id is refused while the first's entry is live, and takes over once it lapsed", async () => {
+    const store = await bucket();
+    const GRACE = 1_000;
+    const first = new NodeRegistry(store, DEPLOYMENT, "node-x", new SeededRandom(seed++), GRACE);
+    const second = new NodeRegistry(store, DEPLOYMENT, "node-x", new SeededRandom(seed++), GRACE);
+    await first.register({ url: "http://10.0.0.1:1/", role: "fleet", writes: [0, 2] }, NOW, TTL);
+    await first.register({ url: "http://10.0.0.1:1/", role: "fleet", writes: [0] }, NOW + 1_000, TTL);
+    await expect(second.register({ url: "http://10.0.0.2:1/", role: "fleet" }, NOW + 2_000, TTL)).rejects.toMatchObject({
+      code: "NODE_ID_IN_USE",
+      details: { nodeId: "node-x", expiresAt: NOW + 1_000 + TTL },
+    });
+    // Within the grace past its expiry, still refused; past it, the id is taken over.
+    await expect(second.register({ url: null, role: "fleet" }, NOW + 1_000 + TTL + GRACE - 1, TTL)).rejects.toMatchObject({ code: "NODE_ID_IN_USE" });
+    await second.register({ url: "http://10.0.0.2:1/", role: "fleet" }, NOW + 1_000 + TTL + GRACE, TTL);
+    // The first, renewing, finds the id taken: refused, never overwriting the live newcomer.
+    await expect(first.register({ url: "http://10.0.0.1:1/", role: "fleet" }, NOW + 1_000 + TTL + GRACE + 1, TTL)).rejects.toMatchObject({ code: "NODE_ID_IN_USE" });
+    const seen = await registry(store, "observer").live(NOW + 1_000 + TTL + GRACE + 2);
+    expect(seen).toMatchObject([{ nodeId: "node-x", url: "http://10.0.0.2:1/", role: "fleet" }]);
+    // A non-exclusive registry (the other roles) takes an entry over at once, as before.
+    await registry(store, "node-x").register({ url: null, role: "writer" }, NOW + 1_000 + TTL + GRACE + 3, TTL);
+  });
+
   it("register, renew, live and remove: every other live node of the deployment, never itself", async () => {
     const store = await bucket();
     const writer = registry(store, "writer-1");
