@@ -39,8 +39,11 @@ export interface FleetView {
  * machine do it — acquire a shard whose lease lapsed or was handed over, hand over
  * (drain, clear the lease) one that should be another live node's.
  *
- * The live set is the nodes whose presence entry is live plus the holders of live leases:
- * a node that still writes a shard is live whatever its entry says.
+ * The live set is the fleet nodes whose presence entry is live (this one while its own
+ * is). A lease holder whose presence lapsed (killed, cut off) is no target any more: each
+ * of its shards moves to its new target as soon as that shard's own lease lapses, not
+ * once the last of the node's leases has. Nodes of other roles (replicas, standbys, plain
+ * writers) are no fleet members: their leases count as owners, never as targets.
  *
  * Invariants:
  * - The balancer decides nothing about safety: the lease CAS keeps two nodes from writing
@@ -68,10 +71,8 @@ export class FleetBalancer {
     const manifests = await Promise.all(engines.map((engine) => (engine.state.kind === "writing" ? engine.manifestCurrent : engine.refreshManifest())));
     const nowMs = clock.nowMs();
     const owners = manifests.map((manifest, shard) => this.liveOwner(manifest, shard, nowMs));
-    const live = new Set(beat.others.map((entry) => entry.nodeId));
+    const live = new Set(beat.others.filter((entry) => entry.role === "fleet").map((entry) => entry.nodeId));
     if (beat.selfLive) live.add(nodeId);
-    // A live lease's holder is live, whatever its presence entry says (this node's own only while it is).
-    for (const owner of owners) if (owner !== null && (owner !== nodeId || beat.selfLive)) live.add(owner);
     const liveNodeIds = [...live].sort();
     const plan = this.planner.plan({ self: nodeId, liveNodeIds, owners });
     this.last = { liveNodeIds, owners, targets: this.planner.currentTargets(), beats: this.last.beats + 1 };
@@ -85,7 +86,7 @@ export class FleetBalancer {
         },
       );
     }
-    this.beatWhenALeaseLapses(manifests, owners, new Set(beat.others.map((entry) => entry.nodeId)), nowMs);
+    this.beatWhenALeaseLapses(manifests, owners, live, nowMs);
     for (const shard of plan.handOver) {
       if (roles.role(shard) !== "writing") continue;
       this.options.log(`shard ${shard}: handing it over to ${this.last.targets[shard] ?? "its target"} (live nodes ${liveNodeIds.join(", ")})`);
