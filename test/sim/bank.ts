@@ -31,6 +31,11 @@ export interface Bank {
   readonly accounts: readonly DocumentId[];
   readonly outcomes: Map<string, Outcome>;
   readonly transfers: Map<string, Transfer>;
+  /**
+   * When each unit was submitted and acknowledged, as steps of one counter: a unit
+   * acknowledged before another was submitted must precede it in the log.
+   */
+  readonly order: { step: number; readonly submitted: Map<string, number>; readonly acknowledged: Map<string, number> };
 }
 
 /** Who commits: its receipts' client id, its own random and sequence, where it reports protocol errors. */
@@ -44,7 +49,7 @@ export interface BankClient {
 
 export function newBank(shard: number, accountCount: number, random: SeededRandom): Bank {
   const accounts = Array.from({ length: accountCount }, () => newDocumentId(TABLE, random));
-  return { shard, accounts, outcomes: new Map(), transfers: new Map() };
+  return { shard, accounts, outcomes: new Map(), transfers: new Map(), order: { step: 0, submitted: new Map(), acknowledged: new Map() } };
 }
 
 /** Acquires the shard and opens every account in one unit, retrying through injected faults. */
@@ -54,14 +59,14 @@ export async function openAccounts(engine: ShardEngine, client: BankClient, bank
       await engine.acquire();
       const seq = client.nextSeq++;
       const key = `${client.name}:${seq}`;
-      bank.outcomes.set(key, { kind: "pending" });
+      submitted(bank, key);
       const result = await engine.commit({
         readTs: engine.readTs,
         documents: bank.accounts.map((id) => ({ tableNumber: TABLE, id, value: balanceText(INITIAL_BALANCE), prevTs: null })),
         indexWrites: [],
         receipt: { clientId: client.name, seq, result: JSON.stringify({ open: true }), route: null },
       });
-      bank.outcomes.set(key, { kind: "acknowledged", ts: result.ts });
+      acknowledged(bank, key, result.ts);
       return;
     } catch (error) {
       for (const [key, outcome] of bank.outcomes) if (outcome.kind === "pending") bank.outcomes.set(key, classifyFailure(error));
@@ -101,15 +106,25 @@ export async function transfer(engine: ShardEngine, client: BankClient, bank: Ba
     receipt: { clientId: client.name, seq, result: JSON.stringify({ from, to, amount }), route: null },
     conflictsWith: (written) => written.kind === "document" && (written.id === from || written.id === to),
   };
-  bank.outcomes.set(key, { kind: "pending" });
+  submitted(bank, key);
   bank.transfers.set(key, { from, to, amount });
   try {
     const result = await engine.commit(unit);
-    bank.outcomes.set(key, { kind: "acknowledged", ts: result.ts });
+    acknowledged(bank, key, result.ts);
   } catch (error) {
     bank.outcomes.set(key, classifyFailure(error));
     if (errorKindOf(error) === "Corruption") client.violations.push(`${client.name}: commit ${key}: ${String(error)}`);
   }
+}
+
+function submitted(bank: Bank, key: string): void {
+  bank.outcomes.set(key, { kind: "pending" });
+  bank.order.submitted.set(key, bank.order.step++);
+}
+
+function acknowledged(bank: Bank, key: string, ts: number): void {
+  bank.outcomes.set(key, { kind: "acknowledged", ts });
+  bank.order.acknowledged.set(key, bank.order.step++);
 }
 
 /** What a refusal says about a unit: poisoned (or a bug) means it may have committed. */

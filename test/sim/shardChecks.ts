@@ -7,7 +7,7 @@ import { SeededRandom } from "../../src/base/random.js";
 import { LocalStore } from "../../src/local/index.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
-import { LogValidator, LOG_START } from "../../src/segments/LogValidator.js";
+import { LogValidator, LOG_START, type LogPosition } from "../../src/segments/LogValidator.js";
 import { readLog } from "../../src/segments/logReader.js";
 import { HybridClock } from "../../src/shard/HybridClock.js";
 import { ShardEngine } from "../../src/shard/ShardEngine.js";
@@ -26,6 +26,8 @@ export interface ShardVerdict {
   readonly unknown: number;
   readonly unknownCommitted: number;
   readonly skippedSegments: number;
+  /** Where the fresh reader's log ends. */
+  readonly position: LogPosition;
   readonly violations: string[];
 }
 
@@ -34,6 +36,7 @@ export interface ShardVerdict {
  * - nothing a fenced epoch wrote past a newer fence is visible (skipped segments'
  *   receipts are absent) and no acknowledged unit sits in a skipped segment;
  * - the valid log chains and its timestamps strictly increase (the validator checks);
+ * - a unit acknowledged before another was submitted precedes it in the log;
  * - balances equal the initial ones moved by exactly the committed transfers, and the
  *   bank total is conserved.
  */
@@ -54,6 +57,7 @@ export async function checkShard(context: CheckContext): Promise<ShardVerdict> {
   const readTs = reader.readTs;
 
   let unknownCommitted = 0;
+  const committed: { readonly key: string; readonly ts: number }[] = [];
   const counts = { acknowledged: 0, notCommitted: 0, unknown: 0 };
   const expected = new Map<string, number>(bank.accounts.map((id) => [id, INITIAL_BALANCE]));
   for (const [key, outcome] of bank.outcomes) {
@@ -77,6 +81,7 @@ export async function checkShard(context: CheckContext): Promise<ShardVerdict> {
         violations.push(`${key} never settled`);
         break;
     }
+    if (receipt !== null) committed.push({ key, ts: receipt.ts });
     const moved = bank.transfers.get(key);
     if (receipt !== null && moved !== undefined) {
       expected.set(moved.from, expected.get(moved.from)! - moved.amount);
@@ -97,10 +102,25 @@ export async function checkShard(context: CheckContext): Promise<ShardVerdict> {
   }
   if (total !== INITIAL_BALANCE * bank.accounts.length) violations.push(`bank total ${total} is not conserved`);
 
+  checkRealTimeOrder(bank, committed, violations);
   const skippedSegments = await checkLog(context, local, violations);
+  const position = reader.position;
   await reader.close();
   local.close();
-  return { ...counts, unknownCommitted, skippedSegments, violations: violations.map((violation) => `shard ${bank.shard}: ${violation}`) };
+  return { ...counts, unknownCommitted, skippedSegments, position, violations: violations.map((violation) => `shard ${bank.shard}: ${violation}`) };
+}
+
+/** Walks the committed units in log (ts) order: none may precede one acknowledged before it was submitted. */
+function checkRealTimeOrder(bank: Bank, committed: { readonly key: string; readonly ts: number }[], violations: string[]): void {
+  let latest: { readonly key: string; readonly submitted: number } | null = null;
+  for (const { key } of committed.sort((a, b) => a.ts - b.ts)) {
+    const acknowledged = bank.order.acknowledged.get(key);
+    if (latest !== null && acknowledged !== undefined && latest.submitted > acknowledged) {
+      violations.push(`${latest.key} precedes ${key} in the log but was submitted after ${key} was acknowledged`);
+    }
+    const submitted = bank.order.submitted.get(key)!;
+    if (latest === null || submitted > latest.submitted) latest = { key, submitted };
+  }
 }
 
 /**
