@@ -201,8 +201,11 @@ export class ShardEngine {
       throw new CairnError("LOCAL_META_MISMATCH", `local store belongs to shard ${meta.shard} of ${meta.deploymentId}`);
     }
     const engine = new ShardEngine(options);
-    const manifest = await engine.manifest.load();
-    const check = await checkLocalPosition(options.store, options.deploymentId, meta, manifest);
+    let check = await checkLocalPosition(options.store, options.deploymentId, meta, await engine.manifest.load());
+    // GC may collect the segment the copy applied last between the manifest read and its
+    // GET: only a second manifest read and check that disagree too mean the bucket does
+    // not confirm the copy (as in confirmPositionNow).
+    if (check.kind === "disagrees") check = await checkLocalPosition(options.store, options.deploymentId, meta, await engine.manifest.refresh());
     if (check.kind === "disagrees") await engine.rebuildLocal(check.reason);
     engine.confirmedEtag = engine.manifest.currentEtag;
     if (options.catchUpOnOpen !== false) await engine.catchUpToTail();

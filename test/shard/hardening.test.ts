@@ -4,8 +4,9 @@
  * server when CAIRN_TEST_S3_URL is set): zombies whose late creates land in collected
  * slots, followers whose cached manifest predates GC, a durable write whose verification
  * runs after the successor's GC, malformed write units, a bucket restored from an older
- * copy under nodes that kept their files, a relinquish that cannot reach the bucket, and a
- * writer's wall clock stepped back under "lease" verification.
+ * copy under nodes that kept their files, a warm restart whose position check races GC,
+ * a relinquish that cannot reach the bucket, and a writer's wall clock stepped back under
+ * "lease" verification.
  */
 import { describe, expect, it } from "vitest";
 import { errorKindOf, hasErrorCode } from "../../src/base/errors.js";
@@ -16,6 +17,7 @@ import { readSegment } from "../../src/segments/logReader.js";
 import { fixedVouching } from "../../src/shard/catchUp.js";
 import type { WriteUnit } from "../../src/shard/WriteUnit.js";
 import { BUCKET_FACTORIES } from "../support/bucketFactories.js";
+import type { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { eventually, Gate } from "../support/Gate.js";
 import { commitMany, harnessPerTest, insertUnit, type HarnessNode, type ShardHarness } from "../support/shardHarness.js";
 import { SkewedClock } from "../support/SkewedClock.js";
@@ -42,6 +44,10 @@ async function successorCollects(h: ShardHarness, commitsAfter: number): Promise
   await b.engine.collectGarbageNow();
   await commitMany(b, h, commitsAfter);
   return b;
+}
+
+function exactKey(key: string): RegExp {
+  return new RegExp(`^${key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);
 }
 
 async function slotHolds(h: ShardHarness, seqno: number): Promise<boolean> {
@@ -269,6 +275,34 @@ describe.each(BUCKET_FACTORIES)("hardened shard log on $name", (factory) => {
     const reader = await h.node("reader");
     expect(reader.engine.position).toEqual(again.engine.position);
     expect(reader.engine.position.nextSeqno).toBe(committed.seqno + 1);
+  });
+
+  it("a warm restart racing GC past its position keeps its local file: a disagreement from a manifest read before the collection is checked again", async () => {
+    const h = await setup();
+    const a = await h.writer("a", { leaseTtlMs: TTL });
+    await commitMany(a, h, 2);
+    const r = await h.node("r");
+    const applied = r.engine.position.nextSeqno - 1;
+    await h.stop(r);
+    await commitMany(a, h, 2);
+    // The restart reads the manifest, then its GET of the segment it applied last waits
+    // while the writer snapshots and collects everything below its tail.
+    const gate = new Gate();
+    let restartStore: FaultyObjectStore | null = null;
+    const restarting = h.node("r", {}, {
+      beforeOpen: (store) => {
+        restartStore = store;
+        store.inject({ operations: ["get"], keyPattern: exactKey(bucketLayout.segment(0, applied)), once: true, effect: { until: gate.promise } });
+      },
+    });
+    await eventually(() => restartStore?.held === 1);
+    await a.engine.snapshotNow();
+    expect(await a.engine.collectGarbageNow()).toMatchObject({ logStartAfter: a.engine.position.nextSeqno });
+    expect(await slotHolds(h, applied)).toBe(false);
+    gate.open();
+    const again = await restarting;
+    expect(again.events).not.toContainEqual(expect.objectContaining({ type: "local-rebuilt" }));
+    expect(again.engine.position).toEqual(a.engine.position);
   });
 
   it("a local file with a newer epoch than the restored bucket is rebuilt, so it does not skip the bucket's new segments", async () => {

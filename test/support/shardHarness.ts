@@ -40,6 +40,8 @@ export interface NodeOptions {
   readonly clock?: Clock;
   /** When its local store folds (default: LocalStore's defaults). */
   readonly fold?: LocalStoreOptions["fold"];
+  /** Injects faults into the node's view of the bucket before its engine opens. */
+  readonly beforeOpen?: (store: FaultyObjectStore) => void;
 }
 
 export const TABLE = 1;
@@ -76,6 +78,7 @@ export class ShardHarness {
     ];
     const random = new SeededRandom(this.seed++);
     const store = new FaultyObjectStore(this.bucket, random, this.clock);
+    options.beforeOpen?.(store);
     const local = LocalStore.open({
       path: this.localPath(name),
       shard: 0,
