@@ -162,11 +162,15 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
   await sleep(options.warmupS * 1000);
 
   progress(`   measuring for ${options.durationS} s…`);
+  const logBefore = await logPosition(nodes, expected);
+  await endpoint.resetCounters();
   await ask({ command: "window-start" });
   const before = sampleCpu(nodes, endpoint, loader);
   await sleep(options.durationS * 1000);
   const after = sampleCpu(nodes, endpoint, loader);
   const windowReply = await ask({ command: "window-end" });
+  const requests = await endpoint.counters();
+  const logAfter = await logPosition(nodes, expected);
   if (windowReply.type !== "window") throw new CairnError("INTERNAL", `expected window figures, got ${windowReply.type}`);
   const window: LoadWindow = windowReply.window;
   const stable = await isConverged(nodes, expected).catch(() => false);
@@ -187,6 +191,15 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
     cpu,
     cpuSecondsPer1000Mutations: round(cpu.nodesCpuMs / window.mutations, 4),
     idleNodesCores,
+    segments: logAfter.segments - logBefore.segments,
+    mutationsPerSegment: round(window.mutations / (logAfter.segments - logBefore.segments), 2),
+    hintsSent: logAfter.hintsSent - logBefore.hintsSent,
+    s3RequestsPer1000Mutations: Object.fromEntries(
+      Object.entries(requests)
+        .filter(([, counters]) => counters.requests > 0)
+        .map(([operation, counters]) => [operation, round((counters.requests * 1000) / window.mutations, 1)]),
+    ),
+    s3ErrorsPer1000Mutations: round((Object.values(requests).reduce((sum, counters) => sum + counters.errors, 0) * 1000) / window.mutations, 1),
     netCpuSecondsPer1000Mutations: round((cpu.nodesCpuMs - idleNodesCores * cpu.wallMs) / window.mutations, 4),
   };
 
@@ -219,6 +232,18 @@ async function measureKill(nodes: readonly FleetNode[], ask: (command: unknown) 
   const survivorsConvergedS = await converged;
   progress(`   first acknowledged write per shard (ms after the kill): ${JSON.stringify(figures.firstAckMs)}; survivors converged after ${survivorsConvergedS} s`);
   return { nodes: nodes.length, victim: victim.nodeId, shards, figures, survivorsConvergedS };
+}
+
+/** Segments committed so far over every shard (each read from its writer) and wake hints sent by every node. */
+async function logPosition(nodes: readonly FleetNode[], owners: readonly (string | null)[]): Promise<{ readonly segments: number; readonly hintsSent: number }> {
+  const views = await Promise.all(nodes.map((node) => node.health()));
+  const statuses = await Promise.all(nodes.map((node) => node.adminStatus()));
+  let segments = 0;
+  owners.forEach((owner, shard) => {
+    const view = views[nodes.findIndex((node) => node.nodeId === owner)]!;
+    segments += view.shards[shard]!.appliedSeqno + 1;
+  });
+  return { segments, hintsSent: statuses.reduce((sum, status) => sum + (status.hints?.sent ?? 0), 0) };
 }
 
 function sampleNodesCpu(nodes: readonly FleetNode[]): { readonly atMs: number; readonly cpuMs: number } {

@@ -32,6 +32,7 @@ export interface FleetShardHealth {
   readonly writer: string | null;
   readonly target?: string | null;
   readonly epoch: number;
+  readonly appliedSeqno: number;
 }
 
 export interface FleetHealth {
@@ -101,6 +102,12 @@ export class FleetNode {
   async health(): Promise<FleetHealth> {
     const response = await fetch(new URL("/api/health", this.url), { signal: AbortSignal.timeout(HTTP_WAIT_MS_MAX) });
     return (await response.json()) as FleetHealth;
+  }
+
+  /** GET /api/admin/status (with the bench's admin key): the wake hints it sent, among the rest. */
+  async adminStatus(): Promise<{ readonly hints: { readonly sent: number; readonly failed: number; readonly dropped: number } | null }> {
+    const response = await fetch(new URL("/api/admin/status", this.url), { headers: { authorization: `Admin ${BENCH_ADMIN_KEY}` }, signal: AbortSignal.timeout(HTTP_WAIT_MS_MAX) });
+    return (await response.json()) as { hints: { sent: number; failed: number; dropped: number } | null };
   }
 
   /** The last lines it printed. */

@@ -35,6 +35,15 @@ export interface FleetRun {
   readonly idleNodesCores: number;
   /** cpuSecondsPer1000Mutations less the idle rate over the window. */
   readonly netCpuSecondsPer1000Mutations: number;
+  /** Segments committed during the window over every shard, and the mutations each carried on average (group commit). */
+  readonly segments: number;
+  readonly mutationsPerSegment: number;
+  /** Wake hints the nodes sent each other during the window. */
+  readonly hintsSent: number;
+  /** The endpoint's requests during the window, per 1,000 mutations, by operation. */
+  readonly s3RequestsPer1000Mutations: Readonly<Record<string, number>>;
+  /** Of those, the ones answered with an error (mostly a follower's GET of a log slot not written yet: 404). */
+  readonly s3ErrorsPer1000Mutations: number;
 }
 
 export interface KillRun {
@@ -91,7 +100,7 @@ export function printFleetReport(report: FleetReport): void {
     ["window", `${options.warmupS} s warm-up, then ${options.durationS} s measured`, ""],
     "Per fleet size",
     columns(
-      ["nodes", "shards/node", "mutations/s", "CPU-s/1k", "× 1 node", "net of idle", "idle cores", "node cores", "machine busy", "endpoint/loader/other cores", "owned p50/p99", "forwarded p50/p99", "cross-node p50/p99", "documents"],
+      ["nodes", "shards/node", "mutations/s", "CPU-s/1k", "× 1 node", "net of idle", "idle cores", "node cores", "machine busy", "endpoint/loader/other cores", "owned p50/p99", "forwarded p50/p99", "cross-node p50/p99", "mutations/segment", "hints/1k", "documents"],
       runs.map((run) => [
         String(run.nodes),
         Object.values(run.shardsPerNode).join("/"),
@@ -106,6 +115,8 @@ export function printFleetReport(report: FleetReport): void {
         summary(run.window.owned),
         summary(run.window.forwarded),
         run.window.crossNode === null ? "—" : summary(run.window.crossNode.all),
+        run.mutationsPerSegment.toFixed(1),
+        ((run.hintsSent * 1000) / run.window.mutations).toFixed(0),
         String(run.window.mutationsSinceStart),
       ]),
     ),
@@ -134,6 +145,7 @@ export function printFleetReport(report: FleetReport): void {
     ]);
   }
   for (const run of runs) {
+    lines.push([`${run.nodes} node(s): S3 requests per 1,000 mutations`, `${Object.entries(run.s3RequestsPer1000Mutations).map(([operation, count]) => `${operation} ${count}`).join(", ")} (${run.s3ErrorsPer1000Mutations} answered with an error, mostly 404s of a follower's poll)`, ""]);
     if (!run.ownershipStableThroughWindow) lines.push([`${run.nodes} nodes: ownership moved during the window`, "yes", "figures include a hand-over"]);
     const failures = Object.entries(run.window.failures);
     if (failures.length > 0) lines.push([`${run.nodes} nodes: failed answers (re-sent)`, failures.map(([code, count]) => `${code} ${count}`).join(", "), ""]);
