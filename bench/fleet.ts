@@ -219,6 +219,8 @@ async function measureKill(nodes: readonly FleetNode[], ask: (command: unknown) 
   progress(`kill: SIGKILL to ${victim.nodeId} (writes shards ${shards.join(", ")}) with the load on; survivors should end at ${JSON.stringify(survivorTargets)}…`);
   await ask({ command: "arm-kill" });
   await sleep(1_000);
+  // The victim writes its shards, so its own view of their leases is exact.
+  const victimView = await victim.health();
   const killedWallMs = performance.timeOrigin + performance.now();
   const killedMs = performance.now();
   await victim.kill();
@@ -226,12 +228,34 @@ async function measureKill(nodes: readonly FleetNode[], ask: (command: unknown) 
     (ms) => round(ms / 1000, 2),
     () => null,
   );
+  const left = survivorsDropped(survivors, victim.nodeId, options.killWaitS * 1000, killedMs);
   const reply = await ask({ command: "killed", nodeId: victim.nodeId, atWallMs: killedWallMs, shards, waitMsMax: options.killWaitS * 1000 });
   if (reply.type !== "kill") throw new CairnError("INTERNAL", `expected kill figures, got ${reply.type}`);
   const figures: KillFigures = reply.kill;
   const survivorsConvergedS = await converged;
-  progress(`   first acknowledged write per shard (ms after the kill): ${JSON.stringify(figures.firstAckMs)}; survivors converged after ${survivorsConvergedS} s`);
-  return { nodes: nodes.length, victim: victim.nodeId, shards, figures, survivorsConvergedS };
+  const victimLeftLiveSetS = await left;
+  const perShard = shards.map((shard) => {
+    const expiresAt = victimView.shards[shard]?.leaseExpiresAt ?? null;
+    const acquiredAt = survivors.map((node) => node.printedAt(new RegExp(`shard ${shard}: this node writes it now`), killedWallMs)).find((at) => at !== null) ?? null;
+    return {
+      shard,
+      leaseLapsedAfterKillS: expiresAt === null ? null : round((Date.parse(expiresAt) - killedWallMs) / 1000, 2),
+      acquiredAfterKillS: acquiredAt === null ? null : round((acquiredAt - killedWallMs) / 1000, 2),
+      firstAckAfterKillS: figures.firstAckMs[String(shard)] === null || figures.firstAckMs[String(shard)] === undefined ? null : round(figures.firstAckMs[String(shard)]! / 1000, 2),
+    };
+  });
+  progress(`   per shard: ${JSON.stringify(perShard)}; the victim left the survivors' live set after ${victimLeftLiveSetS} s; survivors converged after ${survivorsConvergedS} s`);
+  return { nodes: nodes.length, victim: victim.nodeId, shards, figures, perShard, victimLeftLiveSetS, survivorsConvergedS };
+}
+
+/** Seconds from the kill until no survivor counts `victim` live any more (null: not within the wait). */
+async function survivorsDropped(survivors: readonly FleetNode[], victim: string, waitMsMax: number, killedMs: number): Promise<number | null> {
+  while (performance.now() - killedMs < waitMsMax) {
+    const views = await Promise.all(survivors.map((node) => node.health().catch(() => null)));
+    if (views.every((view) => view !== null && !(view.fleet?.liveNodes ?? []).includes(victim))) return round((performance.now() - killedMs) / 1000, 2);
+    await sleep(100);
+  }
+  return null;
 }
 
 /** Segments committed so far over every shard (each read from its writer) and wake hints sent by every node. */

@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { performance } from "node:perf_hooks";
 import { CairnError } from "../../src/base/errors.js";
 import { spawnCairnServe } from "../../test/support/spawnCairnServe.js";
 import type { EndpointAddress } from "../commitSupport/RemoteEndpoint.js";
@@ -33,6 +34,8 @@ export interface FleetShardHealth {
   readonly target?: string | null;
   readonly epoch: number;
   readonly appliedSeqno: number;
+  /** As the node last read the manifest (ISO), null without a writer. */
+  readonly leaseExpiresAt: string | null;
 }
 
 export interface FleetHealth {
@@ -50,7 +53,8 @@ export interface FleetHealth {
  */
 export class FleetNode {
   private readonly exited: Promise<number | null>;
-  private readonly output: string[] = [];
+  /** Lines it printed, each with its arrival time (wall clock, ms). */
+  private readonly output: { readonly atWallMs: number; readonly text: string }[] = [];
 
   private constructor(
     private readonly child: ChildProcess,
@@ -112,7 +116,12 @@ export class FleetNode {
 
   /** The last lines it printed. */
   lastOutput(lines = 40): string {
-    return this.output.slice(-lines).join("\n");
+    return this.output.slice(-lines).map((line) => line.text).join("\n");
+  }
+
+  /** When it first printed a line matching `pattern` at or after `sinceWallMs` (wall clock, ms), or null. */
+  printedAt(pattern: RegExp, sinceWallMs: number): number | null {
+    return this.output.find((line) => line.atWallMs >= sinceWallMs && pattern.test(line.text))?.atWallMs ?? null;
   }
 
   async kill(): Promise<void> {
@@ -133,7 +142,7 @@ export class FleetNode {
 
   private keep(line: string): void {
     if (line.length === 0) return;
-    this.output.push(line);
+    this.output.push({ atWallMs: performance.timeOrigin + performance.now(), text: line });
     if (this.output.length > OUTPUT_LINES_KEPT) this.output.shift();
   }
 }

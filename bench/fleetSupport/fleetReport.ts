@@ -51,6 +51,10 @@ export interface KillRun {
   readonly victim: string;
   readonly shards: readonly number[];
   readonly figures: KillFigures;
+  /** Per shard of the victim, seconds after the kill: its lease's expiry (as the victim last renewed it), a survivor's log line saying it writes it, the first acknowledged write sent after the kill. */
+  readonly perShard: readonly { readonly shard: number; readonly leaseLapsedAfterKillS: number | null; readonly acquiredAfterKillS: number | null; readonly firstAckAfterKillS: number | null }[];
+  /** Seconds from the kill until no survivor counted the victim live. */
+  readonly victimLeftLiveSetS: number | null;
   /** Seconds from the kill until the survivors agreed on the new assignment (null: not within the wait). */
   readonly survivorsConvergedS: number | null;
 }
@@ -157,6 +161,11 @@ export function printFleetReport(report: FleetReport): void {
       perShard.join(", "),
       verdict(takeoverWorstMs !== null && takeoverWorstMs <= takeoverTargetMs, `≤ lease TTL + 2 s = ${takeoverTargetMs / 1000} s`),
     ]);
+    const seconds = (value: number | null) => (value === null ? "—" : `${value.toFixed(2)} s`);
+    for (const shard of kill.perShard) {
+      lines.push([`   shard ${shard.shard}: lease lapsed / a survivor writes it / first ack (after the kill)`, `${seconds(shard.leaseLapsedAfterKillS)} / ${seconds(shard.acquiredAfterKillS)} / ${seconds(shard.firstAckAfterKillS)}`, ""]);
+    }
+    lines.push(["the victim leaves the survivors' live set after", seconds(kill.victimLeftLiveSetS), `presence TTL ${tuning.presenceTtlMs / 1000} s`]);
     lines.push(["survivors agree on the new assignment after", kill.survivorsConvergedS === null ? "not within the wait" : `${kill.survivorsConvergedS.toFixed(2)} s`, ""]);
   }
   process.stdout.write(formatTable(lines));
