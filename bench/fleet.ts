@@ -10,7 +10,8 @@
  * they converge to the rendezvous assignment, then `--clients` (default 400) closed-loop
  * clients, spread round-robin over the nodes, each post one ~`--body-bytes` message to a
  * random one of `--channels` channels (sharded by channel) and send the next as soon as
- * it is acknowledged. The clients run in a load-generator child process (so their CPU
+ * it is acknowledged (`--rate R`: the clients together start at most R mutations a
+ * second, the same load for every fleet size). The clients run in a load-generator child process (so their CPU
  * is measured apart from the bench's and the nodes'), sending frames as the client
  * library does (clientId, seq, ackedThrough). After `--warmup-s`, a `--duration-s`
  * window measures: mutations/s; the nodes' CPU (utime + stime from /proc, every thread)
@@ -23,7 +24,7 @@
  * first acknowledged write on each of its shards is measured.
  *
  *   npm run bench:fleet [-- --nodes 1,2,3 --duration-s 30 --warmup-s 10 --clients 400
- *       --channels 1000 --body-bytes 100 --kill-at 3 --kill-wait-s 60 --seed 1
+ *       --channels 1000 --body-bytes 100 --rate 0 --kill-at 3 --kill-wait-s 60 --seed 1
  *       --node-ids a,b,c --cpu-profile-dir DIR]
  *
  * Prints a table, then one line of JSON with every figure. Progress goes to stderr.
@@ -36,7 +37,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../src/base/errors.js";
 import { assignment } from "../src/fleet/index.js";
-import { round } from "./commitSupport/LatencySummary.js";
+import { round, summarizeLatencies } from "./commitSupport/LatencySummary.js";
 import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
 import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
 import { TsxChild } from "./commitSupport/TsxChild.js";
@@ -142,6 +143,7 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
     clients: options.clients,
     channels: options.channels,
     bodyBytes: options.bodyBytes,
+    rate: options.rate,
     probes: size > 1,
     seed: options.seed,
   };
@@ -166,9 +168,10 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
   await endpoint.resetCounters();
   await ask({ command: "window-start" });
   const before = sampleCpu(nodes, endpoint, loader);
-  await sleep(options.durationS * 1000);
+  const healthReadsDone = await timeHealthReads(nodes, options.durationS * 1000);
   const after = sampleCpu(nodes, endpoint, loader);
   const windowReply = await ask({ command: "window-end" });
+  const healthReads = await healthReadsDone;
   const requests = await endpoint.counters();
   const logAfter = await logPosition(nodes, expected);
   if (windowReply.type !== "window") throw new CairnError("INTERNAL", `expected window figures, got ${windowReply.type}`);
@@ -191,6 +194,7 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
     cpu,
     cpuSecondsPer1000Mutations: round(cpu.nodesCpuMs / window.mutations, 4),
     idleNodesCores,
+    healthReadMs: summarizeLatencies(healthReads),
     segments: logAfter.segments - logBefore.segments,
     mutationsPerSegment: round(window.mutations / (logAfter.segments - logBefore.segments), 2),
     hintsSent: logAfter.hintsSent - logBefore.hintsSent,
@@ -256,6 +260,26 @@ async function survivorsDropped(survivors: readonly FleetNode[], victim: string,
     await sleep(100);
   }
   return null;
+}
+
+/**
+ * Reads every node's /api/health once a second for `durationMs` and returns how long each
+ * read took: how late a node under load answers an HTTP request (its event loop's backlog).
+ * Resolves when the window is over, with a promise of the samples (reads still out finish after it).
+ */
+async function timeHealthReads(nodes: readonly FleetNode[], durationMs: number): Promise<Promise<number[]>> {
+  const startedMs = performance.now();
+  const reads: Promise<void>[] = [];
+  const samples: number[] = [];
+  while (performance.now() - startedMs < durationMs) {
+    for (const node of nodes) {
+      const sentMs = performance.now();
+      reads.push(node.health().then(() => void samples.push(performance.now() - sentMs), () => void samples.push(Number.POSITIVE_INFINITY)));
+    }
+    await sleep(Math.min(1000, Math.max(0, durationMs - (performance.now() - startedMs))));
+  }
+  // Reads still out when the window ends are awaited after it (the caller samples CPU first).
+  return Promise.all(reads).then(() => samples);
 }
 
 /** Segments committed so far over every shard (each read from its writer) and wake hints sent by every node. */

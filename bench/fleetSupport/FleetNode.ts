@@ -10,8 +10,8 @@ import { processCpuMs } from "./procCpu.js";
 const OUTPUT_LINES_KEPT = 200;
 /** How long a stopping node may drain and hand its leases over before it is killed. */
 const STOP_WAIT_MS_MAX = 30_000;
-/** How long one health read may take. */
-const HTTP_WAIT_MS_MAX = 10_000;
+/** How long one health or status read may take (a node under load may answer late; its lateness is measured). */
+const HTTP_WAIT_MS_MAX = 60_000;
 
 export interface FleetNodeOptions {
   readonly nodeId: string;

@@ -15,6 +15,8 @@ export interface FleetBenchOptions {
   readonly clients: number;
   readonly channels: number;
   readonly bodyBytes: number;
+  /** Mutations started per second over all clients (0: closed loop, as fast as answers come): equal load on every fleet size, so CPU per mutation compares at equal batching. */
+  readonly rate: number;
   /** The fleet size at which a node is SIGKILLed after the window (0: none). */
   readonly killAt: number;
   /** How long the kill phase waits for every shard of the killed node to acknowledge a write. */
@@ -40,6 +42,7 @@ export function parseFleetBenchOptions(argv: readonly string[]): FleetBenchOptio
       clients: { type: "string", default: "400" },
       channels: { type: "string", default: "1000" },
       "body-bytes": { type: "string", default: "100" },
+      rate: { type: "string", default: "0" },
       "kill-at": { type: "string" },
       "kill-wait-s": { type: "string", default: "60" },
       "cpu-profile-dir": { type: "string" },
@@ -65,6 +68,7 @@ export function parseFleetBenchOptions(argv: readonly string[]): FleetBenchOptio
     clients: whole("clients", values.clients, 1),
     channels: whole("channels", values.channels, 1),
     bodyBytes: whole("body-bytes", values["body-bytes"], 0),
+    rate: whole("rate", values.rate, 0),
     killAt,
     killWaitS: whole("kill-wait-s", values["kill-wait-s"], 1),
     cpuProfileDir: values["cpu-profile-dir"] ?? null,

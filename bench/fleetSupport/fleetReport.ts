@@ -33,6 +33,8 @@ export interface FleetRun {
   readonly cpuSecondsPer1000Mutations: number;
   /** The nodes' CPU (summed) while converged and idle, just before the load, in cores. */
   readonly idleNodesCores: number;
+  /** How long GET /api/health took, read from every node once a second during the window. */
+  readonly healthReadMs: LatencySummary;
   /** cpuSecondsPer1000Mutations less the idle rate over the window. */
   readonly netCpuSecondsPer1000Mutations: number;
   /** Segments committed during the window over every shard, and the mutations each carried on average (group commit). */
@@ -92,7 +94,7 @@ export function printFleetReport(report: FleetReport): void {
     `bench:fleet — ${report.shards} shards, \`cairn serve --fleet\` children over the S3 test endpoint (child process), ${report.latencyModel}`,
     [
       "load",
-      `${options.clients} closed-loop clients (load-generator child), round-robin over the nodes; messages:send of ~${options.bodyBytes} B to a random one of ${options.channels} channels`,
+      `${options.clients} closed-loop clients (load-generator child)${options.rate > 0 ? `, paced to ${options.rate} mutations/s in total` : ""}, round-robin over the nodes; messages:send of ~${options.bodyBytes} B to a random one of ${options.channels} channels`,
       "",
     ],
     ["store", "a fresh deployment per fleet size, empty at the start; it holds the messages the run inserts (below)", ""],
@@ -149,6 +151,7 @@ export function printFleetReport(report: FleetReport): void {
     ]);
   }
   for (const run of runs) {
+    lines.push([`${run.nodes} node(s): GET /api/health during the window, p50 / p99 / max`, `${latencies(run.healthReadMs)} / ${run.healthReadMs.maxMs.toFixed(1)} ms`, ""]);
     lines.push([`${run.nodes} node(s): S3 requests per 1,000 mutations`, `${Object.entries(run.s3RequestsPer1000Mutations).map(([operation, count]) => `${operation} ${count}`).join(", ")} (${run.s3ErrorsPer1000Mutations} answered with an error, mostly 404s of a follower's poll)`, ""]);
     if (!run.ownershipStableThroughWindow) lines.push([`${run.nodes} nodes: ownership moved during the window`, "yes", "figures include a hand-over"]);
     const failures = Object.entries(run.window.failures);
@@ -175,7 +178,7 @@ export function printFleetReport(report: FleetReport): void {
       latencyModel: report.latencyModel,
       shards: report.shards,
       tuning,
-      load: { clients: options.clients, channels: options.channels, bodyBytes: options.bodyBytes, durationS: options.durationS, warmupS: options.warmupS, seed: options.seed, generator: "child process" },
+      load: { clients: options.clients, rate: options.rate, channels: options.channels, bodyBytes: options.bodyBytes, durationS: options.durationS, warmupS: options.warmupS, seed: options.seed, generator: "child process" },
       runs,
       cpuRatios,
       cpuRatioTarget: CPU_RATIO_MAX,

@@ -3,7 +3,8 @@
  * clients' CPU is measured apart from the bench's and the nodes'. Its one argument is a
  * LoadConfig (JSON). It connects `clients` closed-loop clients, client i to node i mod N,
  * each posting `messages:send` to a random channel (so mutations spread over the shards)
- * and sending the next as soon as the last is acknowledged; a failed answer is re-sent
+ * and sending the next as soon as the last is acknowledged (with a rate, once the shared
+ * pacer gives it a slot); a failed answer is re-sent
  * with the same receipt key after RETRY_PAUSE_MS. During a window it also runs the
  * cross-node probe (with 2 nodes or more). Commands and replies: loadProtocol.ts.
  *
@@ -51,9 +52,22 @@ function freshWindow() {
   return { startedMs: performance.now(), owned: [] as number[], forwarded: [] as number[], perNode: {} as Record<string, number>, failures: {} as Record<string, number> };
 }
 
+/** With a rate: when the next mutation may start (one slot per 1/rate s, shared by every client). */
+let nextSlotMs = 0;
+
+async function paced(): Promise<void> {
+  if (config.rate <= 0) return;
+  const nowMs = performance.now();
+  const slotMs = Math.max(nowMs, nextSlotMs);
+  nextSlotMs = slotMs + 1000 / config.rate;
+  if (slotMs > nowMs) await sleep(slotMs - nowMs);
+}
+
 async function clientLoop(client: LoadClient, nodeId: string): Promise<void> {
   let seq = 0;
   while (running && !client.closed) {
+    await paced();
+    if (!running || client.closed) return;
     const channel = channels[randomInt(random, channels.length)]!;
     seq++;
     const args = { channel: channel.name, author: client.clientId, n: seq, body };

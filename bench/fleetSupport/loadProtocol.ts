@@ -16,6 +16,8 @@ export interface LoadConfig {
   readonly channels: number;
   /** The JSON size of a message body, roughly. */
   readonly bodyBytes: number;
+  /** Mutations started per second over all clients (each client still has at most one in flight); 0: as fast as answers come. */
+  readonly rate: number;
   /** Run the cross-node commit → Transition probe during windows (needs 2 nodes or more). */
   readonly probes: boolean;
   readonly seed: number;
