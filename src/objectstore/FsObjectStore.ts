@@ -185,7 +185,7 @@ export class FsObjectStore implements ObjectStore {
           if (errorCode(error) === "ENOENT") return false;
           throw error;
         }
-        await this.makeDurable(key, () => this.syncDirectory(dirname(path)));
+        await this.makeDurable(key, () => this.syncExistingDirectory(dirname(path)));
         return true;
       });
       if (removed) await this.pruneEmptyDirectories(dirname(path));
@@ -380,6 +380,24 @@ export class FsObjectStore implements ObjectStore {
       if (entry.name.startsWith(".")) continue;
       if (entry.isDirectory()) await this.collectObjectPaths([...components, entry.name], objectPaths);
       else if (entry.isFile()) objectPaths.push([...components, entry.name]);
+    }
+  }
+
+  /**
+   * fsyncs `directory` after an unlink in it — or, when a concurrent delete of its last
+   * other key already removed it (pruneEmptyDirectories), its nearest existing ancestor,
+   * which makes that removal durable and with it the unlink (the directory is gone, so the
+   * name cannot come back). Without this, two deletes racing in one directory failed the
+   * whole store on the fsync's ENOENT.
+   */
+  private async syncExistingDirectory(directory: string): Promise<void> {
+    for (let current = directory; ; current = dirname(current)) {
+      try {
+        await this.syncDirectory(current);
+        return;
+      } catch (error) {
+        if (errorCode(error) !== "ENOENT" || current === this.root || !current.startsWith(this.root + sep)) throw error;
+      }
     }
   }
 

@@ -5,9 +5,10 @@
  * by reading the key back through the same store gets STORE_FAILED instead of the file,
  * as does every later call. A fresh store on the directory (a restarted process) works.
  * The fsync is failed through the `syncDirectory` seam; a healthy disk cannot be made to
- * fail one on demand.
+ * fail one on demand. And a fsync that finds its directory gone — removed by a racing
+ * delete of its last other key — is no failure: the parent is synced instead.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, open, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -124,5 +125,43 @@ describe("FsObjectStore when a directory fsync fails", () => {
     failing = false;
     slowRelease.open();
     expect(await slow).toBe("STORE_AMBIGUOUS_OUTCOME");
+  });
+
+  it("two deletes racing in one directory: the one whose directory the other removed fsyncs its parent, and the store stays up", async () => {
+    const root = await temporaryDirectory();
+    const firstReached = new Gate();
+    const firstRelease = new Gate();
+    let armed = false;
+    const synced: string[] = [];
+    const store = new FsObjectStore(root, {
+      // The real fsync, with the first delete's held until the second delete has pruned the directory.
+      syncDirectory: async (directory) => {
+        if (armed && directory === join(root, "log")) {
+          armed = false;
+          firstReached.open();
+          await firstRelease.promise;
+        }
+        synced.push(directory);
+        const handle = await open(directory, "r");
+        try {
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+      },
+    });
+    await store.create("log/a", bytes("a"));
+    await store.create("log/b", bytes("b"));
+    armed = true;
+    const first = store.delete("log/a");
+    await firstReached.promise;
+    // The second delete empties `log/` and removes it while the first waits for its fsync.
+    await store.delete("log/b");
+    firstRelease.open();
+    await first;
+    expect(synced.at(-1)).toBe(root);
+    // Nothing failed the store: it takes writes in that directory again.
+    await store.create("log/c", bytes("c"));
+    expect(new TextDecoder().decode(expectBody(await store.get("log/c")).body)).toBe("c");
   });
 });
