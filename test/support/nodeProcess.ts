@@ -8,6 +8,7 @@
 import { loadApp } from "../../src/functions/index.js";
 import { openObjectStore } from "../../src/objectstore/index.js";
 import { startNode, type NodeOptions } from "../../src/server/startNode.js";
+import type { EngineEvent } from "../../src/shard/index.js";
 
 export interface NodeProcessConfig {
   readonly store: string;
@@ -25,11 +26,22 @@ export interface NodeProcessConfig {
   readonly pollIntervalMs?: number;
   readonly fleet?: NodeOptions["fleet"];
   readonly frontierStallWarnMs?: number;
+  /**
+   * Engine events to print, one line each (`event <type> shard <n> …`; a catch-up's
+   * replay step prints the seqno it applied): what a test cannot read off health.
+   */
+  readonly logEngineEvents?: readonly EngineEvent["type"][];
 }
 
 const config = JSON.parse(process.argv[2]!) as NodeProcessConfig;
 const say = (line: string) => process.stdout.write(`node ${config.nodeId}: ${line}\n`);
 const store = await openObjectStore(config.store);
+const loggedEvents = new Set(config.logEngineEvents ?? []);
+const logEvent = (event: EngineEvent) => {
+  if (!loggedEvents.has(event.type)) return;
+  if (event.type === "progress") say(`event progress shard ${event.shard} ${event.progress.phase}${event.progress.phase === "replay" ? ` seqno ${event.progress.seqno}` : ""}`);
+  else say(`event ${event.type} shard ${event.shard}`);
+};
 const node = await startNode({
   store,
   localDirectory: config.local,
@@ -41,6 +53,7 @@ const node = await startNode({
   verifier: null,
   webApp: null,
   log: say,
+  ...(loggedEvents.size > 0 ? { onEngineEvent: logEvent } : {}),
   ...(config.numShards !== undefined ? { numShards: config.numShards } : {}),
   ...(config.role !== undefined ? { role: config.role } : {}),
   ...(config.ownShards !== undefined ? { ownShards: config.ownShards } : {}),
