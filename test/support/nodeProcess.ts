@@ -6,7 +6,7 @@
  * SIGTERM stops it gracefully ("stopped").
  */
 import { loadApp } from "../../src/functions/index.js";
-import { openObjectStore } from "../../src/objectstore/index.js";
+import { type GetOptions, type ObjectStore, openObjectStore } from "../../src/objectstore/index.js";
 import { startNode, type NodeOptions } from "../../src/server/startNode.js";
 import type { EngineEvent } from "../../src/shard/index.js";
 
@@ -31,11 +31,29 @@ export interface NodeProcessConfig {
    * replay step prints the seqno it applied): what a test cannot read off health.
    */
   readonly logEngineEvents?: readonly EngineEvent["type"][];
+  /** Print every GET of a log segment (`get segment <shard> <seqno>`): which segments the node read. */
+  readonly logSegmentGets?: boolean;
 }
 
 const config = JSON.parse(process.argv[2]!) as NodeProcessConfig;
 const say = (line: string) => process.stdout.write(`node ${config.nodeId}: ${line}\n`);
-const store = await openObjectStore(config.store);
+const opened = await openObjectStore(config.store);
+const store: ObjectStore =
+  config.logSegmentGets === true
+    ? new Proxy(opened, {
+        get(target, property, receiver) {
+          if (property !== "get") {
+            const value: unknown = Reflect.get(target, property, receiver);
+            return typeof value === "function" ? value.bind(target) : value;
+          }
+          return (key: string, options?: GetOptions) => {
+            const segment = /^s(\d+)\/log\/(\d{20})$/.exec(key);
+            if (segment !== null) say(`get segment ${Number(segment[1])} ${Number(segment[2])}`);
+            return target.get(key, options);
+          };
+        },
+      })
+    : opened;
 const loggedEvents = new Set(config.logEngineEvents ?? []);
 const logEvent = (event: EngineEvent) => {
   if (!loggedEvents.has(event.type)) return;
