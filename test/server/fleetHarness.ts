@@ -225,8 +225,9 @@ export async function converged(nodes: readonly FleetNode[], expected: readonly 
   return JSON.stringify(await agreedWriters(nodes)) === JSON.stringify(expected);
 }
 
+/** A query over HTTP; a node that does not answer within 5 s (frozen, say) is an error. */
 export async function query<T>(node: FleetNode, path: string, args: unknown = {}): Promise<T> {
-  const response = await fetch(`${node.url}api/query`, { method: "POST", body: JSON.stringify({ path, args }) });
+  const response = await fetch(`${node.url}api/query`, { method: "POST", body: JSON.stringify({ path, args }), signal: AbortSignal.timeout(5_000) });
   const body = (await response.json()) as { value?: T; error?: unknown };
   if (response.status !== 200) throw new Error(`query ${path} on ${node.nodeId}: ${response.status} ${JSON.stringify(body)}`);
   return body.value as T;
