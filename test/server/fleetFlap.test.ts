@@ -27,8 +27,8 @@ const api = apiOf<typeof functions>();
 const SHARDS = 6;
 const BEAT_MS = FAST.fleet.beatMs;
 /** Phase 1: beats up and down. Phase 2: away past the lease (3 s) and the clock skew, then back for a beat. */
-const SHORT_FLAPS = 12;
-const LONG_FLAPS = 3;
+const SHORT_FLAPS = 8;
+const LONG_FLAPS = 2;
 const AWAY_MS = FAST.engineTuning.leaseTtlMs + FAST.maxClockSkewMs + 4 * BEAT_MS;
 
 const root = mkdtempSync(join(tmpdir(), "cairn-fleet-flap-"));
