@@ -115,9 +115,17 @@ export class NodeRegistry {
     }
   }
 
-  /** Removes this node's entry (graceful shutdown): writers stop hinting it at once. */
+  /**
+   * Removes this node's entry (graceful shutdown): writers stop hinting it at once. An
+   * exclusive entry is removed only while it is this process's: one that another process
+   * took over (its incarnation) is left to it.
+   */
   async remove(): Promise<void> {
     this.written = null;
+    if (this.exclusiveGraceMs !== null) {
+      const current = await this.object.read().catch(() => null);
+      if (current !== null && current.value.incarnation !== this.incarnation) return;
+    }
     await this.store.delete(this.object.key);
   }
 

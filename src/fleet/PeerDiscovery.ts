@@ -84,6 +84,7 @@ export class PeerDiscovery {
   /** When this node's entry was last renewed (monotonic ms), or null. */
   private renewedAtMs: number | null = null;
   private lastOthers: readonly NodeEntry[] = [];
+  private claimed = false;
   private extraBeat: { readonly atMs: number; readonly timer: Timer } | null = null;
 
   constructor(private readonly options: PeerDiscoveryOptions) {
@@ -114,7 +115,7 @@ export class PeerDiscovery {
    * NODE_ID_IN_USE.
    */
   async start(writerUrls: readonly string[]): Promise<void> {
-    if (this.options.fleet !== undefined) await this.registerWaitingOutLeftover(this.options.fleet);
+    await this.claim();
     await this.refresh();
     void this.announceTo(writerUrls);
     this.loop ??= this.run();
@@ -138,6 +139,17 @@ export class PeerDiscovery {
   /** Lists the live nodes now rather than at the next beat (this node just became a writer). */
   listNow(): void {
     if (this.loop !== null && !this.stopping.signal.aborted) void this.refresh();
+  }
+
+  /**
+   * A fleet node's first registration, before it writes anything else to the bucket (its
+   * tailers' watermarks live under its id too): NODE_ID_IN_USE if another process holds
+   * the id, after waiting a leftover entry out once. Nothing for the other roles; once.
+   */
+  async claim(): Promise<void> {
+    if (this.options.fleet === undefined || this.claimed) return;
+    await this.registerWaitingOutLeftover(this.options.fleet);
+    this.claimed = true;
   }
 
   private async registerWaitingOutLeftover({ graceMs, log }: FleetPresence): Promise<void> {

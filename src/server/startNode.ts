@@ -276,7 +276,10 @@ class CairnNode implements RunningNode {
         }),
     );
     const tailLog = engines.map((engine) => throttledLog(log, clock, `shard ${engine.shard}: tailing`));
-    shutdown.add("tailers", () => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: true }))).then(() => undefined));
+    // Watermarks are removed only if this node's tailers ran (published them): a start that
+    // failed earlier must not delete what another process under the same id published.
+    let tailersStarted = false;
+    shutdown.add("tailers", () => Promise.all(tailers.map((tailer) => tailer.stop({ removeWatermark: tailersStarted }))).then(() => undefined));
     // After the server drained: forwards still waiting for a writer are abandoned, not left holding the process.
     shutdown.add("forwarders", () => forwarders.forEach((forwarder) => forwarder.close()));
     const balancer =
@@ -313,6 +316,11 @@ class CairnNode implements RunningNode {
       onError: throttledLog(log, clock, "node registry"),
     });
     late.discovery = discovery;
+    // A fleet node claims its id before it writes anything under it (watermarks): a second
+    // process with a live node's id stops here, having changed nothing of that node's.
+    await discovery.claim();
+    // (On a failed start, the entry goes again; a running node's discovery stops early, below.)
+    shutdown.add("presence entry", () => discovery.stop());
     const parts: NodeParts = { sharded, catalog, store, runtime, roles, forwarders, tailers, sync, discovery, balancer, hints, takeover, clock, maxClockSkewMs };
 
     const api = new HttpApi({
@@ -372,6 +380,7 @@ class CairnNode implements RunningNode {
     if (roles.writesAny()) await node.backfill();
     node.started = true;
     for (const tailer of tailers) tailer.start();
+    tailersStarted = true;
     node.startFollowerPruning();
     node.watchIndexStates();
     metrics.watchNode(() => ({
