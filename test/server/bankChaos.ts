@@ -169,6 +169,9 @@ export async function runBankChaos(options: BankChaosOptions): Promise<void> {
       } catch (error) {
         const code = (error as CairnError).code ?? "INTERNAL";
         transfer.outcome = outcomeUnknown(error as CairnError) ? { kind: "unknown", code } : { kind: "failed", code };
+        // A client that fails at once (closed after a failed assertion) must not spin in
+        // microtasks: that starves the timers and child-exit events, and the run hangs.
+        await new Promise((resolve) => setTimeout(resolve, 20));
       } finally {
         clearInterval(slow);
       }
