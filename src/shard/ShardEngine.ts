@@ -47,6 +47,7 @@ import {
  *   following ──acquire──▶ writing ──relinquish──▶ following
  *   writing ──fenced (commit, heartbeat, GC)──▶ fenced
  *   writing ──unknown commit outcome / local failure──▶ poisoned
+ *   writing ──step-down (heartbeats failing, below)──▶ poisoned ──newer epoch seen──▶ fenced
  *   fenced | poisoned ──acquire (re-open: re-acquire and catch up)──▶ writing
  *   any ──close──▶ closed
  * A relinquish that cannot clear the lease (the bucket is unreachable) still ends in
@@ -66,6 +67,38 @@ import {
  * - Exactly one segment create is in flight per shard; the next batch accumulates.
  * - Timestamps strictly increase along the log (the validator refuses anything else).
  * - Once fenced or poisoned, the engine acknowledges nothing until re-acquired.
+ * - No acknowledgement rests on a lease that may have lapsed. A commit is acknowledged
+ *   on one of two grounds (verifyCreated): (a) a manifest read after its create shows the
+ *   slot uncollected (commitVerdict) — that needs no lease: a successor fences only after
+ *   catching up to the tail, so a segment created in an uncollected slot is in the log
+ *   (before the successor's fence, or its create failed against it), whoever holds the
+ *   lease; or (b) in verify "lease", no read, because at the check — after the create
+ *   answered — this node's monotonic clock gives the lease more than clockSkewMsMax
+ *   still: no successor can have acquired, so none can have collected the slot. The
+ *   lease's validity counts from the send time of the last renewal answered within
+ *   heartbeatDeadlineMs: a renewal that hangs or answers late never extends it.
+ *
+ * Stepping down (issue 24 item 5): every heartbeat runs under heartbeatDeadlineMs; one
+ * that fails or has not answered by then is a miss, and a renewal answered in time
+ * resets the count. While renewals fail (a miss since the last success, or a heartbeat
+ * unanswered), the writer steps down at heartbeatMissesMax misses, or at once when its
+ * lease may have lapsed (less than clockSkewMsMax left: a timer, and checks before a
+ * flush starts and after its durability check) — so beyond (a) and (b) it stops
+ * acknowledging altogether once its lease may have lapsed. Stepping down fails units in
+ * flight with ENGINE_POISONED (their create may still land: outcome unknown; a segment
+ * that lands is left to catch-up, never acknowledged) and queued ones, and every later
+ * commit, with NOT_WRITER (never sent; callers re-route); it stops the drivers, writes
+ * nothing to the bucket (it does not answer: the lease lapses by itself), and ends
+ * "poisoned" with the event `{type: "poisoned", stepDown: {reason, misses}}` — so a node
+ * that treats "poisoned" as "no longer writing, go on as a standby" needs nothing new.
+ * A late answer showing a newer epoch turns it "fenced". Nothing in the engine retries
+ * afterwards; a lease watcher re-acquires (at once for its own lease) on its own cadence.
+ * A writer that tries no heartbeat (no heartbeat driver, no call of `heartbeat()`) never
+ * steps down by itself: like a paused process, it is fenced by the protocol.
+ *
+ * Drivers (options.drivers, ENGINE_DRIVERS): heartbeat, maintenance and frontier run
+ * while writing; "prune" runs from open to close and prunes local history whenever the
+ * engine does not write (a writer prunes in its maintenance).
  * - On open, a local file whose position the bucket does not confirm is rebuilt from the
  *   bucket (event "local-rebuilt"), never trusted. A running follower judges its position
  *   again (confirmPosition: on its tailer's manifest cadence, on a chain break, on a
@@ -712,7 +745,7 @@ export class ShardEngine {
       details: { ...details, outcome: "unknown" },
     });
     for (const queued of this.inFlight) queued.reject(unknown);
-    const notWriter = new CairnError("NOT_WRITER", `shard ${this.shard}: this node stepped down as the shard's writer (${why}); the write was not sent`, {
+    const notWriter = new CairnError("NOT_WRITER", `shard ${this.shard}: this node stepped down as the shard's writer (${why}); writes are refused, unsent, until it re-acquires`, {
       details,
     });
     this.becomeStopped("poisoned", notWriter, { reason, misses });
