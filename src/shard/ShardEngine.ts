@@ -77,6 +77,11 @@ import {
  *   still: no successor can have acquired, so none can have collected the slot. The
  *   lease's validity counts from the send time of the last renewal answered within
  *   heartbeatDeadlineMs: a renewal that hangs or answers late never extends it.
+ * - On open, a local file whose position the bucket does not confirm is rebuilt from the
+ *   bucket (event "local-rebuilt"), never trusted. A running follower judges its position
+ *   again (confirmPosition: on its tailer's manifest cadence, on a chain break, on a
+ *   skipped leftover and before an acquire) and rebuilds the same way, in one step for
+ *   its readers: a bucket restored from an older copy is never silently skipped.
  *
  * Stepping down (issue 24 item 5): every heartbeat runs under heartbeatDeadlineMs; one
  * that fails or has not answered by then is a miss, and a renewal answered in time
@@ -99,11 +104,6 @@ import {
  * Drivers (options.drivers, ENGINE_DRIVERS): heartbeat, maintenance and frontier run
  * while writing; "prune" runs from open to close and prunes local history whenever the
  * engine does not write (a writer prunes in its maintenance).
- * - On open, a local file whose position the bucket does not confirm is rebuilt from the
- *   bucket (event "local-rebuilt"), never trusted. A running follower judges its position
- *   again (confirmPosition: on its tailer's manifest cadence, on a chain break, on a
- *   skipped leftover and before an acquire) and rebuilds the same way, in one step for
- *   its readers: a bucket restored from an older copy is never silently skipped.
  */
 /** What a follower's catch-up may skip (see CatchUpOptions). */
 /** The writer a manifest names: its node id and the URL it serves at (null: none published). */
