@@ -99,7 +99,9 @@ import {
  * A late answer showing a newer epoch turns it "fenced". Nothing in the engine retries
  * afterwards; a lease watcher re-acquires (at once for its own lease) on its own cadence.
  * A writer that tries no heartbeat (no heartbeat driver, no call of `heartbeat()`) never
- * steps down by itself: like a paused process, it is fenced by the protocol.
+ * steps down by itself: like a paused process, it is fenced by the protocol. Nor does one
+ * opened with stepDownOnFailedRenewals false (a reshard's lease holder, which commits
+ * nothing): (a) and (b) still hold for it.
  *
  * Drivers (options.drivers, ENGINE_DRIVERS): heartbeat, maintenance and frontier run
  * while writing; "prune" runs from open to close and prunes local history whenever the
@@ -706,7 +708,7 @@ export class ShardEngine {
 
   /** While renewals fail, wakes when the lease may lapse (checkLease). */
   private watchLease(renewal: LeaseRenewal): void {
-    if (renewal.timer !== null) return;
+    if (renewal.timer !== null || this.options.stepDownOnFailedRenewals === false) return;
     const { clock } = this.options;
     const delayMs = Math.max(0, this.leaseValidUntilMonotonicMs - this.tuning.clockSkewMsMax - clock.monotonicMs());
     renewal.timer = clock.setTimer(delayMs, () => {
@@ -733,7 +735,7 @@ export class ShardEngine {
    * lapses by itself.
    */
   private stepDown(renewal: LeaseRenewal, reason: StepDown["reason"]): void {
-    if (!this.writesAt(renewal.epoch)) return;
+    if (!this.writesAt(renewal.epoch) || this.options.stepDownOnFailedRenewals === false) return;
     renewal.steppedDown = true;
     const { misses } = renewal;
     const why =

@@ -36,6 +36,14 @@ export interface ShardEngineOptions {
    * `pruneLocal()`): tests that move time by hand, an embedder with its own scheduler.
    */
   readonly drivers?: readonly EngineDriver[];
+  /**
+   * Whether a writer whose lease renewals fail steps down (default true; see ShardEngine,
+   * heartbeatMissesMax). An engine that commits nothing and only holds the lease (a
+   * reshard keeping the old shards fenced, with a lock of its own) passes false: it
+   * counts misses but keeps writing, and its next heartbeat tells whether it still holds
+   * the lease (FENCED if not).
+   */
+  readonly stepDownOnFailedRenewals?: boolean;
   readonly onEvent?: (event: import("./ShardEngine.js").EngineEvent) => void;
   /**
    * Whether `open` catches the local copy up to the log's end before returning (default
@@ -291,6 +299,7 @@ export function validateEngineIdentity(options: ShardEngineOptions): void {
     problems.push(`nodeUrl must be an http(s) URL, a function giving one, or null, not ${JSON.stringify(url)}`);
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") problems.push("onEvent must be a function");
+  if (options.stepDownOnFailedRenewals !== undefined && typeof options.stepDownOnFailedRenewals !== "boolean") problems.push("stepDownOnFailedRenewals must be a boolean");
   const drivers = options.drivers;
   if (drivers !== undefined && !(Array.isArray(drivers) && drivers.every((driver) => (ENGINE_DRIVERS as readonly unknown[]).includes(driver)))) {
     problems.push(`drivers must be a list of ${ENGINE_DRIVERS.join(", ")}`);

@@ -135,6 +135,19 @@ describe("heartbeat deadline and step-down", () => {
     await a.engine.commit(insertUnit(a.engine, h.newId(), {}));
   });
 
+  it("an engine opened with stepDownOnFailedRenewals false (a reshard's lease holder) counts misses but keeps the lease until a heartbeat says otherwise", async () => {
+    const h = (harness = await ShardHarness.create(memoryBucket));
+    const a = await h.writer("a", { leaseTtlMs: 10_000, heartbeatMissesMax: 2 }, { stepDownOnFailedRenewals: false });
+    failManifestWrites(a);
+    for (let miss = 0; miss < 3; miss++) await expect(a.engine.heartbeat()).rejects.toSatisfy(code("STORE_TRANSIENT"));
+    h.clock.advance(20_000); // past the lease: still no step-down
+    await settle();
+    expect(a.engine.state.kind).toBe("writing");
+    a.store.clear();
+    await a.engine.heartbeat(); // nobody took the shard: it still owns it
+    expect(stepDowns(a)).toEqual([]);
+  });
+
   it.each(["always", "lease"] as const)(
     "verify %s: a commit in flight while heartbeats fail is not acknowledged once the lease's validity passed",
     async (verify) => {

@@ -44,6 +44,8 @@ export interface NodeOptions {
   readonly beforeOpen?: (store: FaultyObjectStore) => void;
   /** The engine's drivers, instead of those the tuning implies (see `node`). */
   readonly drivers?: readonly EngineDriver[];
+  /** Passed to the engine (default: its default, true). */
+  readonly stepDownOnFailedRenewals?: boolean;
 }
 
 export const TABLE = 1;
@@ -103,6 +105,7 @@ export class ShardHarness {
         hybridClock: new HybridClock(clock),
         tuning,
         drivers,
+        ...(options.stepDownOnFailedRenewals !== undefined ? { stepDownOnFailedRenewals: options.stepDownOnFailedRenewals } : {}),
         onEvent: (event) => events.push(event),
       });
     } catch (error) {
