@@ -198,6 +198,12 @@ export const CATCH_UP_ROUND_SEGMENTS_MAX = 1_024;
  * until the manifest read, and segments may be up to 8 MiB each.
  */
 export const CATCH_UP_ROUND_BYTES_MAX = 64 * 1024 * 1024;
+/**
+ * Largest `heartbeatMissesMax` a shard engine accepts. Far beyond any useful value: a
+ * writer whose renewals fail steps down once its lease may have lapsed, whatever the
+ * count; the bound only keeps the option a small, finite number.
+ */
+export const HEARTBEAT_MISSES_MAX = 1_000;
 
 // ---- functions runtime ----------------------------------------------------------------
 

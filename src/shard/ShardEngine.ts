@@ -47,6 +47,7 @@ import {
  *   following ──acquire──▶ writing ──relinquish──▶ following
  *   writing ──fenced (commit, heartbeat, GC)──▶ fenced
  *   writing ──unknown commit outcome / local failure──▶ poisoned
+ *   writing ──step-down (heartbeats failing, below)──▶ poisoned ──newer epoch seen──▶ fenced
  *   fenced | poisoned ──acquire (re-open: re-acquire and catch up)──▶ writing
  *   any ──close──▶ closed
  * A relinquish that cannot clear the lease (the bucket is unreachable) still ends in
@@ -66,11 +67,45 @@ import {
  * - Exactly one segment create is in flight per shard; the next batch accumulates.
  * - Timestamps strictly increase along the log (the validator refuses anything else).
  * - Once fenced or poisoned, the engine acknowledges nothing until re-acquired.
+ * - No acknowledgement rests on a lease that may have lapsed. A commit is acknowledged
+ *   on one of two grounds (verifyCreated): (a) a manifest read after its create shows the
+ *   slot uncollected (commitVerdict) — that needs no lease: a successor fences only after
+ *   catching up to the tail, so a segment created in an uncollected slot is in the log
+ *   (before the successor's fence, or its create failed against it), whoever holds the
+ *   lease; or (b) in verify "lease", no read, because at the check — after the create
+ *   answered — this node's monotonic clock gives the lease more than clockSkewMsMax
+ *   still: no successor can have acquired, so none can have collected the slot. The
+ *   lease's validity counts from the send time of the last renewal answered within
+ *   heartbeatDeadlineMs: a renewal that hangs or answers late never extends it.
  * - On open, a local file whose position the bucket does not confirm is rebuilt from the
  *   bucket (event "local-rebuilt"), never trusted. A running follower judges its position
  *   again (confirmPosition: on its tailer's manifest cadence, on a chain break, on a
  *   skipped leftover and before an acquire) and rebuilds the same way, in one step for
  *   its readers: a bucket restored from an older copy is never silently skipped.
+ *
+ * Stepping down (issue 24 item 5): every heartbeat runs under heartbeatDeadlineMs; one
+ * that fails or has not answered by then is a miss, and a renewal answered in time
+ * resets the count. While renewals fail (a miss since the last success, or a heartbeat
+ * unanswered), the writer steps down at heartbeatMissesMax misses, or at once when its
+ * lease may have lapsed (less than clockSkewMsMax left: a timer, and checks before a
+ * flush starts and after its durability check) — so beyond (a) and (b) it stops
+ * acknowledging altogether once its lease may have lapsed. Stepping down fails units in
+ * flight with ENGINE_POISONED (their create may still land: outcome unknown; a segment
+ * that lands is left to catch-up, never acknowledged) and queued ones, and every later
+ * commit, with NOT_WRITER (never sent; callers re-route); it stops the drivers, writes
+ * nothing to the bucket (it does not answer: the lease lapses by itself), and ends
+ * "poisoned" with the event `{type: "poisoned", stepDown: {reason, misses}}` — so a node
+ * that treats "poisoned" as "no longer writing, go on as a standby" needs nothing new.
+ * A late answer showing a newer epoch turns it "fenced". Nothing in the engine retries
+ * afterwards; a lease watcher re-acquires (at once for its own lease) on its own cadence.
+ * A writer that tries no heartbeat (no heartbeat driver, no call of `heartbeat()`) never
+ * steps down by itself: like a paused process, it is fenced by the protocol. Nor does one
+ * opened with stepDownOnFailedRenewals false (a reshard's lease holder, which commits
+ * nothing): (a) and (b) still hold for it.
+ *
+ * Drivers (options.drivers, ENGINE_DRIVERS): heartbeat, maintenance and frontier run
+ * while writing; "prune" runs from open to close and prunes local history whenever the
+ * engine does not write (a writer prunes in its maintenance).
  */
 /** What a follower's catch-up may skip (see CatchUpOptions). */
 /** The writer a manifest names: its node id and the URL it serves at (null: none published). */
@@ -94,7 +129,12 @@ export type EngineEvent =
   | { readonly type: "acquired"; readonly shard: number; readonly epoch: number; readonly fenceSeqno: number; readonly fenceHash: string }
   | { readonly type: "relinquished"; readonly shard: number; readonly epoch: number }
   | { readonly type: "fenced"; readonly shard: number; readonly error: CairnError }
-  | { readonly type: "poisoned"; readonly shard: number; readonly error: CairnError }
+  /**
+   * The engine stopped writing: a commit's outcome is unknown or the local store failed, or
+   * (with `stepDown`) the writer stepped down because its heartbeats failed — `error` is
+   * then what it answers writes with (NOT_WRITER). Re-acquire to write again.
+   */
+  | { readonly type: "poisoned"; readonly shard: number; readonly error: CairnError; readonly stepDown?: StepDown }
   | { readonly type: "snapshot"; readonly shard: number; readonly pointer: SnapshotPointer }
   | { readonly type: "gc"; readonly shard: number; readonly report: GarbageReport }
   | { readonly type: "local-rebuilt"; readonly shard: number; readonly reason: string }
@@ -121,6 +161,28 @@ export type EngineEvent =
       readonly bytes: number;
       readonly flushMs: number;
     };
+
+/**
+ * Why a writer stepped down: `misses` heartbeats in a row failed or missed their deadline
+ * ("heartbeat-misses", at heartbeatMissesMax), or its lease may have lapsed while renewals
+ * failed ("lease-lapsed").
+ */
+export interface StepDown {
+  readonly reason: "heartbeat-misses" | "lease-lapsed";
+  readonly misses: number;
+}
+
+/** The lease renewals of one epoch of writing. */
+interface LeaseRenewal {
+  readonly epoch: number;
+  /** Consecutive heartbeats that failed or did not answer within heartbeatDeadlineMs. */
+  misses: number;
+  /** Heartbeats sent and neither answered nor past their deadline. */
+  outstanding: number;
+  /** Wakes when the lease may lapse while renewals fail (armed only then). */
+  timer: Timer | null;
+  steppedDown: boolean;
+}
 
 interface QueuedUnit {
   readonly unit: WriteUnit;
@@ -156,8 +218,14 @@ export class ShardEngine {
   private lastDataAppliedTs = 0;
   /** On this node's monotonic clock: until when the lease is ours (for verify "lease"). */
   private leaseValidUntilMonotonicMs = 0;
+  /** The current epoch's renewals (kept after it stopped writing, until the next acquire). */
+  private renewal: LeaseRenewal | null = null;
   private drivers: AbortController | null = null;
   private driverTasks: Promise<void>[] = [];
+  /** The drivers that run while not writing, from open to close ("prune"). */
+  private followerDrivers: AbortController | null = null;
+  private followerTasks: Promise<void>[] = [];
+  private closing = false;
   private maintenance: Promise<unknown> = Promise.resolve();
   private catchingUp: Promise<unknown> = Promise.resolve();
   private transitions: Promise<unknown> = Promise.resolve();
@@ -210,6 +278,7 @@ export class ShardEngine {
     engine.confirmedEtag = engine.manifest.currentEtag;
     if (options.catchUpOnOpen !== false) await engine.catchUpToTail();
     engine.sinceSnapshot = engine.countSinceSnapshot();
+    engine.startFollowerDrivers();
     return engine;
   }
 
@@ -503,6 +572,7 @@ export class ShardEngine {
       this.acquiring = false;
     }
     this.recentWrites.reset(fence.header.maxTs);
+    this.renewal = { epoch, misses: 0, outstanding: 0, timer: null, steppedDown: false };
     this.currentState = { kind: "writing", epoch };
     this.accepting = true;
     this.startDrivers();
@@ -565,15 +635,126 @@ export class ShardEngine {
     }
   }
 
-  /** Renews the lease now (the heartbeat driver calls this on its cadence). */
+  /**
+   * Renews the lease now (the heartbeat driver calls this on its cadence). A renewal that
+   * fails, or does not answer within heartbeatDeadlineMs (TIMEOUT), is a miss: the writer
+   * steps down at heartbeatMissesMax misses in a row, or at once if its lease may have
+   * lapsed. Only a renewal answered within its deadline extends the lease here, by
+   * leaseTtlMs from when it was sent; one that answers later renews nothing.
+   */
   async heartbeat(): Promise<void> {
     const owner = this.owner();
+    const renewal = this.renewal!;
     const { clock } = this.options;
     const sentAtMs = clock.monotonicMs();
-    await this.guard(
+    const renewing = this.guard(
+      owner.epoch,
       this.manifest.heartbeat(owner, clock.nowMs(), this.tuning.leaseTtlMs, this.validator.position.nextSeqno - 1),
     );
+    renewal.outstanding++;
+    this.watchLease(renewal);
+    try {
+      await this.withinDeadline(renewing, this.tuning.heartbeatDeadlineMs, `shard ${this.shard}: a heartbeat did not answer within ${this.tuning.heartbeatDeadlineMs} ms`);
+    } catch (error) {
+      renewal.outstanding--;
+      if (!hasErrorCode(error, "FENCED")) this.heartbeatMissed(renewal);
+      throw error;
+    }
+    renewal.outstanding--;
+    if (!this.writesAt(renewal.epoch)) return;
+    renewal.misses = 0;
     this.leaseValidUntilMonotonicMs = Math.max(this.leaseValidUntilMonotonicMs, sentAtMs + this.tuning.leaseTtlMs);
+    renewal.timer?.cancel();
+    renewal.timer = null;
+    if (renewal.outstanding > 0) this.watchLease(renewal);
+  }
+
+  /** `work`, or TIMEOUT once `ms` passed on the engine's clock (`work` goes on; its outcome is then ignored). */
+  private withinDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = this.options.clock.setTimer(ms, () => reject(new CairnError("TIMEOUT", message, { details: { shard: this.shard, deadlineMs: ms } })));
+      work.then(
+        (value) => {
+          timer.cancel();
+          resolve(value);
+        },
+        (error: unknown) => {
+          timer.cancel();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  private heartbeatMissed(renewal: LeaseRenewal): void {
+    if (!this.writesAt(renewal.epoch)) return;
+    renewal.misses++;
+    if (this.leaseMayHaveLapsed()) this.stepDown(renewal, "lease-lapsed");
+    else if (renewal.misses >= this.tuning.heartbeatMissesMax) this.stepDown(renewal, "heartbeat-misses");
+  }
+
+  /**
+   * Whether less than clockSkewMsMax of the lease is left on this node's monotonic clock:
+   * a successor judging expiry by its own wall clock may take over from then on.
+   */
+  private leaseMayHaveLapsed(): boolean {
+    return this.options.clock.monotonicMs() + this.tuning.clockSkewMsMax >= this.leaseValidUntilMonotonicMs;
+  }
+
+  /** Renewals are failing: one missed since the last success, or one is still unanswered. */
+  private static renewalsFailing(renewal: LeaseRenewal): boolean {
+    return renewal.misses > 0 || renewal.outstanding > 0;
+  }
+
+  /** While renewals fail, wakes when the lease may lapse (checkLease). */
+  private watchLease(renewal: LeaseRenewal): void {
+    if (renewal.timer !== null || this.options.stepDownOnFailedRenewals === false) return;
+    const { clock } = this.options;
+    const delayMs = Math.max(0, this.leaseValidUntilMonotonicMs - this.tuning.clockSkewMsMax - clock.monotonicMs());
+    renewal.timer = clock.setTimer(delayMs, () => {
+      renewal.timer = null;
+      this.checkLease(renewal);
+    });
+  }
+
+  /**
+   * Steps the writer down if its renewals fail and its lease may have lapsed: from then on
+   * it acknowledges nothing (DESIGN.md §9; see the header's "stepping down").
+   */
+  private checkLease(renewal: LeaseRenewal | null): void {
+    if (renewal === null || !this.writesAt(renewal.epoch) || !ShardEngine.renewalsFailing(renewal)) return;
+    if (this.leaseMayHaveLapsed()) this.stepDown(renewal, "lease-lapsed");
+    else this.watchLease(renewal);
+  }
+
+  /**
+   * Stops writing because the lease cannot be kept: units in flight fail with
+   * ENGINE_POISONED (their segment may land: outcome unknown), queued ones and every later
+   * commit with NOT_WRITER (never sent), the drivers stop, and the engine is "poisoned"
+   * until re-acquired. Nothing is written to the bucket (it is not answering): the lease
+   * lapses by itself.
+   */
+  private stepDown(renewal: LeaseRenewal, reason: StepDown["reason"]): void {
+    if (!this.writesAt(renewal.epoch) || this.options.stepDownOnFailedRenewals === false) return;
+    renewal.steppedDown = true;
+    const { misses } = renewal;
+    const why =
+      reason === "lease-lapsed"
+        ? `its lease may have lapsed while renewals failed or hung (${misses} missed)`
+        : `${misses} heartbeats in a row failed or did not answer within ${this.tuning.heartbeatDeadlineMs} ms`;
+    const details = { shard: this.shard, epoch: renewal.epoch, reason, misses };
+    const unknown = new CairnError("ENGINE_POISONED", `shard ${this.shard}: the writer stepped down (${why}) while this write was in flight; whether it committed is unknown`, {
+      details: { ...details, outcome: "unknown" },
+    });
+    for (const queued of this.inFlight) queued.reject(unknown);
+    const notWriter = new CairnError("NOT_WRITER", `shard ${this.shard}: this node stepped down as the shard's writer (${why}); writes are refused, unsent, until it re-acquires`, {
+      details,
+    });
+    this.becomeStopped("poisoned", notWriter, { reason, misses });
+  }
+
+  private writesAt(epoch: number): boolean {
+    return this.currentState.kind === "writing" && this.currentState.epoch === epoch;
   }
 
   /**
@@ -635,6 +816,7 @@ export class ShardEngine {
         attemptId: `${owner.epoch}-${randomHex(this.options.random, 4)}`,
       });
       await this.guard(
+        owner.epoch,
         this.manifest.updateAsOwner(owner, (fields) =>
           fields.snapshot !== null && fields.snapshot.seqno >= pointer.seqno ? fields : { ...fields, snapshot: pointer },
         ),
@@ -648,11 +830,13 @@ export class ShardEngine {
   /** Runs one GC pass as the owner (the maintenance driver calls this on its cadence). */
   collectGarbageNow(options: { sweep?: boolean } = {}): Promise<GarbageReport> {
     return this.serializeMaintenance(async () => {
+      const owner = this.owner();
       const report = await this.guard(
+        owner.epoch,
         collectGarbage({
           store: this.options.store,
           manifest: this.manifest,
-          owner: this.owner(),
+          owner,
           watermarks: this.watermarks,
           nowMs: this.options.clock.nowMs(),
           consumerTtlMs: this.tuning.consumerTtlMs,
@@ -685,6 +869,7 @@ export class ShardEngine {
     if (this.currentState.kind !== "writing") return;
     // From here on nothing is written under this epoch, whatever the CAS below does.
     this.currentState = { kind: "following" };
+    this.stopWatchingLease();
     try {
       await this.manifest.relinquish({ nodeId: this.options.nodeId, epoch: state.epoch });
     } catch (error) {
@@ -704,14 +889,17 @@ export class ShardEngine {
    * closes the local store.
    */
   close(): Promise<void> {
+    this.closing = true;
     return this.serializeTransition(async () => {
       if (this.currentState.kind === "closed") return;
+      await this.stopFollowerDrivers();
       try {
         await this.relinquishNow();
       } catch (error) {
         this.emit({ type: "driver-error", shard: this.shard, driver: "relinquish", error });
       }
       await this.stopDrivers();
+      this.stopWatchingLease();
       this.failQueued(new CairnError("ENGINE_CLOSED", `shard ${this.shard}'s engine was closed`));
       this.currentState = { kind: "closed" };
     });
@@ -741,6 +929,9 @@ export class ShardEngine {
   private async runFlushes(): Promise<void> {
     while (this.currentState.kind === "writing" && (this.queue.length > 0 || this.tickRequested)) {
       const epoch = this.currentState.epoch;
+      // Nothing is sent once renewals fail and the lease may have lapsed: the writer steps down.
+      this.checkLease(this.renewal);
+      if (!this.writesAt(epoch)) break;
       if (this.queue.length === 0) {
         this.tickRequested = false;
         await this.flushOrStop(epoch, [], "tick");
@@ -830,6 +1021,7 @@ export class ShardEngine {
     let segment: Segment;
     let fencedAfter: boolean;
     const startedMs = this.options.clock.monotonicMs();
+    const renewal = this.renewal;
     try {
       segment = await this.append(epoch, kind, batch.length, (hybridClock) => {
         if (kind === "tick") return markerStamp(hybridClock.next());
@@ -838,7 +1030,13 @@ export class ShardEngine {
         return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
       });
       this.emit({ type: "created", shard: this.shard, seqno: segment.header.seqno });
-      fencedAfter = durableOrThrow(this.shard, segment, await this.verifyCreated(segment, epoch)).newerEpoch;
+      this.assertNotSteppedDown(renewal, segment);
+      const verdict = await this.verifyCreated(segment, epoch);
+      // A durability check that ends once renewals failed past the lease's validity
+      // acknowledges nothing: the writer steps down and the batch's outcome is unknown.
+      this.checkLease(renewal);
+      this.assertNotSteppedDown(renewal, segment);
+      fencedAfter = durableOrThrow(this.shard, segment, verdict).newerEpoch;
       this.ingestOwn(segment);
       this.emit({
         type: "flushed",
@@ -919,6 +1117,17 @@ export class ShardEngine {
     return judgeCreatedSegment(manifest, segment.header.seqno, epoch);
   }
 
+  /**
+   * After a step-down the batch's units were failed as of unknown outcome already; the
+   * segment, if it landed, reaches the local store through catch-up like anyone else's.
+   */
+  private assertNotSteppedDown(renewal: LeaseRenewal | null, segment: Segment): void {
+    if (renewal?.steppedDown !== true) return;
+    throw new CairnError("ENGINE_POISONED", `shard ${this.shard}: the writer stepped down while segment ${segment.header.seqno} was in flight`, {
+      details: { shard: this.shard, seqno: segment.header.seqno, outcome: "unknown" },
+    });
+  }
+
   private ingestOwn(segment: Segment): void {
     // Every unit passed checkApplicable when it was committed: no second pass over its records.
     if (ingestSegment(this.options.local, this.validator, segment, { recordsChecked: true }) !== "apply") {
@@ -943,13 +1152,36 @@ export class ShardEngine {
     this.becomeStopped("poisoned", poisoned);
   }
 
-  private becomeStopped(kind: "fenced" | "poisoned", error: CairnError): void {
+  private becomeStopped(kind: "fenced" | "poisoned", error: CairnError, stepDown?: StepDown): void {
     if (this.currentState.kind !== "writing") return;
     this.currentState = { kind, error };
     this.accepting = false;
+    this.stopWatchingLease();
     this.failQueued(error);
     this.drivers?.abort();
-    this.emit(kind === "fenced" ? { type: "fenced", shard: this.shard, error } : { type: "poisoned", shard: this.shard, error });
+    this.emit(
+      kind === "fenced"
+        ? { type: "fenced", shard: this.shard, error }
+        : { type: "poisoned", shard: this.shard, error, ...(stepDown ? { stepDown } : {}) },
+    );
+  }
+
+  private stopWatchingLease(): void {
+    this.renewal?.timer?.cancel();
+    if (this.renewal) this.renewal.timer = null;
+  }
+
+  /**
+   * A newer epoch was found by work of `epoch`: a writer of that epoch stops at once; one
+   * that stepped down meanwhile learns it was fenced (its late heartbeat, say).
+   */
+  private fencedAt(epoch: number, error: CairnError): void {
+    if (this.writesAt(epoch)) {
+      this.becomeStopped("fenced", error);
+    } else if (this.currentState.kind === "poisoned" && this.renewal?.epoch === epoch && this.renewal.steppedDown && !this.acquiring) {
+      this.currentState = { kind: "fenced", error };
+      this.emit({ type: "fenced", shard: this.shard, error });
+    }
   }
 
   private failQueued(error: unknown): void {
@@ -997,6 +1229,58 @@ export class ShardEngine {
         this.driverLoop(controller.signal, "maintenance", this.tuning.maintenanceIntervalMs, () => this.runMaintenance()),
       );
     }
+  }
+
+  /** The drivers of a node that does not write the shard: started by open, stopped by close. */
+  private startFollowerDrivers(): void {
+    const drivers = this.options.drivers ?? ENGINE_DRIVERS;
+    const controller = new AbortController();
+    this.followerDrivers = controller;
+    this.followerTasks = [];
+    if (drivers.includes("prune")) this.followerTasks.push(this.pruneLoop(controller.signal));
+  }
+
+  private async stopFollowerDrivers(): Promise<void> {
+    this.followerDrivers?.abort();
+    this.followerDrivers = null;
+    await Promise.all(this.followerTasks);
+    this.followerTasks = [];
+  }
+
+  /**
+   * The "prune" driver: local history's retention while this node does not write the
+   * shard (a writer prunes in its maintenance driver), on the maintenance cadence.
+   */
+  private async pruneLoop(signal: AbortSignal): Promise<void> {
+    while (await this.pause(this.tuning.maintenanceIntervalMs, signal)) {
+      const kind = this.currentState.kind;
+      if (kind === "closed") return;
+      if (kind === "writing") continue;
+      try {
+        await this.pruneLocal();
+      } catch (error) {
+        this.emit({ type: "driver-error", shard: this.shard, driver: "prune", error });
+      }
+    }
+  }
+
+  /**
+   * Resolves true after `ms` on the engine's clock, false once `signal` aborts. A timer,
+   * not a sleep: a follower's upkeep never keeps the process alive by itself.
+   */
+  private pause(ms: number, signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const onAbort = () => {
+        timer.cancel();
+        resolve(false);
+      };
+      const timer = this.options.clock.setTimer(ms, () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(true);
+      });
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
   }
 
   private async stopDrivers(): Promise<void> {
@@ -1061,7 +1345,7 @@ export class ShardEngine {
       rowsRemoved += step.documentsRemoved + step.indexEntriesRemoved + step.receiptsRemoved;
       if (step.done) break;
       await yieldToEventLoop();
-      if (this.currentState.kind === "closed") return;
+      if (this.currentState.kind === "closed" || this.closing) return;
     }
     if (rowsRemoved > 0) this.emit({ type: "pruned", shard: this.shard, minReadableTs: local.meta().minReadableTs, rowsRemoved });
   }
@@ -1074,12 +1358,12 @@ export class ShardEngine {
 
   // ---- helpers ------------------------------------------------------------------------
 
-  /** Awaits `work`; a FENCED outcome stops the writer at once. */
-  private async guard<T>(work: Promise<T>): Promise<T> {
+  /** Awaits `work`, done as the writer of `epoch`; a FENCED outcome stops that writer at once. */
+  private async guard<T>(epoch: number, work: Promise<T>): Promise<T> {
     try {
       return await work;
     } catch (error) {
-      if (hasErrorCode(error, "FENCED")) this.becomeStopped("fenced", error as CairnError);
+      if (hasErrorCode(error, "FENCED")) this.fencedAt(epoch, error as CairnError);
       throw error;
     }
   }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type Clock, CairnError, type Random } from "../base/index.js";
+import { type Clock, CairnError, HEARTBEAT_MISSES_MAX, type Random } from "../base/index.js";
 import { NODE_ID_PATTERN } from "../model/index.js";
 import { CONSUMER_TTL_MS_DEFAULT } from "../gc/index.js";
 import type { LocalStore } from "../local/index.js";
@@ -31,11 +31,19 @@ export interface ShardEngineOptions {
   readonly hybridClock: HybridClock;
   readonly tuning?: Partial<ShardEngineTuning>;
   /**
-   * The drivers the engine runs on its own cadence while writing; default both. A caller
-   * that leaves one out runs it itself (`heartbeat()`, `runMaintenance()`): tests that
-   * move time by hand, an embedder with its own scheduler.
+   * The drivers the engine runs on its own cadence; default all of ENGINE_DRIVERS. A
+   * caller that leaves one out runs it itself (`heartbeat()`, `runMaintenance()`,
+   * `pruneLocal()`): tests that move time by hand, an embedder with its own scheduler.
    */
   readonly drivers?: readonly EngineDriver[];
+  /**
+   * Whether a writer whose lease renewals fail steps down (default true; see ShardEngine,
+   * heartbeatMissesMax). An engine that commits nothing and only holds the lease (a
+   * reshard keeping the old shards fenced, with a lock of its own) passes false: it
+   * counts misses but keeps writing, and its next heartbeat tells whether it still holds
+   * the lease (FENCED if not).
+   */
+  readonly stepDownOnFailedRenewals?: boolean;
   readonly onEvent?: (event: import("./ShardEngine.js").EngineEvent) => void;
   /**
    * Whether `open` catches the local copy up to the log's end before returning (default
@@ -59,8 +67,14 @@ export interface ShardEngineOptions {
   readonly beforeAcquire?: () => Promise<void>;
 }
 
-/** "frontier": the idle-shard ticks of tickWhenIdle (it runs only with that on). */
-export const ENGINE_DRIVERS = ["heartbeat", "maintenance", "frontier"] as const;
+/**
+ * While writing: "heartbeat" (lease renewal, under heartbeatDeadlineMs), "maintenance"
+ * (snapshots, GC, pruning), "frontier" (the idle-shard ticks of tickWhenIdle; it runs only
+ * with that on). While not writing (following, fenced, poisoned), from open to close:
+ * "prune", the local history's retention (pruneLocal) on the maintenance cadence, so that
+ * whoever assembles a node needs no loop of its own for its followers.
+ */
+export const ENGINE_DRIVERS = ["heartbeat", "maintenance", "frontier", "prune"] as const;
 export type EngineDriver = (typeof ENGINE_DRIVERS)[number];
 
 export interface ShardEngineTuning {
@@ -75,6 +89,22 @@ export interface ShardEngineTuning {
    * two missed heartbeats of slack before a 10 s lease lapses.
    */
   readonly heartbeatIntervalMs: number;
+  /**
+   * How long one heartbeat may take: one that has not answered by then counts as a miss
+   * (its late answer renews nothing here), so a bucket that hangs is noticed as soon as
+   * one that errors. Must be below leaseTtlMs. Default: heartbeatIntervalMs (3 s).
+   */
+  readonly heartbeatDeadlineMs: number;
+  /**
+   * Consecutive missed heartbeats (failed, or not answered within heartbeatDeadlineMs)
+   * after which the writer steps down: it stops acknowledging, fails what it queued and
+   * stops writing the shard until re-acquired. It steps down sooner, at once, when its
+   * lease may have lapsed (less than clockSkewMsMax of it left) while renewals fail. Default
+   * 3: with the default cadence three misses take ~9–18 s, so on a 10 s lease the lease
+   * check usually comes first for a hanging bucket and the count for one that errors fast.
+   * A success resets the count.
+   */
+  readonly heartbeatMissesMax: number;
   /**
    * "always": every commit GETs the manifest after its create (one conditional GET, a
    * 304 almost always) and so can never acknowledge a write into a collected slot.
@@ -106,7 +136,10 @@ export interface ShardEngineTuning {
   readonly snapshotEveryBytes: number;
   /** … or this long with any new segment. Default 10 min. */
   readonly snapshotEveryMs: number;
-  /** How often the maintenance driver checks snapshot cadence. Default 5 s. */
+  /**
+   * How often the maintenance driver checks snapshot cadence (and prunes), and how often
+   * a follower's "prune" driver prunes its local history. Default 5 s.
+   */
   readonly maintenanceIntervalMs: number;
   /** GC cadence. Default 60 s: deletes are free, the manifest CAS and a LIST of snap/ are not (~$0.015/day). */
   readonly gcIntervalMs: number;
@@ -135,7 +168,7 @@ export interface ShardEngineTuning {
   readonly recentWritesWindowMs: number;
   /**
    * Local history kept for reads at past timestamps; older revisions a current read
-   * cannot see are pruned (by the maintenance driver). Default 1 h: a read, page or
+   * cannot see are pruned (by the maintenance driver; on a follower, the prune driver). Default 1 h: a read, page or
    * transaction that started within the hour still sees its snapshot; a document updated
    * once a second keeps ~3,600 old revisions (~0.4 MB at 100 bytes each).
    */
@@ -159,6 +192,8 @@ export interface ShardEngineTuning {
 export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   leaseTtlMs: 10_000,
   heartbeatIntervalMs: 3_000,
+  heartbeatDeadlineMs: 3_000,
+  heartbeatMissesMax: 3,
   verify: "always",
   clockSkewMsMax: 1_000,
   flushUnitsMax: 4_096,
@@ -194,6 +229,8 @@ const tuningSchema = z
   .strictObject({
     leaseTtlMs: positive(DURATION_MS_MAX),
     heartbeatIntervalMs: positive(DURATION_MS_MAX),
+    heartbeatDeadlineMs: positive(DURATION_MS_MAX),
+    heartbeatMissesMax: positive(HEARTBEAT_MISSES_MAX),
     verify: z.enum(["always", "lease"]),
     clockSkewMsMax: nonNegative(DURATION_MS_MAX),
     flushUnitsMax: positive(1_000_000),
@@ -221,6 +258,10 @@ const tuningSchema = z
     message: "heartbeatIntervalMs must be below leaseTtlMs, or the lease lapses between heartbeats",
     path: ["heartbeatIntervalMs"],
   })
+  .refine((tuning) => tuning.heartbeatDeadlineMs < tuning.leaseTtlMs, {
+    message: "heartbeatDeadlineMs must be below leaseTtlMs, or a heartbeat could still count as answered after the lease it renews lapsed",
+    path: ["heartbeatDeadlineMs"],
+  })
   .refine((tuning) => tuning.clockSkewMsMax < tuning.leaseTtlMs, {
     message: "clockSkewMsMax must be below leaseTtlMs",
     path: ["clockSkewMsMax"],
@@ -231,7 +272,10 @@ export function resolveTuning(overrides: unknown = {}): ShardEngineTuning {
   if (typeof overrides !== "object" || overrides === null || Array.isArray(overrides)) {
     throw new CairnError("INVALID_ARGUMENT", "engine tuning must be an object of options");
   }
-  const parsed = tuningSchema.safeParse({ ...SHARD_ENGINE_DEFAULTS, ...overrides });
+  const merged: Record<string, unknown> = { ...SHARD_ENGINE_DEFAULTS, ...overrides };
+  // The deadline follows the cadence unless set: a heartbeat is due again by then anyway.
+  if ((overrides as { heartbeatDeadlineMs?: unknown }).heartbeatDeadlineMs === undefined) merged.heartbeatDeadlineMs = merged.heartbeatIntervalMs;
+  const parsed = tuningSchema.safeParse(merged);
   if (!parsed.success) {
     throw new CairnError("INVALID_ARGUMENT", `invalid engine tuning: ${z.prettifyError(parsed.error)}`, {
       details: { issues: parsed.error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message })) },
@@ -255,6 +299,7 @@ export function validateEngineIdentity(options: ShardEngineOptions): void {
     problems.push(`nodeUrl must be an http(s) URL, a function giving one, or null, not ${JSON.stringify(url)}`);
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") problems.push("onEvent must be a function");
+  if (options.stepDownOnFailedRenewals !== undefined && typeof options.stepDownOnFailedRenewals !== "boolean") problems.push("stepDownOnFailedRenewals must be a boolean");
   const drivers = options.drivers;
   if (drivers !== undefined && !(Array.isArray(drivers) && drivers.every((driver) => (ENGINE_DRIVERS as readonly unknown[]).includes(driver)))) {
     problems.push(`drivers must be a list of ${ENGINE_DRIVERS.join(", ")}`);

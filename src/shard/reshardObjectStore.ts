@@ -190,6 +190,9 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
           hybridClock,
           // Only the lease is kept alive: no snapshots, GC or ticks on a layout being retired.
           drivers: ["heartbeat"],
+          // It commits nothing: a late renewal (a long synchronous write of the new shards)
+          // must not make it let go; the heartbeat before the switch checks it still owns them.
+          stepDownOnFailedRenewals: false,
           // Leases no longer than the lock: a killed reshard blocks the next one only that long.
           // One snapshot part decoded at a time: the restore is the reshard's memory peak.
           tuning: {

@@ -11,7 +11,7 @@ import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
 import type { EngineEvent } from "../../src/shard/ShardEngine.js";
 import { HybridClock } from "../../src/shard/HybridClock.js";
 import { ShardEngine } from "../../src/shard/ShardEngine.js";
-import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
+import type { EngineDriver, ShardEngineTuning } from "../../src/shard/engineOptions.js";
 import type { WriteUnit } from "../../src/shard/WriteUnit.js";
 import { FaultyObjectStore } from "./FaultyObjectStore.js";
 
@@ -42,6 +42,10 @@ export interface NodeOptions {
   readonly fold?: LocalStoreOptions["fold"];
   /** Injects faults into the node's view of the bucket before its engine opens. */
   readonly beforeOpen?: (store: FaultyObjectStore) => void;
+  /** The engine's drivers, instead of those the tuning implies (see `node`). */
+  readonly drivers?: readonly EngineDriver[];
+  /** Passed to the engine (default: its default, true). */
+  readonly stepDownOnFailedRenewals?: boolean;
 }
 
 export const TABLE = 1;
@@ -69,10 +73,11 @@ export class ShardHarness {
    * Opens a node (follower) with its own local file; `tuning` overrides engine defaults.
    * Its heartbeat and maintenance drivers run only when the test sets their interval;
    * otherwise they never fire on their own (a node whose clock moves but whose drivers do
-   * not is a paused process) and tests call them explicitly.
+   * not is a paused process) and tests call them explicitly. `options.drivers` overrides
+   * that choice.
    */
   async node(name: string, tuning: Partial<ShardEngineTuning> = {}, options: NodeOptions = {}): Promise<HarnessNode> {
-    const drivers = [
+    const drivers = options.drivers ?? [
       ...(tuning.heartbeatIntervalMs !== undefined ? (["heartbeat"] as const) : []),
       ...(tuning.maintenanceIntervalMs !== undefined ? (["maintenance"] as const) : []),
     ];
@@ -100,6 +105,7 @@ export class ShardHarness {
         hybridClock: new HybridClock(clock),
         tuning,
         drivers,
+        ...(options.stepDownOnFailedRenewals !== undefined ? { stepDownOnFailedRenewals: options.stepDownOnFailedRenewals } : {}),
         onEvent: (event) => events.push(event),
       });
     } catch (error) {
