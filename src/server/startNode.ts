@@ -381,7 +381,6 @@ class CairnNode implements RunningNode {
     node.started = true;
     for (const tailer of tailers) tailer.start();
     tailersStarted = true;
-    node.startFollowerPruning();
     node.watchIndexStates();
     metrics.watchNode(() => ({
       shards: engines.map((engine) => ({ shard: engine.shard, role: roles.role(engine.shard), epoch: engine.manifestCurrent.epoch, frontierTs: engine.readTs })),
@@ -573,34 +572,6 @@ class CairnNode implements RunningNode {
       if (!backfilling(catalog)) stop.abort();
     });
     this.shutdown.add("index state watch", async () => {
-      stop.abort();
-      await loop;
-    });
-  }
-
-  /** A writer prunes local history in its maintenance driver; a follower here, on the same cadence. */
-  private startFollowerPruning(): void {
-    const { sharded } = this.parts;
-    const stop = new AbortController();
-    const loop = (async () => {
-      const intervalMs = sharded.engines[0]!.tuning.maintenanceIntervalMs;
-      while (!stop.signal.aborted) {
-        try {
-          await this.parts.clock.sleep(intervalMs, stop.signal);
-        } catch {
-          return;
-        }
-        for (const engine of sharded.engines) {
-          if (engine.state.kind === "writing" || engine.state.kind === "closed") continue;
-          try {
-            await engine.pruneLocal();
-          } catch (error) {
-            this.options.log(`shard ${engine.shard}: pruning local history failed: ${(error as Error).message}`);
-          }
-        }
-      }
-    })();
-    this.shutdown.add("follower pruning", async () => {
       stop.abort();
       await loop;
     });
