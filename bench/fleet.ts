@@ -41,7 +41,7 @@ import { round, summarizeLatencies } from "./commitSupport/LatencySummary.js";
 import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
 import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
 import { TsxChild } from "./commitSupport/TsxChild.js";
-import { Cleanup } from "./replicaSupport/Cleanup.js";
+import { Cleanup, stopOnSignal } from "./replicaSupport/Cleanup.js";
 import { FleetNode } from "./fleetSupport/FleetNode.js";
 import { awaitConverged, balancedNodeIds, isConverged, shardsPerNode } from "./fleetSupport/fleetNodes.js";
 import { FLEET_BENCH_SHARDS, parseFleetBenchOptions } from "./fleetSupport/fleetOptions.js";
@@ -65,7 +65,7 @@ const progress = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n
 async function main(): Promise<void> {
   const startedMs = performance.now();
   const cleanup = new Cleanup(progress);
-  stopOnSignal(cleanup);
+  signals = stopOnSignal(cleanup, progress);
   try {
     const directory = await mkdtemp(join(tmpdir(), "cairn-bench-fleet-"));
     cleanup.add("removing the temp dir", () => rm(directory, { recursive: true, force: true }));
@@ -341,21 +341,11 @@ function cpuBetween(before: CpuSample, after: CpuSample, nodes: readonly FleetNo
   };
 }
 
-/** Set once a signal asked the run to stop: what fails after it is the interruption, not an error. */
-let interrupted = false;
-
-function stopOnSignal(cleanup: Cleanup): void {
-  const stop = (signal: NodeJS.Signals) => {
-    interrupted = true;
-    progress(`${signal}: stopping every child…`);
-    void cleanup.run().finally(() => process.exit(130));
-  };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
-}
+/** Set once main() started: whether a signal interrupted the run (what fails then is the interruption, not an error). */
+let signals = null as { readonly interrupted: () => boolean } | null;
 
 try {
   await main();
 } catch (error) {
-  if (!interrupted) throw error;
+  if (!signals?.interrupted()) throw error;
 }

@@ -48,7 +48,7 @@ import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
 import { BenchSocket } from "./syncSupport/BenchSocket.js";
 import { primeCounter, sequentialBumps } from "./syncSupport/sequentialBumps.js";
 import { measureCatchUp, type CatchUpFigures } from "./replicaSupport/catchUpAfterPause.js";
-import { Cleanup } from "./replicaSupport/Cleanup.js";
+import { Cleanup, stopOnSignal } from "./replicaSupport/Cleanup.js";
 import { measureIdleRequests, type IdleRequestFigures } from "./replicaSupport/idleRequests.js";
 import { NodePair } from "./replicaSupport/NodePair.js";
 import { parseReplicaBenchOptions } from "./replicaSupport/options.js";
@@ -65,7 +65,7 @@ const COUNTER_DOCUMENTS = (options.serverWarmupCommits > 0 ? 1 : 0) + 1 + (optio
 async function main(): Promise<void> {
   const startedMs = performance.now();
   const cleanup = new Cleanup(progress);
-  stopOnSignal(cleanup);
+  signals = stopOnSignal(cleanup, progress);
   try {
     const directory = await mkdtemp(join(tmpdir(), "cairn-bench-replica-"));
     cleanup.add("removing the temp dir", () => rm(directory, { recursive: true, force: true }));
@@ -163,27 +163,16 @@ async function measureLatency(pair: NodePair, label: string, random: SeededRando
   return measureReplicaLatency(pair, label, { spacingMinMs: options.spacingMinMs, spacingMaxMs: options.spacingMaxMs, samples: options.samples, warmups: options.warmups, random, progress });
 }
 
-/** Set once a signal asked the run to stop: what fails after it is the interruption, not an error. */
-let interrupted = false;
-
-/** Ctrl-C or SIGTERM: stop every child before exiting. */
-function stopOnSignal(cleanup: Cleanup): void {
-  const stop = (signal: NodeJS.Signals) => {
-    interrupted = true;
-    progress(`${signal}: stopping every child…`);
-    void cleanup.run().finally(() => process.exit(130));
-  };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
-}
-
 function progress(message: string): void {
   process.stderr.write(`${message}\n`);
 }
+
+/** Set once main() started: whether a signal interrupted the run (what fails then is the interruption, not an error). */
+let signals = null as { readonly interrupted: () => boolean } | null;
 
 try {
   await main();
 } catch (error) {
   // Interrupted: the signal handler exits once every child is stopped.
-  if (!interrupted) throw error;
+  if (!signals?.interrupted()) throw error;
 }

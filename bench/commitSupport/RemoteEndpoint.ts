@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { CairnError } from "../../src/base/errors.js";
 import { S3ObjectStore } from "../../src/objectstore/S3ObjectStore.js";
 import type { EndpointCommand, EndpointCounters, EndpointReady, EndpointReply } from "./endpointProtocol.js";
@@ -100,5 +101,34 @@ export function storeAt(address: EndpointAddress, prefix: string): S3ObjectStore
     endpoint: address.url,
     forcePathStyle: true,
     credentials: address.credentials,
+  });
+}
+
+/** The `s3://` store URL of `prefix` in the endpoint's bucket, as `cairn serve --store` takes it. */
+export function storeUrlAt(address: EndpointAddress, prefix: string): string {
+  return `s3://${address.bucket}/${prefix}?endpoint=${encodeURIComponent(address.url)}&region=${address.region}&forcePathStyle=true`;
+}
+
+/**
+ * Hands `keep` every line a child prints on stdout and stderr, beginning with `output`
+ * (what it printed before its caller took it over), split at newlines.
+ */
+export function forEachLine(child: ChildProcess, output: string, keep: (line: string) => void): void {
+  for (const line of output.split("\n")) keep(line);
+  let partial = "";
+  const onData = (chunk: Buffer) => {
+    const parts = (partial + chunk.toString()).split("\n");
+    partial = parts.pop() ?? "";
+    for (const line of parts) keep(line);
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+}
+
+/** Resolves with the child's exit code once it has closed (at once if it already has). */
+export function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once("close", (code) => resolve(code));
   });
 }

@@ -2,7 +2,7 @@ import type { ChildProcess } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { CairnError } from "../../src/base/errors.js";
 import { spawnCairnServe } from "../../test/support/spawnCairnServe.js";
-import type { EndpointAddress } from "../commitSupport/RemoteEndpoint.js";
+import { type EndpointAddress, exitOf, forEachLine, storeUrlAt } from "../commitSupport/RemoteEndpoint.js";
 import { BENCH_ADMIN_KEY } from "../replicaSupport/NodeChild.js";
 import { processCpuMs } from "./procCpu.js";
 
@@ -62,24 +62,13 @@ export class FleetNode {
     readonly url: string,
     output: string,
   ) {
-    this.exited = new Promise((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-      else child.once("close", (code) => resolve(code));
-    });
-    for (const line of output.split("\n")) this.keep(line);
-    let partial = "";
-    const onData = (chunk: Buffer) => {
-      const parts = (partial + chunk.toString()).split("\n");
-      partial = parts.pop() ?? "";
-      for (const line of parts) this.keep(line);
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
+    this.exited = exitOf(child);
+    forEachLine(child, output, (line) => this.keep(line));
   }
 
   static async start(options: FleetNodeOptions): Promise<FleetNode> {
     const { endpoint } = options;
-    const store = `s3://${endpoint.bucket}/${options.prefix}?endpoint=${encodeURIComponent(endpoint.url)}&region=${endpoint.region}&forcePathStyle=true`;
+    const store = storeUrlAt(endpoint, options.prefix);
     const args = ["--fleet", "--store", store, "--local", options.localDirectory, "--app", options.appPath, "--port", "0", "--node-id", options.nodeId, "--shards", String(options.numShards)];
     const { child, url, output } = await spawnCairnServe(args, {
       env: { AWS_ACCESS_KEY_ID: endpoint.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: endpoint.credentials.secretAccessKey, CAIRN_ADMIN_KEY: BENCH_ADMIN_KEY },

@@ -39,3 +39,19 @@ export class Cleanup {
     }
   }
 }
+
+/**
+ * Ctrl-C or SIGTERM: runs `cleanup` (stopping every child) and exits 130. Returns whether
+ * a signal came, so the main path can tell an interruption from a failure.
+ */
+export function stopOnSignal(cleanup: Cleanup, progress: (message: string) => void): { readonly interrupted: () => boolean } {
+  let interrupted = false;
+  const stop = (signal: NodeJS.Signals) => {
+    interrupted = true;
+    progress(`${signal}: stopping every child…`);
+    void cleanup.run().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  return { interrupted: () => interrupted };
+}

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { CairnError } from "../../src/base/errors.js";
 import { spawnCairnServe } from "../../test/support/spawnCairnServe.js";
-import type { EndpointAddress } from "../commitSupport/RemoteEndpoint.js";
+import { type EndpointAddress, exitOf, forEachLine, storeUrlAt } from "../commitSupport/RemoteEndpoint.js";
 import type { ServerAdminStatus } from "../syncSupport/ServerChild.js";
 
 /** Every node of a benchmark deployment shares it: write forwarding and wake hints need the same key everywhere. */
@@ -88,24 +88,13 @@ export class NodeChild {
     readonly url: string,
     output: string,
   ) {
-    this.exited = new Promise((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-      else child.once("close", (code) => resolve(code));
-    });
-    for (const text of output.split("\n")) this.keep(text);
-    let partial = "";
-    const onData = (chunk: Buffer) => {
-      const parts = (partial + chunk.toString()).split("\n");
-      partial = parts.pop() ?? "";
-      for (const text of parts) this.keep(text);
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
+    this.exited = exitOf(child);
+    forEachLine(child, output, (line) => this.keep(line));
   }
 
   static async start(options: NodeChildOptions): Promise<NodeChild> {
     const { endpoint } = options;
-    const store = `s3://${endpoint.bucket}/${options.prefix}?endpoint=${encodeURIComponent(endpoint.url)}&region=${endpoint.region}&forcePathStyle=true`;
+    const store = storeUrlAt(endpoint, options.prefix);
     const args = ["--store", store, "--local", options.localDirectory, "--app", options.appPath, "--port", "0"];
     if (options.role === "replica") args.push("--replica");
     if (!options.wakeHints) args.push("--no-wake-hints");
