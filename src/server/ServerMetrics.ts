@@ -5,7 +5,7 @@ import type { SyncStats } from "../sync/index.js";
 
 /** What `watchNode` reads of the node when scraped. */
 export interface NodeMetricsView {
-  readonly shards: readonly { readonly shard: number; readonly role: string; readonly epoch: number; readonly frontierTs: number }[];
+  readonly shards: readonly { readonly shard: number; readonly role: string; readonly epoch: number; readonly frontierTs: number; readonly lastDataTs: number }[];
   /** The fleet's live nodes (null: not a fleet node). */
   readonly liveNodes: number | null;
 }
@@ -120,7 +120,7 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "cairn_shard_frontier_ts",
-      help: "Each shard's frontier here (the maxTs of its last applied segment, µs since the epoch)",
+      help: "Each shard's closed frontier here (through which ts this node knows its log complete, µs since the epoch)",
       labelNames: ["shard"],
       registers,
       collect() {
@@ -129,11 +129,13 @@ export class ServerMetrics {
     });
     new Gauge({
       name: "cairn_frontier_held_back_seconds",
-      help: "How far the newest shard's frontier is ahead of the common frontier reads use (what the slowest shard holds back)",
+      help: "How long the newest commit this node knows of waits for the common frontier reads use (what the slowest shard holds back)",
       registers,
       collect() {
-        const frontiers = view().shards.map((shard) => shard.frontierTs);
-        this.set(frontiers.length === 0 ? 0 : (Math.max(...frontiers) - Math.min(...frontiers)) / 1e6);
+        const shards = view().shards;
+        if (shards.length === 0) return this.set(0);
+        const newestCommitTs = Math.max(...shards.map((shard) => shard.lastDataTs));
+        this.set(Math.max(0, newestCommitTs - Math.min(...shards.map((shard) => shard.frontierTs))) / 1e6);
       },
     });
     new Gauge({

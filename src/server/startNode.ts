@@ -319,7 +319,8 @@ class CairnNode implements RunningNode {
     // A fleet node claims its id before it writes anything under it (watermarks): a second
     // process with a live node's id stops here, having changed nothing of that node's.
     await discovery.claim();
-    // (On a failed start, the entry goes again; a running node's discovery stops early, below.)
+    // A start that fails from here on removes the entry again; a running node's discovery
+    // stops earlier in its shutdown (the step added at the end), before the server drains.
     shutdown.add("presence entry", () => discovery.stop());
     const parts: NodeParts = { sharded, catalog, store, runtime, roles, forwarders, tailers, sync, discovery, balancer, hints, takeover, clock, maxClockSkewMs };
 
@@ -383,7 +384,7 @@ class CairnNode implements RunningNode {
     tailersStarted = true;
     node.watchIndexStates();
     metrics.watchNode(() => ({
-      shards: engines.map((engine) => ({ shard: engine.shard, role: roles.role(engine.shard), epoch: engine.manifestCurrent.epoch, frontierTs: engine.readTs })),
+      shards: engines.map((engine) => ({ shard: engine.shard, role: roles.role(engine.shard), epoch: engine.manifestCurrent.epoch, frontierTs: engine.closedTs, lastDataTs: engine.lastDataTs })),
       liveNodes: balancer === null ? null : balancer.view.liveNodeIds.length,
     }));
     const frontierWatch = new FrontierWatch({
