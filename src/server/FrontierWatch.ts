@@ -1,12 +1,8 @@
 import { type Clock, repeatEvery } from "../base/index.js";
+import { frontierHeldBack, type ShardFrontier } from "./frontierHeldBack.js";
 
 /** One shard as the watch sees it. */
-export interface WatchedShard {
-  readonly shard: number;
-  /** The ts through which this node knows the shard's log complete (ShardEngine.closedTs). */
-  readonly frontierTs: number;
-  /** The maxTs of the last data segment applied here (0 before any). */
-  readonly lastDataTs: number;
+export interface WatchedShard extends ShardFrontier {
   /** The node the manifest names as the writer (null: none). */
   readonly writer: string | null;
   readonly writerLive: boolean;
@@ -80,11 +76,10 @@ export class FrontierWatch {
   }
 
   private checkCommonFrontier(shards: readonly WatchedShard[], nowMs: number): void {
-    const pin = shards.reduce((lowest, shard) => (shard.frontierTs < lowest.frontierTs ? shard : lowest));
-    // Held back: a commit this node knows of is above the common frontier (a fence or a
-    // tick above it is no commit: nothing waits on it).
-    const newestTs = Math.max(...shards.map((shard) => shard.lastDataTs));
-    const heldBack = newestTs > pin.frontierTs;
+    const held = frontierHeldBack(shards);
+    if (held === null) return;
+    const { pin, newestCommitTs: newestTs } = held;
+    const heldBack = held.heldBackUs > 0;
     if (pin.frontierTs !== this.lowestTs || !heldBack) {
       if (this.stallLogged && this.heldSinceMs !== null) this.options.log(`frontier: moving again (ts ${pin.frontierTs}) after ${seconds(nowMs - this.heldSinceMs)} held back`);
       this.lowestTs = pin.frontierTs;

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { StoreCall } from "../objectstore/index.js";
 import type { EngineEvent } from "../shard/index.js";
 import type { SyncStats } from "../sync/index.js";
+import { frontierHeldBack } from "./frontierHeldBack.js";
 
 /** What `watchNode` reads of the node when scraped. */
 export interface NodeMetricsView {
@@ -132,10 +133,7 @@ export class ServerMetrics {
       help: "How long the newest commit this node knows of waits for the common frontier reads use (what the slowest shard holds back)",
       registers,
       collect() {
-        const shards = view().shards;
-        if (shards.length === 0) return this.set(0);
-        const newestCommitTs = Math.max(...shards.map((shard) => shard.lastDataTs));
-        this.set(Math.max(0, newestCommitTs - Math.min(...shards.map((shard) => shard.frontierTs))) / 1e6);
+        this.set((frontierHeldBack(view().shards)?.heldBackUs ?? 0) / 1e6);
       },
     });
     new Gauge({

@@ -3,6 +3,7 @@ import type { FleetView, NodeRole, ShardRole } from "../fleet/index.js";
 import { isLeaseLive } from "../manifest/index.js";
 import type { LayoutRetired, ShardTailer } from "../replica/index.js";
 import type { ShardEngine } from "../shard/index.js";
+import { frontierHeldBack } from "./frontierHeldBack.js";
 
 /** A follower whose copy was last known complete longer ago than this reports "degraded". */
 const STALE_AFTER_MS = 10_000;
@@ -64,11 +65,9 @@ export function nodeHealth(parts: NodeHealthParts) {
   });
   const staleness = shards.map((shard) => shard.stalenessMs);
   const stalenessMs = staleness.some((value) => value === null) ? null : Math.max(...(staleness as number[]));
-  const lowest = shards.reduce((held, shard) => (shard.frontierTs < held.frontierTs ? shard : held), shards[0]!);
-  // How long the newest commit this node knows of waits for the lowest shard (fences and
-  // ticks above it hold nothing back).
-  const newestCommitTs = Math.max(...shards.map((shard) => shard.lastDataTs));
-  const heldBackMs = Math.max(0, Math.round((newestCommitTs - lowest.frontierTs) / 1000));
+  // A deployment has at least one shard.
+  const { pin: lowest, heldBackUs } = frontierHeldBack(shards)!;
+  const heldBackMs = Math.round(heldBackUs / 1000);
   const healthy =
     parts.nodeRole === "writer" ||
     (stalenessMs !== null && stalenessMs <= STALE_AFTER_MS && heldBackMs <= STALE_AFTER_MS && shards.every((shard) => shard.lastError === null));

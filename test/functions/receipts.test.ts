@@ -9,11 +9,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { SeededRandom } from "../../src/base/random.js";
 import { App } from "../../src/functions/App.js";
-import { resolveCatalog } from "../../src/functions/catalog.js";
-import { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
 import { laneOfValue } from "../../src/functions/routing.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { memoryBucket } from "../support/bucketFactories.js";
+import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as shardedApp from "./shardedApp.js";
 
 const SHARDS = 3;
@@ -32,9 +31,7 @@ async function setup() {
   const sharded = await ShardedStore.open({ store: bucket.store, localDirectory: ":memory:", nodeId: "w", numShards: SHARDS, random: new SeededRandom(1) });
   closing.push(() => sharded.close());
   await sharded.acquireAll();
-  const app = App.fromModule(shardedApp, "sharded test app");
-  const catalog = await resolveCatalog(bucket.store, app.schema, new SeededRandom(2));
-  const runtime = new FunctionRuntime({ app, catalog, shards: { shards: sharded.engines, get readTs() { return sharded.readTs; } } });
+  const runtime = await shardedRuntime(sharded, bucket.store, App.fromModule(shardedApp, "sharded test app"));
   return { sharded, runtime };
 }
 

@@ -18,6 +18,7 @@ import { defineSchema, defineTable, functionsFor, v } from "../../src/functions/
 import { schemaCatalogObject } from "../../src/manifest/index.js";
 import { MemoryObjectStore } from "../../src/objectstore/MemoryObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
+import { shardSetOf } from "../support/shardedRuntime.js";
 
 const SHARDS = 2;
 const before = defineSchema({ notes: defineTable({ room: v.string(), n: v.number() }).shardKey("room") });
@@ -41,7 +42,7 @@ describe("an index backfilled shard by shard", () => {
     const sharded = await ShardedStore.open({ store, localDirectory: ":memory:", nodeId: "w", numShards: SHARDS, random: new SeededRandom(1) });
     closing.push(() => sharded.close());
     await sharded.acquireAll();
-    const shards = { shards: sharded.engines, get readTs() { return sharded.readTs; } };
+    const shards = shardSetOf(sharded);
     const first = new FunctionRuntime({ app: appOf(before, false), catalog: await resolveCatalog(store, before, new SeededRandom(2)), shards });
     const rooms = Array.from({ length: 20 }, (_, i) => `room-${i}`);
     expect(new Set(rooms.map((room) => laneOfValue(room, SHARDS)))).toEqual(new Set([0, 1]));

@@ -11,13 +11,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { hasErrorCode } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { App } from "../../src/functions/App.js";
-import { resolveCatalog } from "../../src/functions/catalog.js";
-import { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
 import { laneOfValue, routeOfValue } from "../../src/functions/routing.js";
 import { parseDocumentId, routeOfId, type DocumentId } from "../../src/model/DocumentId.js";
 import { shardOfRoute } from "../../src/model/shardFor.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { memoryBucket, s3EndpointBucket } from "../support/bucketFactories.js";
+import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as shardedApp from "./shardedApp.js";
 
 const SHARDS = 3;
@@ -36,9 +35,7 @@ describe.each([memoryBucket, s3EndpointBucket])("a runtime over 3 shards on $nam
     const sharded = await ShardedStore.open({ store: bucket.store, localDirectory: ":memory:", nodeId: "w", numShards, random: new SeededRandom(1) });
     closing.push(() => sharded.close());
     await sharded.acquireAll();
-    const app = App.fromModule(shardedApp, "sharded test app");
-    const catalog = await resolveCatalog(bucket.store, app.schema, new SeededRandom(2));
-    const runtime = new FunctionRuntime({ app, catalog, shards: { shards: sharded.engines, get readTs() { return sharded.readTs; } } });
+    const runtime = await shardedRuntime(sharded, bucket.store, App.fromModule(shardedApp, "sharded test app"));
     return { sharded, runtime };
   }
 

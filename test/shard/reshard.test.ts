@@ -19,7 +19,6 @@ import { systemClock } from "../../src/base/clock.js";
 import { CairnError } from "../../src/base/errors.js";
 import { systemRandom } from "../../src/base/random.js";
 import { App } from "../../src/functions/App.js";
-import { resolveCatalog } from "../../src/functions/catalog.js";
 import { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
 import { laneOfValue } from "../../src/functions/routing.js";
 import { globalsObject } from "../../src/manifest/Globals.js";
@@ -32,6 +31,7 @@ import { ObservedObjectStore, type StoreCall } from "../../src/objectstore/Obser
 import { reshardObjectStore } from "../../src/shard/reshardObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { BUCKET_FACTORIES, memoryBucket, s3EndpointBucket } from "../support/bucketFactories.js";
+import { shardedRuntime } from "../support/shardedRuntime.js";
 
 type BucketFactory = typeof memoryBucket;
 import * as shardedApp from "../functions/shardedApp.js";
@@ -57,8 +57,7 @@ async function openNode(store: ObjectStore, numShards?: number): Promise<Node> {
     ...(numShards !== undefined ? { numShards } : {}),
   });
   await sharded.acquireAll();
-  const catalog = await resolveCatalog(store, app.schema, systemRandom);
-  const runtime = new FunctionRuntime({ app, catalog, shards: { shards: sharded.engines, get readTs() { return sharded.readTs; } } });
+  const runtime = await shardedRuntime(sharded, store, app, systemRandom);
   return { sharded, runtime };
 }
 
