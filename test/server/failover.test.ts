@@ -34,7 +34,10 @@ const root = mkdtempSync(join(tmpdir(), "cairn-failover-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const processes: ServeProcess[] = [];
 const clients: CairnClient[] = [];
+/** Whether the load loops go on; afterEach ends them also when an assertion failed mid-round. */
+let loading = false;
 afterEach(async () => {
+  loading = false;
   for (const client of clients.splice(0)) client.close();
   for (const process of processes.splice(0)) {
     process.resume();
@@ -61,11 +64,21 @@ async function health(node: ServeProcess): Promise<{ role: string; nodeId: strin
   return (await (await fetch(`${node.url}api/health`, { signal: AbortSignal.timeout(2_000) })).json()) as never;
 }
 
+const startedMs = Date.now();
+/** Logs how far the scenario got: a run that fails (or hangs on a slow machine) shows where. */
+function step(what: string): void {
+  console.log(`failover: ${what} (${Date.now() - startedMs} ms after the file started)`);
+}
+
+/** Waits for `predicate`, and logs when it held. */
 async function until(what: string, predicate: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      if (await predicate()) return;
+      if (await predicate()) {
+        step(what);
+        return;
+      }
     } catch {
       // A node that is frozen or restarting does not answer: ask again.
     }
@@ -91,10 +104,17 @@ describe("failover under load", () => {
       const entry: Write = { body, via, sentMs: Date.now(), outcome: "pending", settledMs: null };
       writes.push(entry);
       return connection.mutation(api.notes.add, { channel: "load", body }).then(
-        () => Object.assign(entry, { outcome: "acknowledged", settledMs: Date.now() }),
-        () => Object.assign(entry, { outcome: "failed", settledMs: Date.now() }),
+        () => void Object.assign(entry, { outcome: "acknowledged", settledMs: Date.now() }),
+        async () => {
+          Object.assign(entry, { outcome: "failed", settledMs: Date.now() });
+          // A client that fails at once (closed after a failed assertion) must not spin the
+          // load loops in microtasks: that starves timers and child-exit events, and the
+          // worker hangs instead of failing.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        },
       );
     };
+
     const onReplica = client(replica.url);
     const onNode = nodes.map((node) => client(node.url));
     await write(onReplica, "replica", "warm-up");
@@ -113,7 +133,7 @@ describe("failover under load", () => {
       await until("the standby takes over", async () => (await health(standby)).role === "writer");
       const takeoverMs = Date.now();
       // Load through both live nodes while the old writer stays frozen.
-      let loading = true;
+      loading = true;
       const loop = async (connection: CairnClient, via: string) => {
         for (let i = 0; loading; i++) await write(connection, via, `${via}${round}-${i}`);
       };
@@ -122,6 +142,7 @@ describe("failover under load", () => {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       loading = false;
       await Promise.all([...loops, ...inFlight]);
+      step(`round ${round}: the load and the in-flight writes settled`);
       const stillFrozenMs = Date.now();
       writer.resume();
 
@@ -139,6 +160,7 @@ describe("failover under load", () => {
       await until("the old writer follows the new epoch", async () => (await health(writer)).shards[0]!.epoch > epochBefore && (await health(writer)).role !== "writer");
       // Its own clients write again too (forwarded to the new writer).
       await write(onNode[writerAt]!, "old-writer", `w${round}-after-resume`);
+      step(`round ${round}: a write through the resumed old writer settled`);
       writerAt = 1 - writerAt;
     }
 
@@ -150,5 +172,5 @@ describe("failover under load", () => {
     expect(writes.filter((entry) => entry.outcome === "acknowledged" && !counts.has(entry.body)).map((entry) => entry.body)).toEqual([]);
     expect(final.filter((body) => !writes.some((entry) => entry.body === body))).toEqual([]);
     expect(writes.filter((entry) => entry.outcome === "failed").map((entry) => entry.body)).toEqual([]);
-  });
+  }, 60_000 + ROUNDS * 60_000);
 });

@@ -108,6 +108,9 @@ describe("two fleet nodes with one node id", () => {
         } catch (error) {
           const code = (error as CairnError).code;
           outcomes.set(value, code === "CONNECTION_LOST" || (error as CairnError).details?.["outcomeUnknown"] === true ? "unknown" : "failed");
+          // A client that fails at once (closed after a failed assertion) must not spin in
+          // microtasks: that starves timers and child-exit events, and the run hangs.
+          await sleep(20);
         }
       }
     });
