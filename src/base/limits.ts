@@ -267,6 +267,31 @@ export const NODE_SESSIONS_MAX = 10_000;
  * writer's state. A follower past it is hinted once the listing names it, and polls.
  */
 export const HINT_TARGETS_MAX = 1_000;
+/**
+ * A verified segment up to this size travels inside its wake hint, so that followers
+ * apply it without a GET (and without the GETs of the empty slot after it); a larger one
+ * is hinted by hash and read from the bucket. Under load a segment holds tens of small
+ * mutations (~4–40 KiB); a segment this large is a bulk write, where one GET per follower
+ * is cheap beside the apply.
+ */
+export const HINT_SEGMENT_BYTES_MAX = 1024 * 1024;
+/**
+ * Segment bytes waiting for one follower behind the hint request on the wire. Past it the
+ * oldest waiting hints lose their bytes (the follower reads those segments), so a slow or
+ * dead follower costs the writer at most this much memory.
+ */
+export const HINT_PENDING_BYTES_MAX = 8 * 1024 * 1024;
+/**
+ * Hints waiting for one follower, per shard, behind the request on the wire: the oldest
+ * go first (their segments are read and judged by the manifest like any other).
+ */
+export const HINT_PENDING_PER_SHARD_MAX = 256;
+/**
+ * Segment bytes a follower keeps per shard from its writer's hints until it applies them:
+ * a flood of hints (admin key only) cannot grow it further; past it the oldest are
+ * dropped and read from the bucket.
+ */
+export const VOUCHED_SEGMENT_BYTES_MAX = 16 * 1024 * 1024;
 
 // Sync sessions and the server (DESIGN.md §8). The session limits are per connection:
 // whatever one client does, it can hold at most these on the server.

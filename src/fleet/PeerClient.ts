@@ -1,10 +1,16 @@
-import { type Announcement, type ForwardedCall, type ForwardedKind, PEER_ROUTES, type WakeHintsMessage } from "./peerMessages.js";
+import { type Clock, systemClock } from "../base/index.js";
+import { PeerChannel } from "./PeerChannel.js";
+import { type Announcement, type ForwardedCall, type ForwardedKind, PEER_ROUTES, type WakeHintsMessage, wakeHintsBody } from "./peerMessages.js";
 
 export interface PeerClientOptions {
   /** The deployment's admin key: peers take node-to-node messages only with it. */
   readonly adminKey: string;
   /** For tests: the request function (default: global fetch). */
   readonly fetch?: typeof fetch;
+  /** Whether forwarded mutations and hints travel on peer sockets (default true); else each is an HTTP request. */
+  readonly peerSockets?: boolean;
+  /** Times forwarded calls on the sockets out, and how long a refused socket is not retried (default systemClock). */
+  readonly clock?: Clock;
 }
 
 /** How a request to a peer ended, transport-wise (what the body says is the caller's to judge). */
@@ -26,6 +32,10 @@ const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "
 
 /** An announcement (or a probe) is a courtesy: the registry finds the node anyway, so it is not waited on long. */
 const ANNOUNCE_TIMEOUT_MS = 2_000;
+/** Peer sockets kept open at once (one per writer this node forwards to); the least recently used idle one goes first. */
+const FORWARD_CHANNELS_MAX = 64;
+/** After a writer (or a proxy before it) answered but did not take the peer socket, its mutations go over HTTP this long before the socket is tried again. */
+const REFUSED_SOCKET_RETRY_MS = 10_000;
 
 /**
  * The one way a node talks to another (DESIGN.md §9): every node-to-node request — wake
@@ -39,17 +49,41 @@ const ANNOUNCE_TIMEOUT_MS = 2_000;
  * - `neverSent` is true only when no connection existed, so a caller may treat such a
  *   write as surely not run; anything else (a reset, a timeout, an abort) may have come
  *   after the peer acted.
+ * - Forwarded mutations and wake hints travel on one PeerChannel (a WebSocket) per peer,
+ *   and over HTTP to a peer that refuses it; actions, announcements and probes are HTTP
+ *   requests.
  */
 export class PeerClient {
   private readonly fetch: typeof fetch;
+  /** Peer sockets by writer base URL, least recently used first. */
+  private readonly channels = new Map<string, PeerChannel>();
+  /** Writers that refused the peer socket, until when (monotonic ms) HTTP is used instead. */
+  private readonly refusedUntil = new Map<string, number>();
+  private closed = false;
+  private readonly clock: Clock;
 
   constructor(private readonly options: PeerClientOptions) {
     this.fetch = options.fetch ?? globalThis.fetch;
+    this.clock = options.clock ?? systemClock;
   }
 
-  /** Wake hints to one follower; true if it took them. */
+  /** Closes the peer sockets; their waiting calls settle as abandoned. Requests still go out over HTTP. */
+  close(): void {
+    this.closed = true;
+    for (const channel of this.channels.values()) channel.close();
+    this.channels.clear();
+  }
+
+  /** Wake hints to one follower; true if it took them (on the peer socket: once the socket took them). */
   async sendHints(baseUrl: string, message: WakeHintsMessage, timeoutMs: number): Promise<boolean> {
-    const reply = await this.post(baseUrl, PEER_ROUTES.hint, message, AbortSignal.timeout(timeoutMs), false);
+    const body = wakeHintsBody(message);
+    const channel = this.channelTo(baseUrl);
+    if (channel !== null) {
+      const reply = await channel.send(JSON.stringify(body), timeoutMs);
+      if (reply.kind !== "unopened") return reply.kind === "answered";
+      if (reply.persistent) this.refusedUntil.set(baseUrl, this.clock.monotonicMs() + REFUSED_SOCKET_RETRY_MS);
+    }
+    const reply = await this.post(baseUrl, PEER_ROUTES.hint, body, AbortSignal.timeout(timeoutMs), false);
     return reply.kind === "answered" && reply.ok;
   }
 
@@ -71,8 +105,40 @@ export class PeerClient {
   }
 
   /** A client's call forwarded to the shard's writer, ended by `timeoutMs` or by `abandoned`. */
-  forward(baseUrl: string, kind: ForwardedKind, call: ForwardedCall, timeoutMs: number, abandoned: AbortSignal): Promise<PeerReply> {
+  async forward(baseUrl: string, kind: ForwardedKind, call: ForwardedCall, timeoutMs: number, abandoned: AbortSignal): Promise<PeerReply> {
+    const channel = kind === "mutation" ? this.channelTo(baseUrl) : null;
+    if (channel !== null) {
+      const reply = await channel.call(call, timeoutMs, abandoned);
+      if (reply.kind !== "unopened") return reply;
+      // Never sent: HTTP says what is wrong (or works through a proxy that passes no upgrades).
+      if (reply.persistent) this.refusedUntil.set(baseUrl, this.clock.monotonicMs() + REFUSED_SOCKET_RETRY_MS);
+    }
     return this.post(baseUrl, PEER_ROUTES.forward(kind), call, AbortSignal.any([AbortSignal.timeout(timeoutMs), abandoned]), true, abandoned);
+  }
+
+  /** The peer socket to `baseUrl`, or null when mutations go over HTTP (sockets off or refused, or closed). */
+  private channelTo(baseUrl: string): PeerChannel | null {
+    if (this.closed || this.options.peerSockets === false) return null;
+    const refusedUntil = this.refusedUntil.get(baseUrl);
+    if (refusedUntil !== undefined) {
+      if (this.clock.monotonicMs() < refusedUntil) return null;
+      this.refusedUntil.delete(baseUrl);
+    }
+    let channel = this.channels.get(baseUrl);
+    if (channel !== undefined) {
+      this.channels.delete(baseUrl); // re-inserted: most recently used last
+    } else {
+      channel = new PeerChannel(baseUrl, this.options.adminKey, this.clock);
+      if (this.channels.size >= FORWARD_CHANNELS_MAX) {
+        const idle = [...this.channels].find(([, candidate]) => candidate.size === 0);
+        if (idle !== undefined) {
+          idle[1].close();
+          this.channels.delete(idle[0]);
+        }
+      }
+    }
+    this.channels.set(baseUrl, channel);
+    return channel;
   }
 
   private async post(baseUrl: string, route: string, message: unknown, signal: AbortSignal, readBody: boolean, abandoned?: AbortSignal): Promise<PeerReply> {

@@ -6,7 +6,10 @@ export { PeerDiscovery, REGISTRY_INTERVAL_MS_DEFAULT, type FleetBeat } from "./P
 export {
   announcementSchema,
   asBaseUrl,
+  forwardAnswerFrameSchema,
   forwardedCallSchema,
+  forwardFrameSchema,
+  PEER_SOCKET_CALLS_MAX,
   functionCallFields,
   PEER_ROUTES,
   wakeHintsSchema,
@@ -14,6 +17,8 @@ export {
   type ForwardedAnswer,
   type ForwardedCall,
   type ForwardedKind,
+  type ForwardAnswerFrame,
+  type ForwardFrame,
 } from "./peerMessages.js";
 export { ROLE_TRANSITIONS, ShardRoles, type RoleChange, type ShardRole } from "./ShardRoles.js";
 export { WakeHintSender, type WakeHintTarget } from "./WakeHintSender.js";

@@ -7,14 +7,17 @@ import { WriterVouches } from "./WriterVouches.js";
 
 /**
  * The log of `shard` reached `seqno` (a writer's wake hint; the messages that carry it are
- * in src/fleet/peerMessages.ts). `hash`: that segment's, verified durable by the writer.
- * `verifying`: the segment was created and its verification is under way; a hint with its
- * hash follows (or none, if it turned out not durable).
+ * in src/fleet/peerMessages.ts). `hash`: that segment's, verified durable by the writer;
+ * `segment`: its bytes, sent along when small enough (HINT_SEGMENT_BYTES_MAX), so the
+ * follower applies it without reading it. `verifying`: the segment was created and its
+ * verification is under way; a hint with its hash follows (or none, if it turned out
+ * not durable).
  */
 export interface WakeHint {
   readonly shard: number;
   readonly seqno: number;
   readonly hash?: string;
+  readonly segment?: Uint8Array;
   readonly verifying?: true;
 }
 
@@ -147,6 +150,8 @@ export class ShardTailer {
   private hintedThrough = -1;
   /** When the last wake hint came (monotonic ms). */
   private lastHintAtMs = Number.NEGATIVE_INFINITY;
+  /** The highest seqno a hint named, and when that hint came. */
+  private newestHint = { seqno: -1, atMs: Number.NEGATIVE_INFINITY };
   /** What the writer's hints vouched for, at or past the position. */
   private readonly vouches: WriterVouches;
   private lastManifestReadMs = Number.NEGATIVE_INFINITY;
@@ -188,28 +193,40 @@ export class ShardTailer {
     else this.loop = this.run().finally(() => (this.loop = null));
   }
 
-  /**
-   * A hint that the log grew: a writer's wake hint (`seqno`, and `hash` when the writer
-   * verified that segment durable; only pass a hash from an authenticated writer), or a
-   * commit this node forwarded.
-   */
-  wake(seqno?: number, hash?: string): void {
+  /** A hint that the log grew to `seqno` (a commit this node forwarded, or a writer's hint). */
+  wake(seqno?: number): void {
     if (seqno !== undefined && seqno < this.options.engine.position.nextSeqno) return;
     if (seqno !== undefined) this.hintedThrough = Math.max(this.hintedThrough, seqno);
-    if (seqno !== undefined && hash !== undefined) {
-      this.vouches.vouch(seqno, hash);
-      this.vouches.forgetBelow(this.options.engine.position.nextSeqno);
-    }
     this.wakeRequested = true;
     this.sleeping?.abort();
   }
 
-  /** A wake hint of the shard's writer, authenticated (WakeHintSender). */
+  /**
+   * A commit this node forwarded is durable at the writer: poll for it now, unless the
+   * writer's hints are trusted (its hint brings the segment, often with its bytes, and a
+   * poll now would mostly GET the empty slot before the segment is there).
+   */
+  committedElsewhere(): void {
+    if (!this.hintsTrusted()) this.wake();
+  }
+
+  /**
+   * A wake hint of the shard's writer, authenticated (WakeHintSender): its hash (and
+   * bytes) vouch for the segment, so the next round applies it without a manifest read
+   * (and without a GET). Only pass hints from an authenticated writer.
+   */
   hinted(hint: WakeHint): void {
-    this.lastHintAtMs = this.options.clock.monotonicMs();
+    const nowMs = this.options.clock.monotonicMs();
+    this.lastHintAtMs = nowMs;
     if (hint.seqno < this.options.engine.position.nextSeqno) return;
-    if (hint.verifying === true && hint.hash === undefined) this.vouches.announce(hint.seqno);
-    this.wake(hint.seqno, hint.hash);
+    if (hint.seqno > this.newestHint.seqno) this.newestHint = { seqno: hint.seqno, atMs: nowMs };
+    if (hint.hash !== undefined) {
+      this.vouches.vouch(hint.seqno, hint.hash, hint.segment);
+      this.vouches.forgetBelow(this.options.engine.position.nextSeqno);
+    } else if (hint.verifying === true) {
+      this.vouches.announce(hint.seqno);
+    }
+    this.wake(hint.seqno);
   }
 
   /**
@@ -304,16 +321,21 @@ export class ShardTailer {
       const rebuiltAt = manifestDue ? await engine.confirmPosition() : null;
       if (report.restoredFromSeqno !== null || rebuiltAt !== null) this.restores++;
       this.segmentsApplied += report.segmentsApplied;
-      // A round that ended at a vouched segment did not look past it.
+      // A round that ended at a vouched segment did not look past it: the local copy was
+      // complete as of the newest hint it applied through (the writer hints every
+      // segment, newest last), not as of this round.
       if (report.tail !== null) this.caughtUpAtMs = startedMs;
+      else if (engine.position.nextSeqno > this.newestHint.seqno) this.caughtUpAtMs = Math.max(this.caughtUpAtMs ?? this.newestHint.atMs, this.newestHint.atMs);
       this.lastError = null;
       // A quiet replica renews its watermark now and then: one silent for the consumer TTL
       // (24 h) would no longer hold GC back although the replica is alive.
       const renewalDue = startedMs - this.publishedAtMs >= WATERMARK_RENEWAL_MS;
       if (report.segmentsApplied > 0 || report.restoredFromSeqno !== null || rebuiltAt !== null || renewalDue) this.watermarkDue(renewalDue);
-      // The writer hints every segment it creates: wait for the next hint rather than poll the empty slot.
-      const hintsTrusted = clock.monotonicMs() - this.lastHintAtMs < HINTS_TRUSTED_POLLS * this.tuning.idlePollMs;
-      if (hintsTrusted && report.tail !== null) return this.tuning.idlePollMs;
+      // The writer hints every segment it creates: wait for the next hint rather than poll
+      // the empty slot (also right after a round its hints carried through the newest
+      // hinted segment).
+      const atNewestHint = report.tail === null && engine.position.nextSeqno > this.newestHint.seqno;
+      if (this.hintsTrusted() && (report.tail !== null || atNewestHint)) return this.tuning.idlePollMs;
       if (read > 0 || rebuiltAt !== null) return 0;
       return previousDelayMs === 0 ? this.tuning.firstBackoffMs : Math.min(previousDelayMs * 2, this.tuning.idlePollMs);
     } catch (error) {
@@ -324,6 +346,11 @@ export class ShardTailer {
       this.options.onError?.(error, "poll");
       return this.tuning.idlePollMs;
     }
+  }
+
+  /** Whether the writer hinted recently enough to be trusted to hint the next segment too. */
+  private hintsTrusted(): boolean {
+    return this.options.clock.monotonicMs() - this.lastHintAtMs < HINTS_TRUSTED_POLLS * this.tuning.idlePollMs;
   }
 
   private async sleep(ms: number): Promise<void> {

@@ -1,4 +1,5 @@
-import { type Clock, ConditionWaiters } from "../base/index.js";
+import { type Clock, ConditionWaiters, VOUCHED_SEGMENT_BYTES_MAX } from "../base/index.js";
+import type { DeliveredSegment } from "../segments/index.js";
 import type { Vouching } from "../shard/index.js";
 
 /**
@@ -10,13 +11,19 @@ import type { Vouching } from "../shard/index.js";
  *
  * Only hints of an authenticated writer (the admin key) belong here. A wrong hash costs
  * nothing but the manifest read it would have saved; an announced vouch that never
- * comes costs at most `expectWaitMs` of latency.
+ * comes costs at most `expectWaitMs` of latency. Bytes a hint carried are kept with
+ * their hash and read instead of the slot (`segmentAt`); bytes that do not hash to it
+ * are ignored by the reader, which then reads the slot.
  *
- * Bounded: entries below the reader's position are dropped, and at most `entriesMax` of
- * each kind are kept (the lowest seqnos go first).
+ * Bounded: entries below the reader's position are dropped, at most `entriesMax` of
+ * each kind are kept (the lowest seqnos go first), and at most `bytesMax` of segment
+ * bytes (the lowest seqnos lose theirs first, and are read from the bucket).
  */
 export class WriterVouches implements Vouching {
   private readonly hashes = new Map<number, string>();
+  /** Segment bytes hints carried, by seqno (each also in `hashes`). */
+  private readonly segments = new Map<number, Uint8Array>();
+  private segmentBytes = 0;
   /** Announced vouches: seqno → monotonic ms after which it is no longer waited for. */
   private readonly announced = new Map<number, number>();
   private readonly waiters: ConditionWaiters;
@@ -25,15 +32,22 @@ export class WriterVouches implements Vouching {
     private readonly clock: Clock,
     private readonly expectWaitMs: number,
     private readonly entriesMax = 256,
+    private readonly bytesMax = VOUCHED_SEGMENT_BYTES_MAX,
   ) {
     this.waiters = new ConditionWaiters(clock);
   }
 
-  /** The writer verified the segment at `seqno` durable; its hash is `hash`. */
-  vouch(seqno: number, hash: string): void {
+  /** The writer verified the segment at `seqno` durable; its hash is `hash` (its bytes `segment`, when sent). */
+  vouch(seqno: number, hash: string, segment?: Uint8Array): void {
     this.hashes.set(seqno, hash);
     this.announced.delete(seqno);
-    trim(this.hashes, this.entriesMax);
+    this.dropSegment(seqno);
+    if (segment !== undefined && segment.byteLength <= this.bytesMax) {
+      this.segments.set(seqno, segment);
+      this.segmentBytes += segment.byteLength;
+      while (this.segmentBytes > this.bytesMax) this.dropSegment(Math.min(...this.segments.keys()));
+    }
+    for (const dropped of trim(this.hashes, this.entriesMax)) this.dropSegment(dropped);
     this.waiters.notify();
   }
 
@@ -55,6 +69,7 @@ export class WriterVouches implements Vouching {
         }
       }
     }
+    for (const seqno of this.segments.keys()) if (seqno < nextSeqno) this.dropSegment(seqno);
     if (dropped) this.waiters.notify();
   }
 
@@ -64,6 +79,17 @@ export class WriterVouches implements Vouching {
 
   hashAt(seqno: number): string | undefined {
     return this.hashes.get(seqno);
+  }
+
+  segmentAt(seqno: number): DeliveredSegment | undefined {
+    const bytes = this.segments.get(seqno);
+    const hash = this.hashes.get(seqno);
+    return bytes === undefined || hash === undefined ? undefined : { bytes, hash };
+  }
+
+  /** Segment bytes held (for tests and status). */
+  get heldSegmentBytes(): number {
+    return this.segmentBytes;
   }
 
   expected(seqno: number): boolean {
@@ -92,10 +118,26 @@ export class WriterVouches implements Vouching {
   /** Ends every wait at once (the tailer stops). */
   settleAll(): void {
     this.announced.clear();
+    this.segments.clear();
+    this.segmentBytes = 0;
     this.waiters.settleAll();
+  }
+
+  private dropSegment(seqno: number): void {
+    const bytes = this.segments.get(seqno);
+    if (bytes === undefined) return;
+    this.segments.delete(seqno);
+    this.segmentBytes -= bytes.byteLength;
   }
 }
 
-function trim(map: Map<number, unknown>, entriesMax: number): void {
-  while (map.size > entriesMax) map.delete(Math.min(...map.keys()));
+/** Drops the lowest seqnos past `entriesMax`; returns them. */
+function trim(map: Map<number, unknown>, entriesMax: number): number[] {
+  const dropped: number[] = [];
+  while (map.size > entriesMax) {
+    const lowest = Math.min(...map.keys());
+    map.delete(lowest);
+    dropped.push(lowest);
+  }
+  return dropped;
 }

@@ -12,6 +12,26 @@ export async function readSegment(store: ObjectStore, address: SegmentAddress): 
   return decodeSegment(result.body, address);
 }
 
+/** A segment's bytes as another party delivered them (a writer's wake hint), with the hash they must have. */
+export interface DeliveredSegment {
+  readonly bytes: Uint8Array;
+  readonly hash: string;
+}
+
+/**
+ * The delivered segment at `address` when its bytes verify and hash to what was named
+ * (the segment is then exactly the one the deliverer vouched for); null when they do not,
+ * and the slot is read from the store instead.
+ */
+function deliveredSegment(delivered: DeliveredSegment, address: SegmentAddress): Segment | null {
+  try {
+    const segment = decodeSegment(delivered.bytes, address);
+    return segment.hash === delivered.hash ? segment : null;
+  } catch {
+    return null;
+  }
+}
+
 export interface ReadLogOptions {
   readonly deploymentId: string;
   readonly shard: number;
@@ -20,12 +40,17 @@ export interface ReadLogOptions {
   readonly concurrency: number;
   /** Seqnos at or below this are known to exist: prefetch them at full concurrency. */
   readonly knownTail?: number;
+  /**
+   * Segments whose bytes are at hand already (a writer's wake hints): taken instead of a
+   * GET when they verify and hash to the hash given with them, else the slot is read.
+   */
+  readonly delivered?: (seqno: number) => DeliveredSegment | undefined;
   readonly signal?: AbortSignal;
 }
 
 /**
- * Yields the segments at `fromSeqno, fromSeqno+1, …` in order until the first empty slot.
- * Up to `concurrency` GETs run ahead of the consumer. Below `knownTail` the window is
+ * Yields the segments at `fromSeqno, fromSeqno+1, …` in order until the first empty slot
+ * (delivered ones without a GET). Up to `concurrency` GETs run ahead of the consumer. Below `knownTail` the window is
  * full at once; past it the window grows from 1 by doubling, so that reaching the end of
  * the log wastes few GETs on empty slots.
  */
@@ -42,9 +67,16 @@ export async function* readLog(store: ObjectStore, options: ReadLogOptions): Asy
     const windowEnd = Math.max(knownTail + 1, nextToYield + speculative);
     while (nextToFetch < windowEnd && pending.size < options.concurrency * 2) {
       const seqno = nextToFetch++;
+      const address = { deploymentId: options.deploymentId, shard: options.shard, seqno };
+      const handed = options.delivered?.(seqno);
+      const segment = handed === undefined ? null : deliveredSegment(handed, address);
+      if (segment !== null) {
+        pending.set(seqno, Promise.resolve(segment));
+        continue;
+      }
       const fetch = queue.add(() => {
         options.signal?.throwIfAborted();
-        const read = readSegment(store, { deploymentId: options.deploymentId, shard: options.shard, seqno });
+        const read = readSegment(store, address);
         started.add(read);
         return read;
       }) as Promise<Segment | null>;

@@ -4,6 +4,8 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { MESSAGE_BYTES_MAX, NODE_SESSIONS_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer, ConditionWaiters, SERVER_DRAIN_MS_MAX } from "../base/index.js";
 import { CLOSE_CODES, closeReason, encodeMessage, errorPayload, type SessionConnection, type SyncHandler } from "../sync/index.js";
+import { PEER_ROUTES } from "../fleet/index.js";
+import { PeerSockets } from "./PeerSockets.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import { pathOf } from "./requestPath.js";
 import type { WebAsset } from "./WebAssets.js";
@@ -26,11 +28,14 @@ export interface ListenOptions {
 
 /** Where the sync protocol is spoken. */
 export const SYNC_PATH = "/api/sync";
+/** Where other nodes open their peer sockets (admin key). */
+const PEER_SOCKET_PATH = `/${PEER_ROUTES.peerSocket}`;
 const SOCKET_CLOSE_WAIT_MS = 2_000;
 
 /**
  * The node's network face: one HTTP server carrying the HTTP API, the static web assets
- * and, upgraded at /api/sync, the WebSocket sessions of the sync handler.
+ * and, upgraded at /api/sync, the WebSocket sessions of the sync handler; upgraded at
+ * /api/internal/peer-socket (admin key only), other nodes' peer sockets.
  *
  * Lifecycle: listening --stop()--> stopping --> stopped. Stopping refuses new
  * connections, upgrades and requests (503), lets the HTTP requests already running finish
@@ -56,6 +61,7 @@ export class CairnServer {
   /** HTTP requests whose answer has not been sent completely yet. */
   private requestsRunning = 0;
   private readonly requestsSettled: ConditionWaiters;
+  private readonly peerSockets: PeerSockets;
 
   private constructor(
     private readonly options: CairnServerOptions,
@@ -64,6 +70,7 @@ export class CairnServer {
   ) {
     this.http = http;
     this.requestsSettled = new ConditionWaiters(options.clock ?? systemClock);
+    this.peerSockets = new PeerSockets({ api: options.api, log: options.log, clock: options.clock ?? systemClock });
     this.pinger = every(options.clock ?? systemClock, options.pingIntervalMs ?? PING_INTERVAL_MS, () => this.pingAll());
   }
 
@@ -110,9 +117,10 @@ export class CairnServer {
     const httpClosed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
     const requestsDone = this.requestsSettled.wait(() => this.requestsRunning === 0, SERVER_DRAIN_MS_MAX);
-    await Promise.all([requestsDone, this.options.handler.close()]);
+    await Promise.all([requestsDone, this.options.handler.close(), this.peerSockets.drain(SERVER_DRAIN_MS_MAX)]);
     await this.socketsClosed();
     for (const socket of this.sockets.clients) socket.terminate();
+    this.peerSockets.terminate();
     this.http.closeAllConnections();
     await httpClosed;
     this.state = "stopped";
@@ -150,19 +158,26 @@ export class CairnServer {
     // before the handshake ends would otherwise be an uncaught 'error' event.
     socket.on("error", (error) => this.options.log(`sync upgrade socket error: ${error.message}`));
     const path = pathOf(request.url);
+    if (path === PEER_SOCKET_PATH) return this.onForwardSocket(request, socket, head);
     const full = this.missedPings.size >= (this.options.sessionsMax ?? NODE_SESSIONS_MAX);
     const refusal = path === null ? "400 Bad Request" : path !== SYNC_PATH ? "404 Not Found" : this.state !== "listening" || full ? "503 Service Unavailable" : null;
-    if (refusal !== null) {
-      // Nobody reads this socket, so the client's FIN would never be seen and it would
-      // stay open (a file descriptor per refused upgrade, and a stop that waits on it).
-      socket.once("finish", () => socket.destroy());
-      socket.end(`HTTP/1.1 ${refusal}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-      return;
-    }
+    if (refusal !== null) return refuseUpgrade(socket, refusal);
     try {
       this.sockets.handleUpgrade(request, socket, head, (ws) => this.onSocket(ws));
     } catch (error) {
       this.options.log(`sync upgrade failed: ${(error as Error)?.stack ?? String(error)}`);
+      socket.destroy();
+    }
+  }
+
+  /** Another node's peer socket: admin key only, and not while stopping. */
+  private onForwardSocket(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (!this.options.api.isAdmin(request)) return refuseUpgrade(socket, "403 Forbidden");
+    if (this.state !== "listening") return refuseUpgrade(socket, "503 Service Unavailable");
+    try {
+      this.peerSockets.upgrade(request, socket, head);
+    } catch (error) {
+      this.options.log(`peer socket upgrade failed: ${(error as Error)?.stack ?? String(error)}`);
       socket.destroy();
     }
   }
@@ -216,6 +231,7 @@ export class CairnServer {
   }
 
   private pingAll(): void {
+    this.peerSockets.pingAll();
     for (const [ws, missed] of this.missedPings) {
       if (missed >= PINGS_MISSED_MAX) {
         this.options.log(`sync socket closed: ${missed} pings unanswered`);
@@ -233,4 +249,12 @@ export class CairnServer {
     const deadline = clock.monotonicMs() + SOCKET_CLOSE_WAIT_MS;
     while (this.sockets.clients.size > 0 && clock.monotonicMs() < deadline) await clock.sleep(20);
   }
+}
+
+/** Answers an upgrade with an HTTP status instead of 101 and ends the socket. */
+function refuseUpgrade(socket: Duplex, status: string): void {
+  // Nobody reads this socket, so the client's FIN would never be seen and it would
+  // stay open (a file descriptor per refused upgrade, and a stop that waits on it).
+  socket.once("finish", () => socket.destroy());
+  socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
 }

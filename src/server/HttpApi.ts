@@ -107,10 +107,7 @@ export class HttpApi {
     this.checkAdmin(request);
     if (!this.expectMethod(request, response, "POST")) return;
     if (path === `/${PEER_ROUTES.hint}`) {
-      if (this.options.hinted === undefined) throw new CairnError("FUNCTION_NOT_FOUND", "this node takes no wake hints (it is not a replica)");
-      const parsed = wakeHintsSchema.safeParse(parseJson(await readBody(request)));
-      if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid hints: ${z.prettifyError(parsed.error)}`);
-      this.options.hinted(parsed.data.hints);
+      this.takeHints(parseJson(await readBody(request)));
       sendJson(response, 200, { ok: true });
       return;
     }
@@ -122,13 +119,49 @@ export class HttpApi {
       return;
     }
     const forwarded = (["mutation", "action"] as const).find((kind) => path === `/${PEER_ROUTES.forward(kind)}`);
-    const target = this.options.forwardedTo;
-    if (forwarded === undefined || target === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
-    const parsed = forwardedCallSchema.safeParse(parseJson(await readBody(request)));
+    if (forwarded === undefined || this.options.forwardedTo === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
+    sendJson(response, 200, await this.runForwarded(forwarded, parseJson(await readBody(request))));
+  }
+
+  /** Wake hints a writer sent (over HTTP or on its peer socket); FUNCTION_NOT_FOUND on a node that takes none, PROTOCOL_INVALID if malformed. */
+  takeHints(message: unknown): void {
+    if (this.options.hinted === undefined) throw new CairnError("FUNCTION_NOT_FOUND", "this node takes no wake hints (it is not a replica)");
+    const parsed = wakeHintsSchema.safeParse(message);
+    if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid hints: ${z.prettifyError(parsed.error)}`);
+    this.options.hinted(parsed.data.hints);
+  }
+
+  /** Whether `request` carries the deployment's admin key (a peer socket's upgrade). */
+  isAdmin(request: IncomingMessage): boolean {
+    try {
+      this.checkAdmin(request);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * A forwarded call's answer as the HTTP route gives it — status and JSON body — for a
+   * call that came on a peer socket: every failure is an answer here, never a throw.
+   */
+  async answerForwarded(kind: "mutation" | "action", message: unknown): Promise<{ readonly status: number; readonly body: unknown }> {
+    try {
+      if (this.options.forwardedTo === undefined) throw new CairnError("FUNCTION_NOT_FOUND", "this node runs no forwarded calls");
+      return { status: 200, body: await this.runForwarded(kind, message) };
+    } catch (error) {
+      if (isInternalError(error)) this.options.log?.(`forwarded ${kind} failed: ${(error as Error)?.stack ?? String(error)}`);
+      const payload = errorPayload(error);
+      return { status: httpStatusOf(payload), body: { error: payload } };
+    }
+  }
+
+  private async runForwarded(kind: "mutation" | "action", message: unknown): Promise<unknown> {
+    const parsed = forwardedCallSchema.safeParse(message);
     if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid forwarded call: ${z.prettifyError(parsed.error)}`);
     const { identity, ...call } = parsed.data;
     // Client functions only: a forwarded call is a client's call, whatever key carried it.
-    sendJson(response, 200, await this.run(forwarded, call, identity as UserIdentity | null, false, target));
+    return this.run(kind, call, identity as UserIdentity | null, false, this.options.forwardedTo);
   }
 
   private async run(kind: Kind, call: Call, identity: UserIdentity | null, internal: boolean, backend = this.options.backend): Promise<unknown> {

@@ -36,7 +36,7 @@ export interface NodeBackendOptions {
   readonly awaitWriting: (shard: number, timeoutMs: number) => Promise<boolean>;
   /** Resolves true once commits through `ts` are applied here and announced to sessions. */
   readonly waitForTs: (ts: number, timeoutMs: number) => Promise<boolean>;
-  /** The log of `shard` grew (a write this node forwarded committed): poll it now. */
+  /** The log of `shard` grew (a write this node forwarded committed): poll it now, or wait for the writer's hint that brings it. */
   readonly wakeTail: (shard: number) => void;
   readonly nodeId: string;
   readonly random: Random;

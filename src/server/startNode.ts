@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
+import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, HINT_SEGMENT_BYTES_MAX, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
 import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerChecks, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
 import { backfilling, backfillIndexes, FunctionRuntime, readCatalog, refreshIndexStates, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
@@ -208,7 +208,9 @@ class CairnNode implements RunningNode {
     const roles = new ShardRoles({ engines, nodeId, clock });
     late.roles = roles;
     shutdown.add("roles", () => roles.closeAll());
-    const peers = options.adminKey !== null ? new PeerClient({ adminKey: options.adminKey }) : null;
+    const peers = options.adminKey !== null ? new PeerClient({ adminKey: options.adminKey, clock }) : null;
+    // Closed after the forwarders (shutdown runs in reverse): their tries are abandoned first.
+    shutdown.add("peer sockets", () => peers?.close());
     const hintsWanted = options.wakeHints ?? true;
     const hints = hintsWanted && peers !== null ? new WakeHintSender({ peers }) : null;
     const forwarders = engines.map(
@@ -237,7 +239,7 @@ class CairnNode implements RunningNode {
         becomingWriter: (shard) => roles.acquiring(shard) || startupAcquires.has(shard) || engines[shard]!.manifestCurrent.writer?.nodeId === nodeId,
         awaitWriting: (shard, timeoutMs) => roles.waitUntilWriting(shard, timeoutMs),
         waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
-        wakeTail: (shard) => tailers[shard]?.wake(),
+        wakeTail: (shard) => tailers[shard]?.committedElsewhere(),
         nodeId,
         random: systemRandom,
         clock,
@@ -457,10 +459,12 @@ class CairnNode implements RunningNode {
     const { hints, forwarders, discovery } = this.parts;
     switch (event.type) {
       case "created":
-        hints?.hint({ shard: event.shard, seqno: event.seqno, verifying: true });
+        // A segment small enough travels in its verified hint, and followers do not GET it:
+        // announcing it early would only make them start that GET.
+        if (event.bytes > HINT_SEGMENT_BYTES_MAX) hints?.hint({ shard: event.shard, seqno: event.seqno, verifying: true });
         return;
       case "flushed":
-        hints?.hint({ shard: event.shard, seqno: event.seqno, hash: event.hash });
+        hints?.hint({ shard: event.shard, seqno: event.seqno, hash: event.hash, ...(event.bytes <= HINT_SEGMENT_BYTES_MAX ? { segment: event.content } : {}) });
         return;
       case "acquired":
         hints?.hint({ shard: event.shard, seqno: event.fenceSeqno, hash: event.fenceHash });

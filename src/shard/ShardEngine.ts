@@ -143,13 +143,14 @@ export type EngineEvent =
   | { readonly type: "pruned"; readonly shard: number; readonly minReadableTs: number; readonly rowsRemoved: number }
   | { readonly type: "driver-error"; readonly shard: number; readonly driver: string; readonly error: unknown }
   /**
-   * A segment this writer created landed at `seqno`; its verification (a manifest read)
-   * follows. Not yet known durable: nothing may be applied on its word alone.
+   * A segment this writer created (`bytes` long) landed at `seqno`; its verification (a
+   * manifest read) follows. Not yet known durable: nothing may be applied on its word alone.
    */
-  | { readonly type: "created"; readonly shard: number; readonly seqno: number }
+  | { readonly type: "created"; readonly shard: number; readonly seqno: number; readonly bytes: number }
   /**
    * A segment this writer created is verified durable and applied: `units` commits in
-   * `bytes` at `seqno` (its hash `hash`), `flushMs` from create to verified.
+   * `bytes` at `seqno` (its hash `hash`, its stored form `content`: wake hints carry it),
+   * `flushMs` from create to verified.
    */
   | {
       readonly type: "flushed";
@@ -159,6 +160,7 @@ export type EngineEvent =
       readonly hash: string;
       readonly units: number;
       readonly bytes: number;
+      readonly content: Uint8Array;
       readonly flushMs: number;
     };
 
@@ -1029,7 +1031,7 @@ export class ShardEngine {
         const records = mergeBatches(batch.map((queued, index) => stampUnit(queued.unit, stamps[index]!)));
         return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
       });
-      this.emit({ type: "created", shard: this.shard, seqno: segment.header.seqno });
+      this.emit({ type: "created", shard: this.shard, seqno: segment.header.seqno, bytes: segment.bytes.byteLength });
       this.assertNotSteppedDown(renewal, segment);
       const verdict = await this.verifyCreated(segment, epoch);
       // A durability check that ends once renewals failed past the lease's validity
@@ -1046,6 +1048,7 @@ export class ShardEngine {
         hash: segment.hash,
         units: batch.length,
         bytes: segment.bytes.byteLength,
+        content: segment.bytes,
         flushMs: this.options.clock.monotonicMs() - startedMs,
       });
     } catch (error) {

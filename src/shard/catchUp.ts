@@ -2,7 +2,7 @@ import { CairnError, hasErrorCode, CATCH_UP_ROUND_BYTES_MAX, CATCH_UP_ROUND_SEGM
 import type { LocalStore } from "../local/index.js";
 import type { Manifest, ShardManifest } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { type LogValidator, readLog, type Segment } from "../segments/index.js";
+import { type DeliveredSegment, type LogValidator, readLog, type Segment } from "../segments/index.js";
 import { restoreSnapshot, type RestoreProgress } from "../snapshots/index.js";
 import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
 
@@ -27,7 +27,8 @@ import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
  *   leaves the cached manifest older than the last segment read.
  * - The one exception to the manifest read: a round all of whose segments are *vouched*
  *   (their writer verified them durable, and the bytes read hash to what it named) is
- *   applied without it. Verification was that same manifest read, made by the writer
+ *   applied without it. A vouched segment whose bytes the writer sent along is not even
+ *   read: the bytes are checked against the vouched hash instead. Verification was that same manifest read, made by the writer
  *   after its create; the hash proves the bytes are the ones it judged, not a zombie's
  *   late create into a collected slot. Such a round ends at the newest vouched segment
  *   without probing the slot after it: the caller's next round does that. A segment
@@ -70,6 +71,11 @@ export interface CatchUpOptions {
 export interface Vouching {
   /** The hash the writer vouched for at `seqno`, if it did. */
   hashAt(seqno: number): string | undefined;
+  /**
+   * The vouched segment's bytes, when the writer sent them along: read instead of a GET
+   * (only if they hash to the vouched hash; else the slot is read as always).
+   */
+  segmentAt?(seqno: number): DeliveredSegment | undefined;
   /** Whether the writer said it is verifying the segment at `seqno` (a vouch should follow). */
   expected(seqno: number): boolean;
   /** Resolves once every one of `seqnos` is vouched for or no longer expected (the giver bounds the wait). */
@@ -190,6 +196,7 @@ async function readRound(options: CatchUpOptions): Promise<ReadRound> {
     fromSeqno: seqno,
     concurrency: options.fetchConcurrency,
     knownTail: Math.min(Math.max(manifest.current.tailHint, lastVouched ?? -1), roundEnd),
+    ...(options.vouching?.segmentAt !== undefined ? { delivered: (at: number) => options.vouching!.segmentAt!(at) } : {}),
   });
   try {
     for await (const segment of log) {

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { HINT_TARGETS_MAX } from "../../src/base/index.js";
+import { HINT_PENDING_BYTES_MAX, HINT_TARGETS_MAX } from "../../src/base/index.js";
 import { PeerClient } from "../../src/fleet/PeerClient.js";
 import { WakeHintSender, type WakeHintTarget } from "../../src/fleet/WakeHintSender.js";
 import { eventually } from "../support/Gate.js";
@@ -116,7 +116,7 @@ async function deadUrl(): Promise<string> {
 
 /** A distinct 64-hex-digit hash per (shard, seqno). */
 const hashOf = (shard: number, seqno: number) => createHash("sha256").update(`${shard}/${seqno}`).digest("hex");
-const hintsOf = (request: ReceivedHint | undefined) => (request?.body as { hints: { shard: number; seqno: number; hash?: string }[] } | undefined)?.hints;
+const hintsOf = (request: ReceivedHint | undefined) => (request?.body as { hints: { shard: number; seqno: number; hash?: string; segment?: string }[] } | undefined)?.hints;
 
 describe("wake hint sender", () => {
   let server: ReplicaServer;
@@ -128,7 +128,8 @@ describe("wake hint sender", () => {
   async function setup(options: { concurrencyMax?: number; timeoutMs?: number; fetch?: typeof fetch } = {}) {
     server = await ReplicaServer.start();
     const { fetch, ...tuning } = options;
-    const sender = new WakeHintSender({ peers: new PeerClient({ adminKey: "s3cret", ...(fetch !== undefined ? { fetch } : {}) }), ...tuning });
+    // Hints over HTTP (what a peer that refuses the peer socket gets): each request is seen here.
+    const sender = new WakeHintSender({ peers: new PeerClient({ adminKey: "s3cret", peerSockets: false, ...(fetch !== undefined ? { fetch } : {}) }), ...tuning });
     senders.push(sender);
     return sender;
   }
@@ -147,7 +148,7 @@ describe("wake hint sender", () => {
     expect(sender.stats()).toEqual({ sent: 2, failed: 0, dropped: 0 });
   });
 
-  it("keeps at most one request per replica on the wire; hints made meanwhile collapse into the newest seqno per shard", async () => {
+  it("keeps at most one request per replica on the wire; verified hints made meanwhile wait in seqno order per shard, hints without a hash collapse into the newest", async () => {
     const sender = await setup();
     server.holding.add("a");
     sender.setTargets([server.target("a")]);
@@ -158,8 +159,10 @@ describe("wake hint sender", () => {
     expect(server.of("a")).toHaveLength(1);
     server.of("a")[0]!.answer();
     await eventually(() => server.of("a").length === 2);
-    // Each collapsed hint keeps the hash of the segment it names, not of an older one.
+    // Every vouch goes, each with the hash of the segment it names; one older than the
+    // shard's last (a reordered call) says nothing new and is left out.
     expect(hintsOf(server.of("a")[1])).toEqual([
+      { shard: 0, seqno: 2, hash: hashOf(0, 2) },
       { shard: 0, seqno: 5, hash: hashOf(0, 5) },
       { shard: 1, seqno: 7, hash: hashOf(1, 7) },
       { shard: 2, seqno: 0, hash: hashOf(2, 0) },
@@ -167,7 +170,7 @@ describe("wake hint sender", () => {
     await turns();
     expect(server.of("a")).toHaveLength(2); // nothing else was pending
     server.of("a")[1]!.answer();
-    await eventually(() => sender.stats().sent === 4);
+    await eventually(() => sender.stats().sent === 5);
     // A burst of hints while nothing is outstanding: one request now, one for the rest.
     for (let seqno = 10; seqno < 200; seqno++) sender.hint({ shard: 0, seqno });
     await eventually(() => server.of("a").length === 3);
@@ -176,9 +179,9 @@ describe("wake hint sender", () => {
     await eventually(() => server.of("a").length === 4);
     expect(hintsOf(server.of("a")[3])).toEqual([{ shard: 0, seqno: 199 }]);
     server.of("a")[3]!.answer();
-    await eventually(() => sender.stats().sent === 6);
+    await eventually(() => sender.stats().sent === 7);
     expect(server.inFlightMax.get("a")).toBe(1);
-    expect(sender.stats()).toEqual({ sent: 6, failed: 0, dropped: 0 });
+    expect(sender.stats()).toEqual({ sent: 7, failed: 0, dropped: 0 });
   });
 
   it("a pending \"verifying\" hint gives way to the verified hint of the same segment, never the other way round", async () => {
@@ -196,9 +199,31 @@ describe("wake hint sender", () => {
     server.of("a")[0]!.answer();
     await eventually(() => server.of("a").length === 2);
     expect(hintsOf(server.of("a")[1])).toEqual([
+      { shard: 0, seqno: 4, hash: hashOf(0, 4) },
       { shard: 0, seqno: 5, hash: hashOf(0, 5) },
       { shard: 1, seqno: 9, hash: hashOf(1, 9) },
     ]);
+    server.of("a")[1]!.answer();
+  });
+
+  it("sends a verified segment's bytes in base64 with its hash; past the byte bound the oldest waiting hints lose their bytes, never their order", async () => {
+    const sender = await setup();
+    server.holding.add("a");
+    sender.setTargets([server.target("a")]);
+    sender.hint({ shard: 0, seqno: 1, hash: hashOf(0, 1), segment: Buffer.from("segment one") });
+    await eventually(() => server.of("a").length === 1);
+    expect(hintsOf(server.of("a")[0])).toEqual([{ shard: 0, seqno: 1, hash: hashOf(0, 1), segment: Buffer.from("segment one").toString("base64") }]);
+    // Behind the held request: segments of HINT_PENDING_BYTES_MAX / 4 bytes, six of them.
+    const big = (seqno: number) => Buffer.alloc(HINT_PENDING_BYTES_MAX / 4, seqno);
+    for (let seqno = 2; seqno <= 7; seqno++) sender.hint({ shard: 0, seqno, hash: hashOf(0, seqno), segment: big(seqno) });
+    server.of("a")[0]!.answer();
+    await eventually(() => server.of("a").length === 2);
+    const sent = hintsOf(server.of("a")[1])!;
+    expect(sent.map((hint) => hint.seqno)).toEqual([2, 3, 4, 5, 6, 7]);
+    expect(sent.every((hint) => hint.hash === hashOf(0, hint.seqno))).toBe(true);
+    // The newest four fit the bound and keep their bytes; the oldest two are vouched by hash only.
+    expect(sent.map((hint) => hint.segment !== undefined)).toEqual([false, false, true, true, true, true]);
+    expect(Buffer.from(sent[5]!.segment!, "base64").equals(big(7))).toBe(true);
     server.of("a")[1]!.answer();
   });
 

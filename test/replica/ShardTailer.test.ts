@@ -352,22 +352,26 @@ describe("shard tailer (memory bucket)", () => {
       return { ...committed, hash: r.writer.engine.position.lastHash! };
     }
 
-    it("GETs the hinted segment and applies it with no manifest read and no GET of the slot after it; the next poll probes that slot", async () => {
+    it("GETs the hinted segment and applies it with no manifest read and no GET of the slot after it; it waits for the next hint, then probes that slot", async () => {
       const r = await quietRig();
       const readsAtApply: string[][] = [];
       r.follower.engine.onSegmentApplied(() => readsAtApply.push([...r.follower.store.reads]));
       const committed = await commitVouched(r, { v: 1 });
       const reached = r.tailer.waitFor(committed.ts, 60_000);
-      r.tailer.wake(committed.seqno, committed.hash);
+      r.tailer.hinted({ shard: 0, seqno: committed.seqno, hash: committed.hash });
       await expect(reached).resolves.toBe(true);
       expect(readsAtApply).toEqual([[segmentKey(committed.seqno)]]);
-      expect(await r.asleep()).toBe(TUNING.firstBackoffMs);
+      // The writer hints every segment: the tailer waits for the next hint, not at the empty slot.
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
+      expect(r.follower.store.reads).toEqual([segmentKey(committed.seqno)]);
+      r.h.clock.advance(TUNING.idlePollMs);
+      await r.asleep();
       expect(r.follower.store.reads).toEqual([segmentKey(committed.seqno), segmentKey(committed.seqno + 1)]);
       expect(r.follower.local.get(committed.id, committed.ts)?.value).toBe(JSON.stringify({ v: 1 }));
       expect(r.tailer.status()).toMatchObject({ appliedSeqno: committed.seqno, lastError: null, segmentsApplied: 1 });
       expect(r.follower.engine.position).toEqual(r.writer.engine.position);
       // The vouched round skipped the manifest: the quiet tail's refresh cadence is unchanged.
-      let delayMs = TUNING.firstBackoffMs;
+      let delayMs = TUNING.idlePollMs;
       let elapsedMs = 0;
       while (r.reads(MANIFEST_KEY) === 0) {
         r.h.clock.advance(delayMs);
@@ -375,6 +379,41 @@ describe("shard tailer (memory bucket)", () => {
         delayMs = await r.asleep();
       }
       expect(elapsedMs).toBeLessThanOrEqual(TUNING.manifestRefreshMs + TUNING.idlePollMs);
+    });
+
+    it("applies a segment whose bytes came with the hint with no GET and no manifest read, and a second one hinted meanwhile", async () => {
+      const r = await quietRig();
+      const first = await commitVouched(r, { carried: 1 });
+      const firstBytes = (await r.h.bucket.get(segmentKey(first.seqno)))!;
+      const second = await commitVouched(r, { carried: 2 });
+      const secondBytes = (await r.h.bucket.get(segmentKey(second.seqno)))!;
+      if (firstBytes === "not-modified" || secondBytes === "not-modified") throw new Error("unconditional GET answered not-modified");
+      const reached = r.tailer.waitFor(second.ts, 60_000);
+      r.tailer.hinted({ shard: 0, seqno: first.seqno, hash: first.hash, segment: firstBytes.body });
+      r.tailer.hinted({ shard: 0, seqno: second.seqno, hash: second.hash, segment: secondBytes.body });
+      await expect(reached).resolves.toBe(true);
+      expect(r.applied.map((segment) => segment.header.seqno)).toEqual([first.seqno, second.seqno]);
+      expect(await r.asleep()).toBe(TUNING.idlePollMs);
+      expect(r.follower.store.reads).toEqual([]);
+      expect(r.follower.engine.position).toEqual(r.writer.engine.position);
+      expect(r.follower.local.get(second.id, second.ts)?.value).toBe(JSON.stringify({ carried: 2 }));
+      // Caught up as of the newest hint, though no poll reached the empty slot.
+      expect(r.tailer.status().stalenessMs).toBe(0);
+    });
+
+    it.each([
+      ["bytes of another segment", async (r: Rig, seqno: number) => (await r.h.bucket.get(segmentKey(seqno - 1)) as { body: Uint8Array }).body],
+      ["corrupt bytes", async () => Buffer.from("not a segment at all")],
+    ])("a hint whose %s do not hash to its vouch: the slot is read instead and the vouch holds", async (_name, bytesOf) => {
+      const r = await quietRig();
+      const committed = await commitVouched(r, { hostile: true });
+      const reached = r.tailer.waitFor(committed.ts, 60_000);
+      r.tailer.hinted({ shard: 0, seqno: committed.seqno, hash: committed.hash, segment: await bytesOf(r, committed.seqno) });
+      await expect(reached).resolves.toBe(true);
+      expect(r.follower.store.reads).toEqual([segmentKey(committed.seqno)]);
+      expect(r.applied.map((segment) => segment.hash)).toEqual([committed.hash]);
+      expect(r.follower.engine.position).toEqual(r.writer.engine.position);
+      expect(r.errors).toEqual([]);
     });
 
     it.each([
@@ -386,7 +425,7 @@ describe("shard tailer (memory bucket)", () => {
       r.follower.store.inject({ operations: ["get"], keyPattern: /manifest$/, once: true, effect: { until: gate.promise } });
       const committed = await r.commit({ forged: true });
       const reached = r.tailer.waitFor(committed.ts, 60_000);
-      r.tailer.wake(committed.seqno, forged(r));
+      r.tailer.hinted({ shard: 0, seqno: committed.seqno, hash: forged(r) });
       await eventually(() => r.follower.store.held === 1);
       await turns();
       expect(r.applied).toEqual([]);
@@ -456,7 +495,7 @@ describe("shard tailer (memory bucket)", () => {
       const unhinted = await r.commit({ n: 1 });
       const hinted = await commitVouched(r, { n: 2 });
       const reached = r.tailer.waitFor(hinted.ts, 60_000);
-      r.tailer.wake(hinted.seqno, hinted.hash);
+      r.tailer.hinted({ shard: 0, seqno: hinted.seqno, hash: hinted.hash });
       await eventually(() => r.follower.store.held === 1);
       await turns();
       expect(r.applied).toEqual([]);
@@ -465,10 +504,14 @@ describe("shard tailer (memory bucket)", () => {
       expect(r.applied.map((segment) => segment.header.seqno)).toEqual([unhinted.seqno, hinted.seqno]);
     });
 
-    it("a segment a zombie created in a collected slot is never applied, though the hint vouched for the slot's original", async () => {
+    it.each([
+      ["by hash", false],
+      ["with its bytes", true],
+    ])("a segment a zombie created in a collected slot is never applied, though the hint vouched for the slot's original (%s)", async (_name, carryBytes) => {
       const r = await quietRig();
       // The clock stands still: the tailer reads none of this before GC deletes it.
       const original = await commitVouched(r, { original: true });
+      const originalBytes = (await r.h.bucket.get(segmentKey(original.seqno))) as { body: Uint8Array };
       const after = await commitVouched(r, { after: true });
       const pointer = (await r.writer.engine.snapshotNow())!;
       expect(await r.writer.engine.collectGarbageNow()).toMatchObject({ logStartAfter: after.seqno + 1 });
@@ -483,9 +526,13 @@ describe("shard tailer (memory bucket)", () => {
         EMPTY_RECORD_BATCH,
       );
       await r.h.bucket.create(segmentKey(original.seqno), stray.bytes);
-      r.tailer.wake(original.seqno, original.hash);
-      await eventually(() => r.tailer.status().restores === 1);
-      expect(r.restored).toEqual([pointer.ts]);
+      r.tailer.hinted({ shard: 0, seqno: original.seqno, hash: original.hash, ...(carryBytes ? { segment: originalBytes.body } : {}) });
+      // Carried, the original is applied from its bytes (it is the log's, verified by its
+      // writer); by hash, the stray read from the slot is refused and the snapshot restored.
+      await eventually(() => (carryBytes ? r.follower.engine.position.nextSeqno > original.seqno : r.tailer.status().restores === 1));
+      if (!carryBytes) expect(r.restored).toEqual([pointer.ts]);
+      r.tailer.hinted({ shard: 0, seqno: after.seqno, hash: after.hash });
+      await eventually(() => r.follower.engine.position.nextSeqno === r.writer.engine.position.nextSeqno);
       expect(r.applied.map((segment) => segment.hash)).not.toContain(stray.hash);
       expect(r.follower.engine.position).toEqual(r.writer.engine.position);
       expect(r.follower.local.get(original.id, r.follower.engine.readTs)?.value).toBe(JSON.stringify({ original: true }));

@@ -6,7 +6,9 @@
  * SERVER_STOPPING.
  */
 import { SignJWT } from "jose";
+import WebSocket from "ws";
 import { afterEach, describe, expect, it } from "vitest";
+import { HINT_SEGMENT_BYTES_MAX } from "../../src/base/index.js";
 import { jwtVerifier } from "../../src/server/JwtVerifier.js";
 import { Gate, eventually } from "../support/Gate.js";
 import { SocketClient, startTestNode } from "./serverHarness.js";
@@ -146,11 +148,67 @@ describe("the server", () => {
     for (const hash of ["AB".repeat(32), "ab".repeat(31), 42, null]) {
       expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
     }
+    // A segment's bytes travel in base64, only with the hash they vouch for, and at most HINT_SEGMENT_BYTES_MAX of them.
+    const bytes = Buffer.from("not a segment: the tailer checks it against the hash and reads the slot").toString("base64");
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash: "ab".repeat(32), segment: bytes }] }, admin)).toMatchObject({ status: 200 });
+    for (const segment of ["not base64!", 42, "A".repeat(4 * Math.ceil(HINT_SEGMENT_BYTES_MAX / 3) + 4)]) {
+      expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, hash: "ab".repeat(32), segment }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+    }
+    expect(await post(server.url, "/api/internal/hint", { hints: [{ shard: 0, seqno: 3, segment: bytes }] }, admin)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
 
     // A caller that has seen a ts this node has not reached is told so rather than served older data.
     const ahead = Number(first.body["ts"]) + 1_000_000;
     expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: "f" }, minTs: ahead })).toMatchObject({ status: 503, body: { error: { code: "REPLICA_BEHIND" } } });
     expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: "f" }, minTs: first.body["ts"] })).toMatchObject({ status: 200, body: { value: ["forwarded"] } });
+  });
+
+  it("runs forwarded mutations on a peer socket opened with the admin key, answering each by id, and takes hints on it; refuses the socket without the key and closes it on a frame that is neither", async () => {
+    const server = await node({ adminKey: "admin-secret" });
+    const socketUrl = new URL("/api/internal/peer-socket", server.url.replace(/^http/, "ws"));
+    const refusal = (headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const socket = new WebSocket(socketUrl, { headers });
+        socket.on("unexpected-response", (_request, response) => resolve(response.statusCode ?? 0));
+        socket.on("open", () => reject(new Error("the socket opened")));
+        socket.on("error", () => resolve(-1));
+      });
+    expect(await refusal({})).toBe(403);
+    expect(await refusal({ authorization: "Admin wrong" })).toBe(403);
+
+    const socket = new WebSocket(socketUrl, { headers: { authorization: "Admin admin-secret" } });
+    cleanups.push(async () => socket.terminate());
+    await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+    const answers = new Map<number, { status: number; body: Record<string, unknown> }>();
+    socket.on("message", (data) => {
+      const frame = JSON.parse(data.toString()) as { id: number; status: number; body: Record<string, unknown> };
+      answers.set(frame.id, frame);
+    });
+    const forwarded = { path: "notes:add", args: { channel: "s", body: "by socket" }, identity: { subject: "alice" }, clientId: "socket-client", seq: 1 };
+    socket.send(JSON.stringify({ id: 1, call: forwarded }));
+    socket.send(JSON.stringify({ id: 2, call: forwarded })); // the same receipt key: answered from the receipt
+    socket.send(JSON.stringify({ id: 3, call: { ...forwarded, path: 42 } }));
+    socket.send(JSON.stringify({ id: 4, call: { path: "users:whoami", args: {}, identity: null } }));
+    await eventually(() => answers.size === 4);
+    expect(answers.get(1)).toMatchObject({ status: 200, body: { value: "by socket".length } });
+    expect(answers.get(2)!.body["ts"]).toBe(answers.get(1)!.body["ts"]);
+    expect(answers.get(3)).toMatchObject({ status: 400, body: { error: { code: "PROTOCOL_INVALID" } } });
+    expect(answers.get(4)).toMatchObject({ status: 404, body: { error: { code: "FUNCTION_NOT_FOUND" } } });
+    expect(await post(server.url, "/api/query", { path: "notes:list", args: { channel: "s" } })).toMatchObject({ body: { value: ["by socket"] } });
+
+    // Hints are taken without an answer; the socket goes on carrying calls.
+    socket.send(JSON.stringify({ hints: [{ shard: 0, seqno: 3, hash: "ab".repeat(32), segment: Buffer.from("checked against the hash").toString("base64") }] }));
+    socket.send(JSON.stringify({ id: 5, call: { ...forwarded, clientId: "socket-client-2" } }));
+    await eventually(() => answers.size === 5);
+    expect(answers.get(5)).toMatchObject({ status: 200 });
+
+    for (const bad of ["{not a frame", JSON.stringify({ hints: [{ shard: -1, seqno: 3 }] }), JSON.stringify({ id: "x", call: forwarded })]) {
+      const again = new WebSocket(socketUrl, { headers: { authorization: "Admin admin-secret" } });
+      cleanups.push(async () => again.terminate());
+      await new Promise((resolve, reject) => again.once("open", resolve).once("error", reject));
+      const closed = new Promise<number>((resolve) => again.once("close", (code) => resolve(code)));
+      again.send(bad);
+      expect(await closed, bad).toBe(1008);
+    }
   });
 
   it("exports Prometheus metrics for commits, flushes, store calls and sessions", async () => {

@@ -103,6 +103,8 @@ interface NodeProcess extends BankClient {
   readonly engines: ShardEngine[];
   readonly tailers: ShardTailer[];
   alive: boolean;
+  /** Whether its verified hints carry the segment's bytes (as the node's do for small segments), or announce then vouch by hash (large ones). */
+  readonly hintsCarryBytes: boolean;
   /** A writer's ownership decisions, once it runs. */
   steering: Steering | null;
   /** Settles when the process is killed: its loops stop waiting for calls that never return. */
@@ -214,6 +216,7 @@ async function openProcess(fleet: Fleet, nodeId: string, incarnation: number, sk
     engines: [],
     tailers: [],
     alive: true,
+    hintsCarryBytes: (config.seed + processIndex) % 2 === 0,
     steering: null,
     died,
     kill: () => {
@@ -269,10 +272,12 @@ function onEngineEvent(fleet: Fleet, process: NodeProcess, event: EngineEvent): 
       if (process.alive) fleet.counters.handOvers++;
       return;
     case "created":
-      sendHint(fleet, process, { shard: event.shard, seqno: event.seqno, verifying: true });
+      // Half the time segments are hinted as the node does it for a large one: announced,
+      // then vouched by hash (the follower reads them); else the bytes travel with the vouch.
+      if (!process.hintsCarryBytes) sendHint(fleet, process, { shard: event.shard, seqno: event.seqno, verifying: true });
       return;
     case "flushed":
-      sendHint(fleet, process, { shard: event.shard, seqno: event.seqno, hash: event.hash });
+      sendHint(fleet, process, { shard: event.shard, seqno: event.seqno, hash: event.hash, ...(process.hintsCarryBytes ? { segment: event.content } : {}) });
       return;
     case "local-rebuilt":
       process.violations.push(`${process.name}'s copy of shard ${event.shard} diverged from the bucket: ${event.reason}`);
