@@ -23,9 +23,13 @@
  * shards is then SIGKILLed with the load still on, and the time from the kill to the
  * first acknowledged write on each of its shards is measured.
  *
+ * `--routing owner` has each client post only to channels of the shards its node writes
+ * (a client that routes by shard): nothing is forwarded, so the fleet's cost of following
+ * the other nodes' shards shows apart from the cost of forwarding.
+ *
  *   npm run bench:fleet [-- --nodes 1,2,3 --duration-s 30 --warmup-s 10 --clients 400
- *       --channels 1000 --body-bytes 100 --rate 0 --kill-at 3 --kill-wait-s 60 --seed 1
- *       --node-ids a,b,c --cpu-profile-dir DIR]
+ *       --channels 1000 --body-bytes 100 --rate 0 --routing spread --kill-at 3
+ *       --kill-wait-s 60 --seed 1 --node-ids a,b,c --cpu-profile-dir DIR]
  *
  * Prints a table, then one line of JSON with every figure. Progress goes to stderr.
  */
@@ -144,6 +148,7 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
     channels: options.channels,
     bodyBytes: options.bodyBytes,
     rate: options.rate,
+    routing: options.routing,
     probes: size > 1,
     seed: options.seed,
   };

@@ -17,6 +17,8 @@ export interface FleetBenchOptions {
   readonly bodyBytes: number;
   /** Mutations started per second over all clients (0: closed loop, as fast as answers come): equal load on every fleet size, so CPU per mutation compares at equal batching. */
   readonly rate: number;
+  /** Where clients send mutations: "spread" (any channel; nodes forward) or "owner" (only to shards their node writes: no forwarding). */
+  readonly routing: "spread" | "owner";
   /** The fleet size at which a node is SIGKILLed after the window (0: none). */
   readonly killAt: number;
   /** How long the kill phase waits for every shard of the killed node to acknowledge a write. */
@@ -43,6 +45,7 @@ export function parseFleetBenchOptions(argv: readonly string[]): FleetBenchOptio
       channels: { type: "string", default: "1000" },
       "body-bytes": { type: "string", default: "100" },
       rate: { type: "string", default: "0" },
+      routing: { type: "string", default: "spread" },
       "kill-at": { type: "string" },
       "kill-wait-s": { type: "string", default: "60" },
       "cpu-profile-dir": { type: "string" },
@@ -69,10 +72,16 @@ export function parseFleetBenchOptions(argv: readonly string[]): FleetBenchOptio
     channels: whole("channels", values.channels, 1),
     bodyBytes: whole("body-bytes", values["body-bytes"], 0),
     rate: whole("rate", values.rate, 0),
+    routing: routingOf(values.routing),
     killAt,
     killWaitS: whole("kill-wait-s", values["kill-wait-s"], 1),
     cpuProfileDir: values["cpu-profile-dir"] ?? null,
     nodeIds,
     seed: whole("seed", values.seed, 0),
   };
+}
+
+function routingOf(text: string): "spread" | "owner" {
+  if (text === "spread" || text === "owner") return text;
+  throw new Error(`--routing: expected "spread" or "owner", got ${JSON.stringify(text)}`);
 }

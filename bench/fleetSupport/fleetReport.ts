@@ -94,7 +94,7 @@ export function printFleetReport(report: FleetReport): void {
     `bench:fleet — ${report.shards} shards, \`cairn serve --fleet\` children over the S3 test endpoint (child process), ${report.latencyModel}`,
     [
       "load",
-      `${options.clients} closed-loop clients (load-generator child)${options.rate > 0 ? `, paced to ${options.rate} mutations/s in total` : ""}, round-robin over the nodes; messages:send of ~${options.bodyBytes} B to a random one of ${options.channels} channels`,
+      `${options.clients} closed-loop clients (load-generator child)${options.rate > 0 ? `, paced to ${options.rate} mutations/s in total` : ""}, round-robin over the nodes; messages:send of ~${options.bodyBytes} B to a random one of ${options.channels} channels${options.routing === "owner" ? " of a shard the client's node writes (nothing forwarded)" : ""}`,
       "",
     ],
     ["store", "a fresh deployment per fleet size, empty at the start; it holds the messages the run inserts (below)", ""],
@@ -183,7 +183,7 @@ export function printFleetReport(report: FleetReport): void {
       latencyModel: report.latencyModel,
       shards: report.shards,
       tuning,
-      load: { clients: options.clients, rate: options.rate, channels: options.channels, bodyBytes: options.bodyBytes, durationS: options.durationS, warmupS: options.warmupS, seed: options.seed, generator: "child process" },
+      load: { clients: options.clients, rate: options.rate, routing: options.routing, channels: options.channels, bodyBytes: options.bodyBytes, durationS: options.durationS, warmupS: options.warmupS, seed: options.seed, generator: "child process" },
       runs,
       cpuRatios,
       cpuRatioTarget: CPU_RATIO_MAX,

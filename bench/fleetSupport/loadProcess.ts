@@ -63,12 +63,21 @@ async function paced(): Promise<void> {
   if (slotMs > nowMs) await sleep(slotMs - nowMs);
 }
 
+/** Per node, the channels of the shards it writes (routing "owner"). */
+const ownedByNode = new Map<string, typeof channels>();
+function ownedChannels(nodeId: string): typeof channels {
+  let owned = ownedByNode.get(nodeId);
+  if (owned === undefined) ownedByNode.set(nodeId, (owned = channels.filter((channel) => config.owners[channel.shard] === nodeId)));
+  return owned;
+}
+
 async function clientLoop(client: LoadClient, nodeId: string): Promise<void> {
   let seq = 0;
   while (running && !client.closed) {
     await paced();
     if (!running || client.closed) return;
-    const channel = channels[randomInt(random, channels.length)]!;
+    const choices = config.routing === "owner" ? ownedChannels(nodeId) : channels;
+    const channel = choices[randomInt(random, choices.length)]!;
     seq++;
     const args = { channel: channel.name, author: client.clientId, n: seq, body };
     const sentMs = performance.now();

@@ -18,6 +18,12 @@ export interface LoadConfig {
   readonly bodyBytes: number;
   /** Mutations started per second over all clients (each client still has at most one in flight); 0: as fast as answers come. */
   readonly rate: number;
+  /**
+   * "spread": every client posts to any channel (its node forwards what it does not write);
+   * "owner": each client posts only to channels of the shards its node writes, as a client
+   * that routes by shard would (nothing is forwarded; the shards still get equal load).
+   */
+  readonly routing: "spread" | "owner";
   /** Run the cross-node commit → Transition probe during windows (needs 2 nodes or more). */
   readonly probes: boolean;
   readonly seed: number;
