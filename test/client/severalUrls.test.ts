@@ -57,7 +57,8 @@ async function writerAndReplica(replicaStore?: (bucket: string) => FaultyObjectS
   cleanups.push(() => writer.close());
   const store = replicaStore?.(join(directory, "bucket"));
   if (store !== undefined) cleanups.push(() => store.close());
-  const replica = await startSyncAppNode(directory, "replica", { ...FAST_REPLICA, ...(store !== undefined ? { store } : {}) });
+  // A replica kept behind by its store also takes no hints: a hint would bring it the writer's segments.
+  const replica = await startSyncAppNode(directory, "replica", { ...FAST_REPLICA, ...(store !== undefined ? { store, wakeHints: false } : {}) });
   cleanups.push(() => replica.stop());
   return { writer, replica, writerUrl: syncUrl(writer.node), replicaUrl: syncUrl(replica) };
 }
