@@ -287,11 +287,13 @@ export const HINT_PENDING_BYTES_MAX = 8 * 1024 * 1024;
  */
 export const HINT_PENDING_PER_SHARD_MAX = 256;
 /**
- * Segment bytes a follower keeps per shard from its writer's hints until it applies them:
- * a flood of hints (admin key only) cannot grow it further; past it the oldest are
- * dropped and read from the bucket.
+ * Segment bytes a follower keeps per shard from its writer's hints until it applies them
+ * (normally milliseconds: they pile up only while the follower cannot apply, e.g. waiting
+ * for a segment it must read first): past it the oldest are dropped and read from the
+ * bucket, so a node following 64 shards holds at most 256 MiB of them, and a flood of
+ * hints (admin key only) cannot grow it further.
  */
-export const VOUCHED_SEGMENT_BYTES_MAX = 16 * 1024 * 1024;
+export const VOUCHED_SEGMENT_BYTES_MAX = 4 * 1024 * 1024;
 
 // Sync sessions and the server (DESIGN.md §8). The session limits are per connection:
 // whatever one client does, it can hold at most these on the server.
