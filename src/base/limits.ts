@@ -113,9 +113,19 @@ export const LOCAL_DUMP_CHUNK_BYTES_MAX = 4 * 1024 * 1024;
 /**
  * Rows examined per pruning transaction. 10k rows take ~50 ms on a small 2-core VM, so a
  * transaction stays short and adds a few MiB of WAL at most. A prune call runs its batches
- * back to back, in time proportional to the rows written since the previous prune.
+ * back to back, in time proportional to the rows written since the previous prune (and
+ * to the index entries, when an index sweep is due: LOCAL_INDEX_SWEEP_INTERVAL_MS).
  */
 export const LOCAL_PRUNE_BATCH_ROWS = 10_000;
+/**
+ * A sweep of a shard's index entries (pruning keys' older revisions) begins at most this
+ * often during routine bounded pruning. A sweep reads every index entry of the shard, so
+ * starting one at every prune (each 5 s) cost a node time proportional to the whole
+ * store, every 5 s, for every shard it holds — in a fleet, on every node. Index history
+ * then lingers up to this much longer past the retention window; reads are unaffected
+ * (they never see below the readable floor).
+ */
+export const LOCAL_INDEX_SWEEP_INTERVAL_MS = 60_000;
 /**
  * SQLite page cache of a store's main connection, in KiB. Misses are served by the OS
  * page cache, so size matters little for speed (measured: 16 MiB and 256 MiB apply

@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import {
   CairnError,
   invalidArgument,
+  LOCAL_INDEX_SWEEP_INTERVAL_MS,
   LOCAL_FOLD_DELAY_MS,
   LOCAL_FOLD_MIN_ROWS,
   LOCAL_FOLD_MIN_BYTES,
@@ -102,7 +103,7 @@ export interface LocalStoreOptions {
     readonly overlayRowsMax?: number;
     readonly walRestartBytes?: number;
   };
-  /** Times the delayed fold (default: the system clock). */
+  /** Times the delayed fold and how often an index sweep may begin (default: the system clock). */
   readonly clock?: Clock;
 }
 
@@ -188,6 +189,9 @@ export class LocalStore {
   private floorsPrunedBelowTs = 0;
   /** Where the bounded sweep of index entries by pruneHistoryStep continues (null: from the start). */
   private sweepCursor: SweepCursor | null = null;
+  /** When the last index sweep began (monotonic ms), and whether the floor moved since. */
+  private sweepBeganAtMs = Number.NEGATIVE_INFINITY;
+  private sweepOwed = false;
 
   private constructor(
     private readonly db: SqliteDatabase,
@@ -617,7 +621,7 @@ export class LocalStore {
       const floor = this.fileMeta.minReadableTs;
       const stepEnd = this.statements.tsAfterRows.get(floor, LOCAL_PRUNE_BATCH_ROWS);
       const stepBelowTs = stepEnd === undefined ? belowTs : Math.min(belowTs, Math.max(stepEnd, floor + 1));
-      const stats = this.pruneNow(stepBelowTs, receiptsBelowTs, floorsBelowTs, { from: this.sweepCursor, maxRows: LOCAL_PRUNE_BATCH_ROWS });
+      const stats = this.pruneNow(stepBelowTs, receiptsBelowTs, floorsBelowTs, { from: this.sweepCursor, maxRows: LOCAL_PRUNE_BATCH_ROWS, begin: this.indexSweepMayBegin(), owed: this.sweepOwed });
       return { ...stats, done: stats.minReadableTs >= belowTs, indexSweepWrapped: this.sweepCursor === null };
     });
   }
@@ -746,8 +750,14 @@ export class LocalStore {
       belowTs <= this.currentMeta.minReadableTs &&
       receiptsBelowTs <= this.receiptsPrunedBelowTs &&
       floorsBelowTs <= this.floorsPrunedBelowTs &&
-      this.sweepCursor === null
+      this.sweepCursor === null &&
+      !(this.sweepOwed && this.indexSweepMayBegin())
     );
+  }
+
+  /** Whether a new sweep of the index entries may begin now (LOCAL_INDEX_SWEEP_INTERVAL_MS after the last began). */
+  private indexSweepMayBegin(): boolean {
+    return this.clock.monotonicMs() - this.sweepBeganAtMs >= LOCAL_INDEX_SWEEP_INTERVAL_MS;
   }
 
   private noPrune(): PruneStats {
@@ -763,11 +773,23 @@ export class LocalStore {
     if (this.overlay.holdsRowsAtOrBelow(ts)) await this.flush();
   }
 
-  private pruneNow(belowTs: number, receiptsBelowTs: number, floorsBelowTs: number, sweep: { from: SweepCursor | null; maxRows: number }): PruneStats {
+  private pruneNow(
+    belowTs: number,
+    receiptsBelowTs: number,
+    floorsBelowTs: number,
+    sweep: { from: SweepCursor | null; maxRows: number; begin?: boolean; owed?: boolean },
+  ): PruneStats {
     const receipts = { belowTs: receiptsBelowTs, floorsBelowTs, examinedFromTs: this.receiptsPrunedBelowTs };
     this.receiptsPrunedBelowTs = Math.max(this.receiptsPrunedBelowTs, receiptsBelowTs);
     this.floorsPrunedBelowTs = Math.max(this.floorsPrunedBelowTs, floorsBelowTs);
+    const floorBefore = this.fileMeta.minReadableTs;
     const result = pruneHistory(this.db, belowTs, this.fileMeta, receipts, sweep);
+    if (result.sweepBegan) {
+      this.sweepBeganAtMs = this.clock.monotonicMs();
+      this.sweepOwed = false;
+    } else if (result.meta.minReadableTs > floorBefore) {
+      this.sweepOwed = true; // the floor moved while no sweep could begin: one is due later
+    }
     // A sweep that reached the end starts over on the next step.
     this.sweepCursor = result.sweepNext;
     this.fileMeta = result.meta;

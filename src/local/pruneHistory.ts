@@ -48,9 +48,13 @@ export function pruneHistory(
   belowTs: number,
   current: LocalMeta,
   receipts: ReceiptPrune,
-  /** The part of the index sweep to run (default: all of it, from the start). */
-  sweep: { readonly from: SweepCursor | null; readonly maxRows: number } = { from: null, maxRows: Number.MAX_SAFE_INTEGER },
-): { stats: PruneStats; meta: LocalMeta; sweepNext: SweepCursor | null } {
+  /**
+   * The part of the index sweep to run (default: all of it, from the start). With no
+   * sweep under way (`from` null) one begins when the floor moves now, or `owed` (it moved
+   * since the last sweep began), and only if `begin` allows it.
+   */
+  sweep: { readonly from: SweepCursor | null; readonly maxRows: number; readonly begin?: boolean; readonly owed?: boolean } = { from: null, maxRows: Number.MAX_SAFE_INTEGER },
+): { stats: PruneStats; meta: LocalMeta; sweepNext: SweepCursor | null; sweepBegan: boolean } {
   const fromTs = current.minReadableTs;
   const receiptsRemoved = pruneReceipts(db, receipts);
   const meta: LocalMeta = belowTs > fromTs ? { ...current, minReadableTs: belowTs } : current;
@@ -58,12 +62,13 @@ export function pruneHistory(
   const documentsRemoved = meta !== current ? pruneDocuments(db, fromTs, belowTs) : 0;
   // Index keys are pruned below the floor as it now stands, wherever the sweep is: a new
   // sweep starts when the floor moved, one half done goes on.
-  const sweeping = meta !== current || sweep.from !== null;
+  const sweeping = sweep.from !== null || ((meta !== current || sweep.owed === true) && sweep.begin !== false);
   const swept = sweeping ? sweepIndexEntries(db, meta.minReadableTs, sweep.from, sweep.maxRows) : { removed: 0, next: null };
   return {
     stats: { documentsRemoved, indexEntriesRemoved: swept.removed, receiptsRemoved, minReadableTs: meta.minReadableTs },
     meta,
     sweepNext: swept.next,
+    sweepBegan: sweeping && sweep.from === null,
   };
 }
 

@@ -7,7 +7,9 @@
  */
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { LOCAL_PRUNE_BATCH_ROWS } from "../../src/base/limits.js";
+import { ManualClock } from "../../src/base/clock.js";
+import { LOCAL_INDEX_SWEEP_INTERVAL_MS, LOCAL_PRUNE_BATCH_ROWS } from "../../src/base/limits.js";
+import { LocalStore as Store } from "../../src/local/index.js";
 import { SeededRandom, randomInt } from "../../src/base/random.js";
 import type { LocalStore } from "../../src/local/index.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
@@ -181,5 +183,32 @@ describe("LocalStore.pruneHistory", () => {
     expect(receiptAt(stepped, receiptsBelowTs - 1)).toBeNull();
     expect(receiptAt(stepped, receiptsBelowTs)).not.toBeNull(); // kept: receipts have their own, shorter window here
     expect(receiptAt(stepped, belowTs - 1)).not.toBeNull();
+  });
+
+  it("begins a sweep of the index entries at most once per LOCAL_INDEX_SWEEP_INTERVAL_MS in bounded steps, so routine pruning does not read the whole index every time", async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = Store.open({ path: dirs.file(), shard: 0, deploymentId: "dep-test", clock });
+    try {
+      const documents = writeHistory(store, 50, 400, 7);
+      const stepUntilDone = async (belowTs: number) => {
+        for (;;) if ((await store.pruneHistoryStep(belowTs)).done) return;
+      };
+      await stepUntilDone(100);
+      const afterFirst = store.storedRows().indexEntries;
+      const readsAbove = readsAt(store, documents, 300);
+      // The floor moves again within the interval: documents go at once, index entries wait.
+      const documentsBefore = store.storedRows().documents;
+      await stepUntilDone(300);
+      expect(store.storedRows().documents).toBeLessThan(documentsBefore);
+      expect(store.storedRows().indexEntries).toBe(afterFirst);
+      expect(readsAt(store, documents, 300)).toEqual(readsAbove);
+      // Once the interval passed, the next step begins the sweep that was owed, though the floor stays.
+      clock.advance(LOCAL_INDEX_SWEEP_INTERVAL_MS);
+      await stepUntilDone(300);
+      expect(store.storedRows().indexEntries).toBeLessThan(afterFirst);
+      expect(readsAt(store, documents, 300)).toEqual(readsAbove);
+    } finally {
+      store.close();
+    }
   });
 });
