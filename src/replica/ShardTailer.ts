@@ -81,6 +81,12 @@ const ANNOUNCED_VOUCH_WAIT_MS = 1_000;
  */
 const HINTS_TRUSTED_POLLS = 3;
 
+/**
+ * The reason a wait of the poll loop is cut short with: one constant, because an abort
+ * without a reason builds a DOMException with a stack trace, once per wake hint.
+ */
+const WOKEN = Symbol("woken");
+
 export const TAILER_DEFAULTS: TailerTuning = {
   idlePollMs: 1_000,
   firstBackoffMs: 25,
@@ -198,7 +204,7 @@ export class ShardTailer {
     if (seqno !== undefined && seqno < this.options.engine.position.nextSeqno) return;
     if (seqno !== undefined) this.hintedThrough = Math.max(this.hintedThrough, seqno);
     this.wakeRequested = true;
-    this.sleeping?.abort();
+    this.sleeping?.abort(WOKEN);
   }
 
   /**
@@ -259,7 +265,7 @@ export class ShardTailer {
   async stop(options: { readonly removeWatermark?: boolean } = {}): Promise<void> {
     this.state = "stopped";
     this.stopping.abort();
-    this.sleeping?.abort();
+    this.sleeping?.abort(WOKEN);
     this.vouches.settleAll();
     await this.loop;
     for (const unlisten of this.unlisten) unlisten();
