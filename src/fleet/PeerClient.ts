@@ -32,9 +32,9 @@ const NOT_CONNECTED_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "
 
 /** An announcement (or a probe) is a courtesy: the registry finds the node anyway, so it is not waited on long. */
 const ANNOUNCE_TIMEOUT_MS = 2_000;
-/** Peer sockets kept open at once (one per writer this node forwards to); the least recently used idle one goes first. */
-const FORWARD_CHANNELS_MAX = 64;
-/** After a writer (or a proxy before it) answered but did not take the peer socket, its mutations go over HTTP this long before the socket is tried again. */
+/** Peer sockets kept open at once (one per peer this node sends to); the least recently used idle one goes first. */
+const PEER_CHANNELS_MAX = 64;
+/** After a peer (or a proxy before it) answered but did not take the peer socket, what goes to it goes over HTTP this long before the socket is tried again. */
 const REFUSED_SOCKET_RETRY_MS = 10_000;
 
 /**
@@ -55,9 +55,9 @@ const REFUSED_SOCKET_RETRY_MS = 10_000;
  */
 export class PeerClient {
   private readonly fetch: typeof fetch;
-  /** Peer sockets by writer base URL, least recently used first. */
+  /** Peer sockets by the peer's base URL, least recently used first. */
   private readonly channels = new Map<string, PeerChannel>();
-  /** Writers that refused the peer socket, until when (monotonic ms) HTTP is used instead. */
+  /** Peers that refused the peer socket, until when (monotonic ms) HTTP is used instead. */
   private readonly refusedUntil = new Map<string, number>();
   private closed = false;
   private readonly clock: Clock;
@@ -129,7 +129,7 @@ export class PeerClient {
       this.channels.delete(baseUrl); // re-inserted: most recently used last
     } else {
       channel = new PeerChannel(baseUrl, this.options.adminKey, this.clock);
-      if (this.channels.size >= FORWARD_CHANNELS_MAX) {
+      if (this.channels.size >= PEER_CHANNELS_MAX) {
         const idle = [...this.channels].find(([, candidate]) => candidate.size === 0);
         if (idle !== undefined) {
           idle[1].close();

@@ -158,7 +158,7 @@ export class CairnServer {
     // before the handshake ends would otherwise be an uncaught 'error' event.
     socket.on("error", (error) => this.options.log(`sync upgrade socket error: ${error.message}`));
     const path = pathOf(request.url);
-    if (path === PEER_SOCKET_PATH) return this.onForwardSocket(request, socket, head);
+    if (path === PEER_SOCKET_PATH) return this.onPeerSocket(request, socket, head);
     const full = this.missedPings.size >= (this.options.sessionsMax ?? NODE_SESSIONS_MAX);
     const refusal = path === null ? "400 Bad Request" : path !== SYNC_PATH ? "404 Not Found" : this.state !== "listening" || full ? "503 Service Unavailable" : null;
     if (refusal !== null) return refuseUpgrade(socket, refusal);
@@ -171,7 +171,7 @@ export class CairnServer {
   }
 
   /** Another node's peer socket: admin key only, and not while stopping. */
-  private onForwardSocket(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+  private onPeerSocket(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     if (!this.options.api.isAdmin(request)) return refuseUpgrade(socket, "403 Forbidden");
     if (this.state !== "listening") return refuseUpgrade(socket, "503 Service Unavailable");
     try {
