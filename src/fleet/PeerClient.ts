@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from "../base/index.js";
-import { PeerChannel } from "./PeerChannel.js";
+import { type ChannelReply, PeerChannel } from "./PeerChannel.js";
 import { type Announcement, type ForwardedCall, type ForwardedKind, PEER_ROUTES, type WakeHintsMessage, wakeHintsBody } from "./peerMessages.js";
 
 export interface PeerClientOptions {
@@ -77,13 +77,8 @@ export class PeerClient {
   /** Wake hints to one follower; true if it took them (on the peer socket: once the socket took them). */
   async sendHints(baseUrl: string, message: WakeHintsMessage, timeoutMs: number): Promise<boolean> {
     const body = wakeHintsBody(message);
-    const channel = this.channelTo(baseUrl);
-    if (channel !== null) {
-      const reply = await channel.send(JSON.stringify(body), timeoutMs);
-      if (reply.kind !== "unopened") return reply.kind === "answered";
-      if (reply.persistent) this.refusedUntil.set(baseUrl, this.clock.monotonicMs() + REFUSED_SOCKET_RETRY_MS);
-    }
-    const reply = await this.post(baseUrl, PEER_ROUTES.hint, body, AbortSignal.timeout(timeoutMs), false);
+    const onSocket = await this.onSocket(baseUrl, (channel) => channel.send(JSON.stringify(body), timeoutMs));
+    const reply = onSocket ?? (await this.post(baseUrl, PEER_ROUTES.hint, body, AbortSignal.timeout(timeoutMs), false));
     return reply.kind === "answered" && reply.ok;
   }
 
@@ -106,14 +101,22 @@ export class PeerClient {
 
   /** A client's call forwarded to the shard's writer, ended by `timeoutMs` or by `abandoned`. */
   async forward(baseUrl: string, kind: ForwardedKind, call: ForwardedCall, timeoutMs: number, abandoned: AbortSignal): Promise<PeerReply> {
-    const channel = kind === "mutation" ? this.channelTo(baseUrl) : null;
-    if (channel !== null) {
-      const reply = await channel.call(call, timeoutMs, abandoned);
-      if (reply.kind !== "unopened") return reply;
-      // Never sent: HTTP says what is wrong (or works through a proxy that passes no upgrades).
-      if (reply.persistent) this.refusedUntil.set(baseUrl, this.clock.monotonicMs() + REFUSED_SOCKET_RETRY_MS);
-    }
-    return this.post(baseUrl, PEER_ROUTES.forward(kind), call, AbortSignal.any([AbortSignal.timeout(timeoutMs), abandoned]), true, abandoned);
+    const onSocket = kind === "mutation" ? await this.onSocket(baseUrl, (channel) => channel.call(call, timeoutMs, abandoned)) : null;
+    return onSocket ?? this.post(baseUrl, PEER_ROUTES.forward(kind), call, AbortSignal.any([AbortSignal.timeout(timeoutMs), abandoned]), true, abandoned);
+  }
+
+  /**
+   * Sends on the peer socket to `baseUrl`; null when it must go over HTTP instead: sockets
+   * are off or closed, the peer refused one lately, or this socket did not open (never
+   * sent: HTTP says what is wrong, or works through a proxy that passes no upgrades).
+   */
+  private async onSocket(baseUrl: string, send: (channel: PeerChannel) => Promise<ChannelReply>): Promise<PeerReply | null> {
+    const channel = this.channelTo(baseUrl);
+    if (channel === null) return null;
+    const reply = await send(channel);
+    if (reply.kind !== "unopened") return reply;
+    if (reply.persistent) this.refusedUntil.set(baseUrl, this.clock.monotonicMs() + REFUSED_SOCKET_RETRY_MS);
+    return null;
   }
 
   /** The peer socket to `baseUrl`, or null when mutations go over HTTP (sockets off or refused, or closed). */

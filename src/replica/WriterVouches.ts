@@ -87,11 +87,6 @@ export class WriterVouches implements Vouching {
     return bytes === undefined || hash === undefined ? undefined : { bytes, hash };
   }
 
-  /** Segment bytes held (for tests and status). */
-  get heldSegmentBytes(): number {
-    return this.segmentBytes;
-  }
-
   expected(seqno: number): boolean {
     const until = this.announced.get(seqno);
     return until !== undefined && this.clock.monotonicMs() < until;

@@ -2,10 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { MESSAGE_BYTES_MAX, NODE_SESSIONS_MAX, PING_INTERVAL_MS, PINGS_MISSED_MAX, CairnError, every, systemClock, type Clock, type Timer, ConditionWaiters, SERVER_DRAIN_MS_MAX } from "../base/index.js";
+import { MESSAGE_BYTES_MAX, NODE_SESSIONS_MAX, PING_INTERVAL_MS, CairnError, every, systemClock, type Clock, type Timer, ConditionWaiters, SERVER_DRAIN_MS_MAX } from "../base/index.js";
 import { CLOSE_CODES, closeReason, encodeMessage, errorPayload, type SessionConnection, type SyncHandler } from "../sync/index.js";
 import { PEER_ROUTES } from "../fleet/index.js";
 import { PeerSockets } from "./PeerSockets.js";
+import { pingSockets } from "./pingSockets.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import { pathOf } from "./requestPath.js";
 import type { WebAsset } from "./WebAssets.js";
@@ -232,16 +233,11 @@ export class CairnServer {
 
   private pingAll(): void {
     this.peerSockets.pingAll();
-    for (const [ws, missed] of this.missedPings) {
-      if (missed >= PINGS_MISSED_MAX) {
-        this.options.log(`sync socket closed: ${missed} pings unanswered`);
-        ws.close(CLOSE_CODES.unresponsive, "unresponsive");
-        ws.terminate();
-        continue;
-      }
-      this.missedPings.set(ws, missed + 1);
-      ws.ping();
-    }
+    pingSockets(this.missedPings, (ws, missed) => {
+      this.options.log(`sync socket closed: ${missed} pings unanswered`);
+      ws.close(CLOSE_CODES.unresponsive, "unresponsive");
+      ws.terminate();
+    });
   }
 
   private async socketsClosed(): Promise<void> {

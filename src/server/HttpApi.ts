@@ -6,7 +6,7 @@ import type { UserIdentity } from "../functions/index.js";
 import { announcementSchema, asBaseUrl, PEER_ROUTES, forwardedCallSchema, functionCallFields, wakeHintsSchema, type Announcement } from "../fleet/index.js";
 import type { WakeHint } from "../replica/index.js";
 import { decodeValue, encodeValue } from "../model/index.js";
-import { errorPayload, isInternalError, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import { errorPayload, isInternalError, type ErrorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
 import { httpStatusOf } from "./httpStatus.js";
 import { readBody } from "./readBody.js";
 
@@ -151,8 +151,7 @@ export class HttpApi {
       return { status: 200, body: await this.runForwarded(kind, message) };
     } catch (error) {
       if (isInternalError(error)) this.options.log?.(`forwarded ${kind} failed: ${(error as Error)?.stack ?? String(error)}`);
-      const payload = errorPayload(error);
-      return { status: httpStatusOf(payload), body: { error: payload } };
+      return errorAnswer(error);
     }
   }
 
@@ -246,13 +245,19 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
   response.end(text);
 }
 
+/** An error as the HTTP API answers it: the status of its code and `{error: payload}`. */
+export function errorAnswer(error: unknown): { readonly status: number; readonly body: { readonly error: ErrorPayload } } {
+  const payload = errorPayload(error);
+  return { status: httpStatusOf(payload), body: { error: payload } };
+}
+
 /** Answers with the error's wire form; an Internal failure's stack goes to `log`, never to the client. */
 export function sendError(response: ServerResponse, error: unknown, log?: (line: string) => void): void {
   if (isInternalError(error)) log?.(`request failed: ${(error as Error)?.stack ?? String(error)}`);
-  const payload = errorPayload(error);
   if (response.headersSent) {
     response.destroy();
     return;
   }
-  sendJson(response, httpStatusOf(payload), { error: payload });
+  const { status, body } = errorAnswer(error);
+  sendJson(response, status, body);
 }

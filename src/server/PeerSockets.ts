@@ -1,11 +1,10 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { CairnError, type Clock, ConditionWaiters, hasErrorCode, MESSAGE_BYTES_MAX, PINGS_MISSED_MAX } from "../base/index.js";
+import { CairnError, type Clock, ConditionWaiters, hasErrorCode, MESSAGE_BYTES_MAX } from "../base/index.js";
 import { PEER_SOCKET_CALLS_MAX, forwardFrameSchema, type ForwardAnswerFrame } from "../fleet/index.js";
-import { errorPayload } from "../sync/index.js";
-import type { HttpApi } from "./HttpApi.js";
-import { httpStatusOf } from "./httpStatus.js";
+import { errorAnswer, type HttpApi } from "./HttpApi.js";
+import { pingSockets } from "./pingSockets.js";
 
 export interface PeerSocketsOptions {
   /** Runs each forwarded mutation as its HTTP route would, and says whether an upgrade carries the admin key. */
@@ -61,15 +60,10 @@ export class PeerSockets {
 
   /** Pings every socket; terminates one that left PINGS_MISSED_MAX pings unanswered. */
   pingAll(): void {
-    for (const [ws, missed] of this.missedPings) {
-      if (missed >= PINGS_MISSED_MAX) {
-        this.options.log(`peer socket closed: ${missed} pings unanswered`);
-        ws.terminate();
-        continue;
-      }
-      this.missedPings.set(ws, missed + 1);
-      ws.ping();
-    }
+    pingSockets(this.missedPings, (ws, missed) => {
+      this.options.log(`peer socket closed: ${missed} pings unanswered`);
+      ws.terminate();
+    });
   }
 
   /** Stops taking calls, lets the running ones answer (within `timeoutMs`), then closes every socket. */
@@ -109,9 +103,9 @@ export class PeerSockets {
       if (!checked.success) return refuse("a frame that is neither a forward frame nor hints");
       const frame = checked.data;
       const answer = (reply: Omit<ForwardAnswerFrame, "id">) => ws.send(JSON.stringify({ id: frame.id, ...reply }), () => undefined);
-      if (this.stopping) return answer(refusal(new CairnError("SERVER_STOPPING", "the server is stopping")));
+      if (this.stopping) return answer(errorAnswer(new CairnError("SERVER_STOPPING", "the server is stopping")));
       if (running >= PEER_SOCKET_CALLS_MAX) {
-        return answer(refusal(new CairnError("SESSION_OVERLOADED", `${PEER_SOCKET_CALLS_MAX} forwarded calls already run for this socket; nothing was run`)));
+        return answer(errorAnswer(new CairnError("SESSION_OVERLOADED", `${PEER_SOCKET_CALLS_MAX} forwarded calls already run for this socket; nothing was run`)));
       }
       running++;
       this.running++;
@@ -130,9 +124,4 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function refusal(error: CairnError): Omit<ForwardAnswerFrame, "id"> {
-  const payload = errorPayload(error);
-  return { status: httpStatusOf(payload), body: { error: payload } };
 }
