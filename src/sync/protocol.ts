@@ -1,4 +1,5 @@
-import { z } from "zod";
+import * as z from "zod/mini";
+import { en as englishMessages } from "zod/locales";
 import {
   CairnError,
   ERROR_CODES,
@@ -20,6 +21,9 @@ import { decodeValue, encodeValue } from "../model/ValueJson.js";
  * schemas below, so the server and the client share one definition; encoding and
  * decoding happen only here.
  *
+ * The schemas use zod/mini, zod's tree-shakable form of the same validators, because
+ * this module is bundled into the browser client: full zod would be most of its size.
+ *
  * Values (arguments, results, events) travel in Cairn's lossless JSON encoding
  * (model/ValueJson); this module keeps them as plain JSON and the layers above decode
  * them, so a bad value is reported by the value codec with its path.
@@ -30,9 +34,10 @@ import { decodeValue, encodeValue } from "../model/ValueJson.js";
  * `endVersion`; a client applies it only if `startVersion` equals its version.
  */
 
-const name = z.string().min(1).max(PROTOCOL_NAME_CHARS_MAX);
-const topic = z.string().min(1).max(TOPIC_CHARS_MAX);
-const counter = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const name = z.string().check(z.minLength(1), z.maxLength(PROTOCOL_NAME_CHARS_MAX));
+const topic = z.string().check(z.minLength(1), z.maxLength(TOPIC_CHARS_MAX));
+/** A non-negative integer; z.int() already bounds it to the safe range (≤ 2^53 - 1). */
+const counter = z.int().check(z.minimum(0));
 /** A value in Cairn's JSON encoding; checked by model/ValueJson when decoded. */
 const json = z.unknown();
 
@@ -40,12 +45,12 @@ export const versionSchema = z.strictObject({ querySet: counter, ts: counter });
 export type Version = z.infer<typeof versionSchema>;
 
 export const errorPayloadSchema = z.strictObject({
-  code: z.string().min(1),
-  kind: z.string().min(1),
+  code: z.string().check(z.minLength(1)),
+  kind: z.string().check(z.minLength(1)),
   message: z.string(),
-  details: z.record(z.string(), z.unknown()).optional(),
+  details: z.optional(z.record(z.string(), z.unknown())),
   /** An app's deliberate error (APP_ERROR): the data it attached, in Cairn's JSON value encoding. */
-  data: json.optional(),
+  data: z.optional(json),
 });
 export type ErrorPayload = z.infer<typeof errorPayloadSchema>;
 
@@ -56,13 +61,13 @@ const mutationFields = {
   path: name,
   args: json,
   /** With `seq`: the mutation's receipt key, so a re-send is answered from the receipt. */
-  clientId: name.optional(),
-  seq: counter.optional(),
+  clientId: z.optional(name),
+  seq: z.optional(counter),
   /**
    * With (clientId, seq): the client has the result of every seq up to this one. The
    * server prunes those receipts and refuses those seqs from then on (the client floor).
    */
-  ackedThrough: counter.optional(),
+  ackedThrough: z.optional(counter),
 };
 const mutationEntrySchema = z.strictObject(mutationFields);
 export type MutationEntry = z.infer<typeof mutationEntrySchema>;
@@ -71,35 +76,35 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("Connect"),
     sessionId: name,
-    clientId: name.optional(),
+    clientId: z.optional(name),
     /** Sequence numbers of this client's mutations sent but not answered (verdicts in ConnectAck). */
-    held: z.array(counter).max(MUTATION_BATCH_ENTRIES_MAX).optional(),
+    held: z.optional(z.array(counter).check(z.maxLength(MUTATION_BATCH_ENTRIES_MAX))),
     /** Every mutation of this client with seq ≤ ackedThrough has been answered. */
-    ackedThrough: counter.optional(),
+    ackedThrough: z.optional(counter),
     /** The newest ts the client has seen; a node behind it waits or says so. */
-    maxObservedTs: counter.optional(),
+    maxObservedTs: z.optional(counter),
   }),
   z.strictObject({
     type: z.literal("ModifyQuerySet"),
     baseVersion: counter,
     newVersion: counter,
     add: z
-      .array(z.strictObject({ queryId: counter, path: name, args: json, resultHash: z.string().max(128).optional() }))
-      .max(SESSION_QUERIES_MAX),
-    remove: z.array(counter).max(SESSION_QUERIES_MAX),
+      .array(z.strictObject({ queryId: counter, path: name, args: json, resultHash: z.optional(z.string().check(z.maxLength(128))) }))
+      .check(z.maxLength(SESSION_QUERIES_MAX)),
+    remove: z.array(counter).check(z.maxLength(SESSION_QUERIES_MAX)),
   }),
   z.strictObject({ type: z.literal("Mutation"), ...mutationFields }),
   z.strictObject({
     type: z.literal("MutationBatch"),
-    entries: z.array(mutationEntrySchema).min(1).max(MUTATION_BATCH_ENTRIES_MAX),
+    entries: z.array(mutationEntrySchema).check(z.minLength(1), z.maxLength(MUTATION_BATCH_ENTRIES_MAX)),
   }),
   z.strictObject({ type: z.literal("Action"), requestId: counter, path: name, args: json }),
-  z.strictObject({ type: z.literal("SetAuth"), token: z.string().min(1).max(AUTH_TOKEN_CHARS_MAX).nullable() }),
+  z.strictObject({ type: z.literal("SetAuth"), token: z.nullable(z.string().check(z.minLength(1), z.maxLength(AUTH_TOKEN_CHARS_MAX))) }),
   z.strictObject({ type: z.literal("Publish"), topic, event: json }),
   z.strictObject({
     type: z.literal("ModifyTopics"),
-    add: z.array(topic).max(SESSION_TOPICS_MAX),
-    remove: z.array(topic).max(SESSION_TOPICS_MAX),
+    add: z.array(topic).check(z.maxLength(SESSION_TOPICS_MAX)),
+    remove: z.array(topic).check(z.maxLength(SESSION_TOPICS_MAX)),
   }),
 ]);
 export type ClientMessage = z.infer<typeof clientMessageSchema>;
@@ -138,14 +143,14 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
       success: z.literal(true),
       value: json,
       ts: counter,
-      replayed: z.boolean().optional(),
+      replayed: z.optional(z.boolean()),
     }),
     z.strictObject({
       type: z.literal("MutationResponse"),
       requestId: counter,
       success: z.literal(false),
       error: errorPayloadSchema,
-      ts: counter.optional(),
+      ts: z.optional(counter),
     }),
   ]),
   z.discriminatedUnion("success", [
@@ -156,14 +161,14 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
     type: z.literal("AuthResponse"),
     success: z.boolean(),
     /** The verified identity's subject (null: anonymous). */
-    subject: z.string().nullable(),
-    error: errorPayloadSchema.optional(),
+    subject: z.nullable(z.string()),
+    error: z.optional(errorPayloadSchema),
   }),
   /** The session's token expired: it is anonymous now (not an answer to any SetAuth). */
   z.strictObject({ type: z.literal("AuthExpired"), error: errorPayloadSchema }),
   z.strictObject({ type: z.literal("Broadcast"), topic, event: json }),
   /** A frame the server could not accept; the session goes on. */
-  z.strictObject({ type: z.literal("ProtocolError"), error: errorPayloadSchema, requestId: counter.optional() }),
+  z.strictObject({ type: z.literal("ProtocolError"), error: errorPayloadSchema, requestId: z.optional(counter) }),
   /** The session ends; the socket closes after this frame. */
   z.strictObject({ type: z.literal("FatalError"), error: errorPayloadSchema }),
 ]);
@@ -204,14 +209,23 @@ export function encodeMessage(message: ClientMessage | ServerMessage): string {
   return JSON.stringify(message);
 }
 
-function parseWith<T>(schema: z.ZodType<T>, text: string, side: string): T {
+/**
+ * zod's English messages, passed to each parse rather than set with `z.config`: zod/mini
+ * ships without a locale ("Invalid input" for every issue), and zod's config is one
+ * object on globalThis shared by every copy of zod on a page, so setting it would change
+ * the messages of an app's own schemas — and an app's locale must not change ours (a
+ * parse's own map outranks the global one).
+ */
+const ISSUE_MESSAGES = englishMessages().localeError;
+
+function parseWith<T>(schema: z.ZodMiniType<T>, text: string, side: string): T {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch {
     throw new CairnError("PROTOCOL_INVALID", `a ${side} frame must be JSON text`);
   }
-  const parsed = schema.safeParse(raw);
+  const parsed = schema.safeParse(raw, { error: ISSUE_MESSAGES });
   if (!parsed.success) {
     const type = typeof raw === "object" && raw !== null ? (raw as { type?: unknown }).type : undefined;
     throw new CairnError("PROTOCOL_INVALID", `invalid ${typeof type === "string" ? type : side} frame: ${z.prettifyError(parsed.error)}`, {
