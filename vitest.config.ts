@@ -1,6 +1,19 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
+const source = (file: string) => fileURLToPath(new URL(`./src/package/${file}`, import.meta.url));
+
 export default defineConfig({
+  // The package's entry points (package.json "exports") as the demo and test apps import them, on the sources.
+  resolve: {
+    alias: [
+      { find: /^cairn$/, replacement: source("index.ts") },
+      { find: /^cairn\/client$/, replacement: source("client.ts") },
+      { find: /^cairn\/client\/node$/, replacement: source("clientNode.ts") },
+      { find: /^cairn\/react$/, replacement: source("react.ts") },
+      { find: /^cairn\/server$/, replacement: source("server.ts") },
+    ],
+  },
   test: {
     include: ["test/**/*.test.ts"],
     // Protocol and endpoint tests start real servers and SQLite files; give them room

@@ -1,4 +1,4 @@
-import { v } from "../src/functions/index.js";
+import { v } from "cairn";
 import { mutation, query } from "./functions.js";
 
 export const get = query({

@@ -1,4 +1,4 @@
-import { functionsFor } from "../src/functions/index.js";
+import { functionsFor } from "cairn";
 import { schema } from "./schema.js";
 
 /** The demo app's function builders, typed by its schema. */

@@ -1,4 +1,4 @@
-import { AppError, v } from "../src/functions/index.js";
+import { AppError, v } from "cairn";
 import { mutation, query } from "./functions.js";
 
 const BODY_CHARS_MAX = 2_000;

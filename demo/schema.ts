@@ -1,4 +1,4 @@
-import { defineSchema, defineTable, v } from "../src/functions/index.js";
+import { defineSchema, defineTable, v } from "cairn";
 
 /** The demo app's data: chat messages in channels, and named counters. */
 export const schema = defineSchema({

@@ -3,8 +3,11 @@
  * client library. Messages and likes are mutations (a like shows at once through an
  * optimistic update); the message list and the count are live queries; presence is
  * ephemeral — `publish` on a topic, never stored.
+ *
+ * Mutations go through an IndexedDB outbox: a message sent while offline shows greyed
+ * ("sending…") until it commits, survives a reload of the page, and is applied once.
  */
-import { apiOf, CairnClient } from "../../src/client/index.js";
+import { apiOf, CairnClient, indexedDbOutbox, type PendingMutationView } from "../../src/client/index.js";
 import type { functions } from "../app.js";
 
 const api = apiOf<typeof functions>();
@@ -12,7 +15,13 @@ const CHANNELS = ["general", "random"] as const;
 const PRESENCE_EVERY_MS = 4_000;
 const PRESENCE_FORGET_MS = 10_000;
 
-const client = new CairnClient(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/sync`);
+const client = new CairnClient(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/sync`, {
+  outbox: indexedDbOutbox("cairn-demo-outbox"),
+  onError: (error) => {
+    console.warn("cairn client:", error);
+    showError(error);
+  },
+});
 const element = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const status = element<HTMLDivElement>("status");
 const messages = element<HTMLUListElement>("messages");
@@ -41,13 +50,18 @@ client.onConnectionChange(({ state }) => {
 let stopChannel: () => void = () => undefined;
 let channel: string = CHANNELS[0];
 const seen = new Map<string, number>();
+type Message = { readonly _id: string; readonly author: string; readonly body: string };
+/** The channel's messages as the server last sent them; pending ones are drawn after them. */
+let committedMessages: readonly Message[] = [];
+client.onPendingMutationsChange(() => renderMessages(committedMessages));
 
 function openChannel(next: string): void {
   stopChannel();
   channel = next;
   element("channel-title").textContent = `#${next}`;
   for (const button of document.querySelectorAll<HTMLButtonElement>("#channels button")) button.setAttribute("aria-current", String(button.dataset["channel"] === next));
-  messages.replaceChildren();
+  committedMessages = [];
+  renderMessages(committedMessages);
   seen.clear();
   renderPresence();
   const offMessages = client.subscribe(api.messages.list, { channel: next, limit: 100 }, renderMessages, showError);
@@ -62,20 +76,40 @@ function openChannel(next: string): void {
   stopChannel = () => (offMessages(), offLikes(), offPresence());
 }
 
-function renderMessages(list: readonly { _id: string; author: string; body: string }[]): void {
+function renderMessages(list: readonly Message[]): void {
+  committedMessages = list;
   const stickToBottom = messages.scrollTop + messages.clientHeight >= messages.scrollHeight - 8;
-  messages.replaceChildren(
-    ...list.map((message) => {
-      const item = document.createElement("li");
-      item.dataset["testid"] = "message";
-      if (message.author === me()) item.classList.add("mine");
-      const author = document.createElement("b");
-      author.textContent = message.author;
-      item.append(author, document.createTextNode(message.body));
-      return item;
-    }),
-  );
+  messages.replaceChildren(...list.map((message) => messageItem(message.author, message.body, "message")), ...pendingMessages().map(pendingItem));
   if (stickToBottom) messages.scrollTop = messages.scrollHeight;
+}
+
+/** Messages of this channel sent but not shown by the server yet (this page's, or restored from the outbox after a reload). */
+function pendingMessages(): { readonly author: string; readonly body: string }[] {
+  const isMessage = (mutation: PendingMutationView) => mutation.path === api.messages.send.path;
+  return client
+    .pendingMutations()
+    .filter(isMessage)
+    .map((mutation) => mutation.args as { channel: string; author: string; body: string })
+    .filter((message) => message.channel === channel);
+}
+
+function pendingItem(message: { readonly author: string; readonly body: string }): HTMLLIElement {
+  const item = messageItem(message.author, message.body, "pending-message");
+  item.classList.add("pending");
+  const note = document.createElement("small");
+  note.textContent = "sending…";
+  item.append(note);
+  return item;
+}
+
+function messageItem(authorName: string, body: string, testId: string): HTMLLIElement {
+  const item = document.createElement("li");
+  item.dataset["testid"] = testId;
+  if (authorName === me()) item.classList.add("mine");
+  const author = document.createElement("b");
+  author.textContent = authorName;
+  item.append(author, document.createTextNode(body));
+  return item;
 }
 
 function renderPresence(): void {

@@ -142,6 +142,13 @@ export const ERROR_CODES = {
   MUTATION_NOT_RUN: "Unavailable",
   /** The connection dropped before an answer that cannot be re-sent safely (an action). */
   CONNECTION_LOST: "Unavailable",
+  // client outbox
+  /** A client's persisted outbox failed its check: none of its mutations is sent; its content is kept aside (details.keptAt). */
+  OUTBOX_INVALID: "Corruption",
+  /** Another client (a tab, a process) holds this outbox: this client runs without it. */
+  OUTBOX_LOCKED: "Conflict",
+  /** The outbox could not be read or written (disk, quota, no IndexedDB or Web Locks): its mutations wait until a write succeeds. */
+  OUTBOX_UNAVAILABLE: "Unavailable",
   /** The server is stopping; reconnect (to it after restart, or to another node). */
   SERVER_STOPPING: "Unavailable",
   // replicas

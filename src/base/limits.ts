@@ -509,3 +509,30 @@ export const FLEET_RESCUE_AFTER_BEATS = 3;
  */
 export const FLEET_RESCUE_HOLD_BEATS_MIN = 10;
 export const FLEET_RESCUE_HOLD_BEATS_MAX = 640;
+
+// ---- the app's static files and CORS (StaticFiles, CorsPolicy) -------------------------
+
+/**
+ * Files smaller than this are sent uncompressed: gzip saves under a packet's worth on
+ * them (a 1 KiB script shrinks by ~600 bytes) and costs a compression per variant.
+ */
+export const STATIC_COMPRESS_BYTES_MIN = 1024;
+/**
+ * Compressed variants of the static files kept in memory, in bytes (least recently used
+ * dropped first). A built single-page app is typically 0.2–5 MB of compressible assets,
+ * about a third of that compressed in each of two encodings: 32 MiB holds several such
+ * builds, so each variant is compressed once per process, not once per request.
+ */
+export const STATIC_COMPRESSED_CACHE_BYTES_MAX = 32 * 1024 * 1024;
+/**
+ * A compressible file larger than this is compressed while it is sent, on every request
+ * (at a faster level, not kept), so one huge file can neither fill the cache nor hold a
+ * request until all of it has been compressed at the best level.
+ */
+export const STATIC_COMPRESS_CACHED_FILE_BYTES_MAX = 4 * 1024 * 1024;
+/**
+ * How long a browser may reuse an allowed preflight's answer, in seconds. Chromium caps it
+ * at 7200 and Firefox at 86400; 10 minutes means at most one extra OPTIONS per API route
+ * and page every 10 minutes, and a removed origin stops being allowed within 10 minutes.
+ */
+export const CORS_PREFLIGHT_MAX_AGE_S = 600;

@@ -5,6 +5,9 @@ import { inspectCommand } from "./inspectCommand.js";
 import { verifyCommand } from "./verifyCommand.js";
 import { gcCommand } from "./gcCommand.js";
 import { reshardCommand } from "./reshardCommand.js";
+import { initCommand } from "./initCommand.js";
+import { devCommand } from "./devCommand.js";
+import { buildCommand } from "./buildCommand.js";
 
 /**
  * `cairn` — the command-line entry. `npm start` runs `cairn serve` on the embedded
@@ -44,6 +47,9 @@ function withLocal(command: Command): Command {
   return command.option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY);
 }
 
+// Apps are bundled with inline source maps (loadApp): their stack traces then name their own files and lines.
+process.setSourceMapsEnabled(true);
+
 const program = new Command()
   .name("cairn")
   .description("A reactive document database whose only durable home is an object-store bucket");
@@ -58,10 +64,13 @@ withLocal(storeCommand("serve", "open (or create) the deployment and become the 
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
   .option("--node-id <id>", "this node's id in the manifests (default: a random id kept in the local directory)")
   .option("--app <file>", "the app module (schema and functions) to serve, a .ts file (default: the demo app)")
+  .option("--static <dir>", "serve your web app's built files from this directory (with its index.html at / and for the app's routes) instead of the status page")
+  .option("--cors-origin <origin...>", "let pages of this origin (https://app.example.com; repeatable or a comma list; * for any) call the API and open the sync socket (default: same-origin only)")
   .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)
   .option("--host <address>", "address to listen on (0.0.0.0 for every interface)", "127.0.0.1")
   .option("--jwt-secret <secret>", "verify client tokens as HS256 JWTs with this secret (or set CAIRN_JWT_SECRET)")
   .option("--jwks <file>", "verify client tokens as RS256/ES256 JWTs against this JSON Web Key Set file")
+  .option("--jwks-url <url>", "verify client tokens as RS256/ES256 JWTs against the key set at this https URL (cached; re-fetched for an unknown key id)")
   .option("--jwt-issuer <iss>", "require this `iss` in client tokens")
   .option("--jwt-audience <aud>", "require this `aud` in client tokens")
   .option("--replica", "tail the bucket and serve reads and live queries; forward writes to the shard's writer (needs CAIRN_ADMIN_KEY)")
@@ -81,6 +90,29 @@ withLocal(storeCommand("serve", "open (or create) the deployment and become the 
       "\nevery node of a deployment needs the same key for write forwarding and wake hints.",
   )
   .action(serveCommand);
+
+program
+  .command("init")
+  .argument("[dir]", "the project folder (default: this one)")
+  .description("scaffold an app: schema and functions in cairn/, a page in web/, tsconfig.json and package.json scripts (dev, build, start)")
+  .option("--force", "add the app to a folder that already has files (never overwriting one)")
+  .action(initCommand);
+
+withLocal(storeCommand("dev", "serve the project's app and page on the embedded store, reload them on every change, type-check beside it"))
+  .option("--app <file>", "the app module", "cairn/app.ts")
+  .option("--web <dir>", "the page's folder (index.html and the scripts it loads), built and served at /", "web")
+  .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)
+  .option("--host <address>", "address to listen on", "127.0.0.1")
+  .option("--cors-origin <origin...>", "origins whose pages may call the API (default: any localhost page)")
+  .option("--no-typecheck", "do not run tsc --watch beside the server")
+  .action(devCommand);
+
+program
+  .command("build")
+  .description("build the page in web/ for production into dist/ (hashed, minified scripts), for `cairn serve --static dist`")
+  .option("--web <dir>", "the page's folder", "web")
+  .option("--out <dir>", "the output folder (replaced as a whole)", "dist")
+  .action(buildCommand);
 
 storeCommand("inspect", "print the deployment's globals, each shard's manifest and log extent").action(inspectCommand);
 

@@ -1,7 +1,14 @@
 // The entry of `cairn reshard`'s worker thread (reshardCommand.ts). Plain JavaScript: a
-// worker does not inherit the main thread's tsx loader, so it registers tsx itself and
-// then loads the TypeScript worker.
-import { register } from "tsx/esm/api";
+// worker does not inherit the main thread's loader. In the published package the worker
+// is compiled JavaScript beside this file; in a source checkout (run through tsx) it is
+// TypeScript, and the worker registers tsx itself first.
+import { existsSync } from "node:fs";
 
-register();
-await import("./reshardWorker.ts");
+const compiled = new URL("./reshardWorker.js", import.meta.url);
+if (existsSync(compiled)) {
+  await import(compiled.href);
+} else {
+  const { register } = await import("tsx/esm/api");
+  register();
+  await import("./reshardWorker.ts");
+}

@@ -1,13 +1,14 @@
 import { fileURLToPath } from "node:url";
-import { CairnError, systemRandom } from "../base/index.js";
+import { CairnError, systemClock, systemRandom } from "../base/index.js";
 import { isNodeId, NODE_ID_FORM } from "../model/index.js";
 import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { jwtVerifier, loadJwks, localNodeId, startNodeAcrossReshards, type WebApp } from "../server/index.js";
+import { jwtVerifier, loadJwks, localNodeId, parseCorsOrigins, RemoteJwks, StaticFiles, startNodeAcrossReshards, type CorsOrigin, type WebApp } from "../server/index.js";
 import { resolveTuning, type ShardEngineTuning } from "../shard/index.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { progressReporter } from "./progressReporter.js";
+import { stopSignal } from "./stopSignal.js";
 
 export interface ServeOptions {
   readonly store: string;
@@ -16,10 +17,15 @@ export interface ServeOptions {
   readonly nodeId?: string;
   /** The app module (schema and functions); default: the demo app in the repository. */
   readonly app?: string;
+  /** --static: the web app's build output, served at `/` instead of the status page. */
+  readonly static?: string;
+  /** --cors-origin (repeatable; each may be a comma list). */
+  readonly corsOrigin?: readonly string[];
   readonly port: number;
   readonly host: string;
   readonly jwtSecret?: string;
   readonly jwks?: string;
+  readonly jwksUrl?: string;
   readonly jwtIssuer?: string;
   readonly jwtAudience?: string;
   readonly replica?: boolean;
@@ -51,7 +57,7 @@ export const DEMO_WEB_APP: WebApp = {
  */
 export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
-  const verifier = tokenVerifier(options);
+  const verifier = await tokenVerifier(options, say);
   const role = roleOf(options);
   if (options.nodeId !== undefined && !isNodeId(options.nodeId)) {
     throw new CairnError("INVALID_ARGUMENT", `--node-id must be ${NODE_ID_FORM} (it names the node's registry entry and watermarks), not ${JSON.stringify(options.nodeId)}`);
@@ -61,13 +67,16 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
     throw new CairnError("INVALID_ARGUMENT", `--advertise-url must be an http(s) URL, not ${JSON.stringify(options.advertiseUrl)}`);
   }
   const adminKey = process.env["CAIRN_ADMIN_KEY"] || null;
+  const corsOrigins = parseCorsOrigins(options.corsOrigin ?? []);
+  // Checked here too (the node checks it again): a missing build stops startup before the bucket is touched.
+  if (options.static !== undefined) await StaticFiles.open(options.static);
   // The app first: a broken app stops startup before anything touches the bucket.
   const appPath = options.app ?? DEMO_APP_PATH;
   const app = await loadApp(appPath);
   say(`app ${app.source}: ${app.paths.length} function(s): ${app.paths.join(", ")}`);
   const localLock = await lockLocalDirectory(options.local);
   try {
-    await serveLocked(options, { app, appPath, role, verifier, engineTuning, adminKey }, say);
+    await serveLocked(options, { app, appPath, role, verifier, engineTuning, adminKey, corsOrigins }, say);
   } finally {
     await localLock.release();
   }
@@ -82,10 +91,11 @@ interface ServeInputs {
   readonly verifier: TokenVerifier | null;
   readonly engineTuning: Partial<ShardEngineTuning> | undefined;
   readonly adminKey: string | null;
+  readonly corsOrigins: readonly CorsOrigin[];
 }
 
 /** The rest of `serve`, while this process holds the local directory. */
-async function serveLocked(options: ServeOptions, { app, appPath, role, verifier, engineTuning, adminKey }: ServeInputs, say: (line: string) => void): Promise<void> {
+async function serveLocked(options: ServeOptions, { app, appPath, role, verifier, engineTuning, adminKey, corsOrigins }: ServeInputs, say: (line: string) => void): Promise<void> {
   const store = await openObjectStore(options.store);
   try {
     const probe = await assertConditionalWrites(store);
@@ -115,11 +125,16 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
       host: options.host,
       adminKey,
       verifier,
-      webApp: appPath === DEMO_APP_PATH ? DEMO_WEB_APP : null,
+      webApp: appPath === DEMO_APP_PATH && options.static === undefined ? DEMO_WEB_APP : null,
+      ...(options.static !== undefined ? { staticDir: options.static } : {}),
+      corsOrigins,
       log: say,
       onEngineEvent: progressReporter(say),
     });
-    say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks)" : "JWTs verified"}; admin API ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
+    say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks / --jwks-url)" : "JWTs verified"}; admin API ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
+    const page = options.static !== undefined ? `the app in ${options.static}` : appPath === DEMO_APP_PATH ? "the demo's page" : "a status page";
+    const origins = corsOrigins.length === 0 ? "none (same-origin only; see --cors-origin)" : corsOrigins.map((origin) => (typeof origin === "string" ? origin : "any localhost")).join(", ");
+    say(`web: ${page} at /; pages of other origins allowed: ${origins}`);
     if (role !== "writer" && role !== "fleet" && adminKey === null) say("warning: no CAIRN_ADMIN_KEY: this node cannot forward writes to the writer nor take wake hints");
     say(`node ${nodeId} ${node.role() === "fleet" ? "is a fleet node" : `is the ${node.role()}`}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync), pid ${process.pid}. Ctrl-C or \`kill ${process.pid}\` stops.`);
     const signal = await stopRequested;
@@ -164,36 +179,20 @@ function withSlash(url: string): string {
   return url.endsWith("/") ? url : `${url}/`;
 }
 
-function tokenVerifier(options: ServeOptions): TokenVerifier | null {
+/** With --jwks-url, the key set's first fetch is awaited: a provider that is down is a warning, not a failed start (RemoteJwks.start says why). */
+async function tokenVerifier(options: ServeOptions, say: (line: string) => void): Promise<TokenVerifier | null> {
   const secret = options.jwtSecret ?? (process.env["CAIRN_JWT_SECRET"] || undefined);
-  if (secret !== undefined && options.jwks !== undefined) throw new CairnError("INVALID_ARGUMENT", "give either a JWT secret or a JWKS file, not both");
-  if (secret === undefined && options.jwks === undefined) return null;
+  const given = [secret !== undefined ? "a JWT secret" : null, options.jwks !== undefined ? "--jwks" : null, options.jwksUrl !== undefined ? "--jwks-url" : null].filter((name) => name !== null);
+  if (given.length > 1) throw new CairnError("INVALID_ARGUMENT", `give one of a JWT secret (--jwt-secret or CAIRN_JWT_SECRET), --jwks or --jwks-url, not ${given.join(" and ")}`);
+  if (given.length === 0) return null;
+  let remoteJwks: RemoteJwks | undefined;
+  if (options.jwksUrl !== undefined) {
+    remoteJwks = new RemoteJwks({ url: options.jwksUrl, clock: systemClock, log: say });
+    if (await remoteJwks.start()) say(`JWKS fetched from ${remoteJwks.url}`);
+  }
   return jwtVerifier({
-    ...(secret !== undefined ? { secret } : { jwks: loadJwks(options.jwks!) }),
+    ...(secret !== undefined ? { secret } : remoteJwks !== undefined ? { remoteJwks } : { jwks: loadJwks(options.jwks!) }),
     ...(options.jwtIssuer !== undefined ? { issuer: options.jwtIssuer } : {}),
     ...(options.jwtAudience !== undefined ? { audience: options.jwtAudience } : {}),
-  });
-}
-
-/**
- * Resolves with the first SIGINT or SIGTERM; the handlers are installed when this is
- * called and stay for the life of the process: a second signal while the node stops
- * (Ctrl-C reaches both npm and the server, and npm forwards it once more; a supervisor
- * may repeat its SIGTERM) must not kill it midway, before its leases are handed over.
- * SIGKILL remains the way to stop it at once.
- */
-function stopSignal(say: (line: string) => void): Promise<NodeJS.Signals> {
-  return new Promise<NodeJS.Signals>((done) => {
-    let received: NodeJS.Signals | null = null;
-    const stop = (signal: NodeJS.Signals) => {
-      if (received !== null) {
-        say(`${signal}: already stopping (since ${received}); SIGKILL stops at once, without handing the leases over`);
-        return;
-      }
-      received = signal;
-      done(signal);
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
   });
 }

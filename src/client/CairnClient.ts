@@ -14,10 +14,14 @@ import {
 import type { Effects } from "./Effects.js";
 import { encodeArgs } from "./encodeArgs.js";
 import { CLIENT_ID_BYTES } from "./limits.js";
+import { MutationOutbox } from "./MutationOutbox.js";
+import type { OutboxStore } from "./OutboxStore.js";
+import { pendingMutationView, type PendingMutationView } from "./PendingMutationView.js";
 import { NodeUrls } from "./NodeUrls.js";
 import type { OptimisticUpdate } from "./OptimisticUpdates.js";
 import { cryptoRandom, randomHex, type Random } from "./Random.js";
 import { globalTimers, type Timers } from "./Timers.js";
+import { TokenRefresher, type TokenFetcher } from "./TokenRefresher.js";
 import { CLIENT_CLOSE_CODES, type WebSocketConstructor, type WebSocketLike } from "./WebSocketLike.js";
 
 /**
@@ -47,6 +51,15 @@ export interface CairnClientOptions {
   readonly reconnectBackoffBaseMs?: number;
   /** Reconnect delay ceiling before jitter (RECONNECT_BACKOFF_MAX_MS, 30 s). */
   readonly reconnectBackoffMaxMs?: number;
+  /**
+   * Where unanswered mutations persist across reloads and crashes (`indexedDbOutbox` in
+   * browsers, `fileOutbox` of client/node): each is written there before it is sent, and
+   * a later client over the same outbox re-sends them with the same (clientId, seq), so
+   * each is applied once. The client connects once the outbox is read; mutations made
+   * before wait for it. A problem with it (locked, unreadable) is reported through
+   * `onError`. Default: none (unanswered mutations end with the page or process).
+   */
+  readonly outbox?: OutboxStore;
 }
 
 /** A mutation to call later, optionally with an optimistic update. */
@@ -57,6 +70,7 @@ export interface MutationFunction<Ref extends MutationReference> {
 }
 
 export type ConnectionListener = (state: ConnectionState) => void;
+export type PendingMutationsListener = (mutations: readonly PendingMutationView[]) => void;
 
 export class CairnClient {
   private readonly urls: NodeUrls;
@@ -74,6 +88,15 @@ export class CairnClient {
   private readonly connectionListeners = new Set<ConnectionListener>();
   /** Rejecters of one-shot queries still waiting, for `close`. */
   private readonly waitingQueries = new Set<(error: CairnError) => void>();
+  /** Keeps the session's token fresh when `setAuth` was given a fetcher (null: a fixed token, or none). */
+  private tokenRefresher: TokenRefresher | null = null;
+  /** The outbox, while the client uses one (null: none, it could not be used, or the client closed). */
+  private outbox: MutationOutbox | null = null;
+  /** Settles once the outbox is read; mutations wait for it (null: nothing to wait for). */
+  private outboxLoading: Promise<void> | null = null;
+  private outboxClosed: Promise<void> = Promise.resolve();
+  private seenMutationsRevision = 0;
+  private readonly pendingListeners = new Set<PendingMutationsListener>();
 
   /**
    * `urls`: the sync endpoint (`wss://host/api/sync`) of one node, or of a load balancer
@@ -90,11 +113,28 @@ export class CairnClient {
     this.timers = options.timers ?? globalTimers;
     this.onError = options.onError ?? warn;
     this.backoff = { baseMs: options.reconnectBackoffBaseMs, maxMs: options.reconnectBackoffMaxMs };
-    this.state = new ClientState({ clientId: randomHex(this.random, CLIENT_ID_BYTES), reportError: (error) => this.report(error) });
+    this.state = new ClientState({
+      clientId: randomHex(this.random, CLIENT_ID_BYTES),
+      reportError: (error) => this.report(error),
+      onAuthLost: (error) => (this.tokenRefresher !== null ? this.tokenRefresher.tokenLost() : this.report(error)),
+    });
+    if (options.outbox === undefined) this.openSocket(this.urls.current);
+    else this.outboxLoading = this.restoreOutbox(options.outbox);
+  }
+
+  /** Reads the outbox, restores its mutations, then connects (the Connect carries the outbox's client id). */
+  private async restoreOutbox(store: OutboxStore): Promise<void> {
+    const outbox = new MutationOutbox(store, this.timers, (error) => this.report(error), (throughSeq) => this.step(() => this.state.mutationsSaved(throughSeq)));
+    this.outbox = outbox;
+    const loaded = await outbox.load();
+    this.outboxLoading = null;
+    if (this.connection.state === "closed") return;
+    if (loaded.usable) this.step(() => this.state.restoreOutbox(loaded.record));
+    else this.outbox = null;
     this.openSocket(this.urls.current);
   }
 
-  /** This client's id: the receipt key of its mutations, stable across reconnects. */
+  /** This client's id: the receipt key of its mutations, stable across reconnects (with an outbox, its id once read). */
   get clientId(): string {
     return this.state.clientId;
   }
@@ -107,6 +147,21 @@ export class CairnClient {
   /** The URLs the client connects to, as given. */
   get nodeUrls(): readonly string[] {
     return this.urls.urls;
+  }
+
+  /**
+   * The mutations not settled yet, in the order they were made: those of this client and
+   * those restored from the outbox after a reload (`restored`), for a UI to show as
+   * pending. A mutation leaves the list when its result is visible, or when it fails.
+   */
+  pendingMutations(): readonly PendingMutationView[] {
+    return this.state.pendingMutations().map(pendingMutationView);
+  }
+
+  /** Calls `listener` with `pendingMutations()` whenever it changes. Returns the function that stops it. */
+  onPendingMutationsChange(listener: PendingMutationsListener): () => void {
+    this.pendingListeners.add(listener);
+    return () => this.pendingListeners.delete(listener);
   }
 
   /** Calls `listener` on every change of `connectionState` (e.g. to show "reconnecting"). */
@@ -175,9 +230,26 @@ export class CairnClient {
 
   // ---- auth, broadcasts, lifecycle -----------------------------------------------------
 
-  /** Authenticates this and every later connection (null: anonymous); resolves with the verified subject. */
-  setAuth(token: string | null): Promise<string | null> {
-    return this.step(() => this.state.setAuth(token));
+  /**
+   * Authenticates this and every later connection; resolves with the verified subject.
+   * With a token (null: anonymous), until it expires. With a fetcher (your auth
+   * provider's "get token"), for as long as it yields tokens: the client asks it for the
+   * first one, again with `forceRefresh` shortly before each token's lifetime (`exp` −
+   * `iat`) ends, and once more when the server says the token expired or refuses it.
+   * Refreshes that fail go to `onError`. A later `setAuth` replaces the fetcher.
+   */
+  setAuth(tokenOrFetcher: string | null | TokenFetcher): Promise<string | null> {
+    this.tokenRefresher?.stop();
+    this.tokenRefresher = null;
+    if (typeof tokenOrFetcher !== "function") return this.step(() => this.state.setAuth(tokenOrFetcher));
+    const refresher = new TokenRefresher({
+      fetchToken: tokenOrFetcher,
+      timers: this.timers,
+      sendToken: (token) => this.step(() => this.state.setAuth(token)),
+      report: (error) => this.report(error),
+    });
+    this.tokenRefresher = refresher;
+    return refresher.start();
   }
 
   /** Sends `event` to the listeners of `topic` (fire and forget; dropped while disconnected). */
@@ -192,10 +264,17 @@ export class CairnClient {
     return () => this.step(() => this.state.removeBroadcastListener(registration));
   }
 
-  /** Closes the connection for good: every waiting call rejects with CONNECTION_LOST. */
-  close(): void {
-    if (this.connection.state === "closed") return;
+  /**
+   * Closes the connection for good: every waiting call rejects with CONNECTION_LOST
+   * (mutations in an outbox stay there, for the next client over it). Resolves once the
+   * outbox, if any, is released.
+   */
+  close(): Promise<void> {
+    if (this.connection.state === "closed") return this.outboxClosed;
+    if (this.outbox !== null) this.outboxClosed = this.outbox.close();
+    this.outbox = null;
     this.changeConnection({ type: "closeRequested" });
+    this.tokenRefresher?.stop();
     if (this.retryTimer !== null) this.timers.clearTimeout(this.retryTimer);
     this.retryTimer = null;
     if (this.resendTimer !== null) this.timers.clearTimeout(this.resendTimer);
@@ -204,6 +283,7 @@ export class CairnClient {
     this.step(() => this.state.close());
     const error = new CairnError("CONNECTION_LOST", "the client was closed");
     for (const reject of [...this.waitingQueries]) reject(error);
+    return this.outboxClosed;
   }
 
   // ---- mutations -----------------------------------------------------------------------
@@ -223,6 +303,7 @@ export class CairnClient {
     args: ArgsOf<Ref> | undefined,
     update: OptimisticUpdate<ArgsOf<Ref>> | undefined,
   ): Promise<ResultOf<Ref>> {
+    if (this.outboxLoading !== null) return this.outboxLoading.then(() => this.runMutation(ref, args, update));
     const optimistic = update === undefined ? undefined : { update, args: args ?? {} };
     return this.encodeThen(args, (encoded) => this.step(() => this.state.mutate(ref.path, encoded, optimistic)) as Promise<ResultOf<Ref>>);
   }
@@ -346,6 +427,25 @@ export class CairnClient {
         this.resendTimer = null;
         this.step(() => this.state.resendBackedOff());
       }, effects.resendAfterMs);
+    }
+    this.mutationsChanged();
+  }
+
+  /** Saves the outbox and tells pending-mutation listeners when the mutations changed. */
+  private mutationsChanged(): void {
+    const revision = this.state.mutationsRevision;
+    if (revision === this.seenMutationsRevision) return;
+    this.seenMutationsRevision = revision;
+    // Closing settles every mutation, but those not answered stay in the outbox for the next client.
+    if (!this.state.isClosed) this.outbox?.save(this.state.outboxRecord());
+    if (this.pendingListeners.size === 0) return;
+    const pending = this.pendingMutations();
+    for (const listener of [...this.pendingListeners]) {
+      try {
+        listener(pending);
+      } catch (error) {
+        this.report(error);
+      }
     }
   }
 

@@ -7,12 +7,14 @@ import { BroadcastTopics, checkTopic, type BroadcastListener, type BroadcastRegi
 import { noEffects, type Effects } from "./Effects.js";
 import type { EncodedArgs } from "./encodeArgs.js";
 import { OptimisticUpdates, type OptimisticUpdate } from "./OptimisticUpdates.js";
+import type { OutboxRecord } from "./OutboxRecord.js";
 import { PendingActions } from "./PendingActions.js";
 import { PendingMutations, resolution, type PendingMutation } from "./PendingMutations.js";
 import { sameResult, type QueryResult } from "./QueryResult.js";
 import { QuerySet, type QueryListener, type Subscription } from "./QuerySet.js";
 import { settleDecoded } from "./settleDecoded.js";
 import type { QueryToken } from "./QueryToken.js";
+import { batchRestoredMutations, restoredMutationFailed } from "./restoredMutations.js";
 import { FRAME_OVERHEAD_BYTES, MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_BACKOFF_MAX_MS, MUTATION_RESENDS_MAX } from "./limits.js";
 
 /**
@@ -44,6 +46,9 @@ import { FRAME_OVERHEAD_BYTES, MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_
  * - a mutation whose outcome the server could not tell (`outcomeUnknown`) is re-sent with
  *   the same seq after a backoff, up to MUTATION_RESENDS_MAX times, until the receipt
  *   answers: it is never rejected while it may be durable, unless those run out;
+ * - with an outbox (`restoreOutbox`), a mutation is sent only after the driver reports
+ *   the outbox holds it (`mutationsSaved`); mutations restored from the outbox go out
+ *   first, as MutationBatch frames, and their failures are reported (nobody awaits them);
  * - a call or subscription whose frame would exceed MESSAGE_BYTES_MAX fails at once with
  *   MESSAGE_TOO_LARGE and leaves nothing behind (no optimistic update, nothing queued):
  *   the server would close the connection on it, and the client re-send it forever.
@@ -56,6 +61,12 @@ export interface ClientStateOptions {
   readonly clientId: string;
   /** Where errors nobody awaits go (a ProtocolError without a request, a throwing update …); called from callbacks only. */
   readonly reportError: (error: unknown) => void;
+  /**
+   * The session's token is gone: it expired (AuthExpired), or the server refused it when
+   * re-sent after a reconnect. Default: reported like any error. A token fetcher takes it
+   * to fetch a fresh token. Called from callbacks only.
+   */
+  readonly onAuthLost?: (error: CairnError) => void;
 }
 
 export interface OptimisticCall {
@@ -64,8 +75,8 @@ export interface OptimisticCall {
 }
 
 export class ClientState {
-  readonly clientId: string;
   private readonly reportError: (error: unknown) => void;
+  private readonly onAuthLost: (error: CairnError) => void;
   private phase: Phase = "disconnected";
   private version: Version = { querySet: 0, ts: 0 };
   private maxObservedTs = 0;
@@ -78,10 +89,12 @@ export class ClientState {
   private readonly topics = new BroadcastTopics();
   private visible = new Map<QueryToken, QueryResult>();
   private outbox: Effects = noEffects();
+  /** Mutations wait for the outbox to hold them before they are sent. */
+  private durable = false;
 
   constructor(options: ClientStateOptions) {
-    this.clientId = options.clientId;
     this.reportError = options.reportError;
+    this.onAuthLost = options.onAuthLost ?? options.reportError;
     this.mutations = new PendingMutations(options.clientId);
   }
 
@@ -94,6 +107,48 @@ export class ClientState {
 
   get isClosed(): boolean {
     return this.phase === "closed";
+  }
+
+  /** The client's id for mutation receipts (an outbox's, once restored). */
+  get clientId(): string {
+    return this.mutations.receiptClientId;
+  }
+
+  // ---- outbox --------------------------------------------------------------------------
+
+  /**
+   * Starts using an outbox (before the first connection and the first mutation): takes
+   * its client id, numbering and unanswered mutations (`record`, null for an empty
+   * outbox), and from now on sends a mutation only once `mutationsSaved` covers it.
+   */
+  restoreOutbox(record: OutboxRecord | null): void {
+    this.durable = true;
+    if (record === null) return;
+    this.mutations.restore(record, (mutation) => ({
+      requestId: this.nextRequestId++,
+      resolve: () => undefined,
+      reject: (error) => this.reportError(restoredMutationFailed(mutation, error)),
+    }));
+  }
+
+  /** Changes whenever a mutation is added, answered or settled: save `outboxRecord()` then. */
+  get mutationsRevision(): number {
+    return this.mutations.revision;
+  }
+
+  outboxRecord(): OutboxRecord {
+    return this.mutations.record();
+  }
+
+  /** The outbox holds every mutation up to `throughSeq` durably: send those that waited for it. */
+  mutationsSaved(throughSeq: number): void {
+    if (this.phase === "closed") return;
+    if (this.mutations.saved(throughSeq)) this.sendWaitingRequests();
+  }
+
+  /** Mutations whose promise has not settled, in seq order (restored ones included). */
+  pendingMutations(): readonly PendingMutation[] {
+    return this.mutations.all();
   }
 
   // ---- connection ----------------------------------------------------------------------
@@ -129,6 +184,8 @@ export class ClientState {
     this.phase = "closed";
     const error = connectionLost("the client was closed");
     for (const mutation of this.mutations.takeAll()) {
+      // A restored mutation stays in the outbox for the next client: nothing to report.
+      if (mutation.restored && mutation.status.state !== "committed") continue;
       this.outbox.callbacks.push(mutation.status.state === "committed" ? resolution(mutation) : () => mutation.reject(error));
     }
     for (const action of this.actions.takeAll()) this.outbox.callbacks.push(() => action.reject(error));
@@ -151,7 +208,7 @@ export class ClientState {
       case "AuthExpired":
         // The server's session is anonymous now: forget the token rather than re-send it.
         this.auth.expired();
-        return this.report(errorFromPayload(message.error));
+        return this.authLost(errorFromPayload(message.error));
       case "Broadcast":
         return this.onBroadcast(message);
       case "ProtocolError":
@@ -206,7 +263,7 @@ export class ClientState {
       return Promise.reject(error);
     }
     const requestId = this.nextRequestId++;
-    const promise = this.mutations.create(requestId, path, args.json);
+    const promise = this.mutations.create(requestId, path, args.json, this.durable);
     if (optimistic !== undefined) {
       this.optimistic.add(requestId, optimistic.update, optimistic.args);
       this.refreshVisible();
@@ -313,6 +370,8 @@ export class ClientState {
     } else {
       const error = errorFromPayload(response.error);
       if (outcomeUnknown(error) && mutation.resends < MUTATION_RESENDS_MAX) this.backOff(mutation);
+      // Below the floor, a restored mutation was acknowledged before the reload (its removal from the outbox had not landed): it was applied.
+      else if (mutation.restored && error.code === "MUTATION_SEQ_BELOW_FLOOR") this.mutations.remove(mutation);
       else this.fail(mutation, error);
     }
     this.sendWaitingRequests();
@@ -350,8 +409,8 @@ export class ClientState {
       return;
     }
     const error = response.error !== undefined ? errorFromPayload(response.error) : new CairnError("UNAUTHENTICATED", "the server refused the token");
-    // A token re-sent after a reconnect has nobody waiting: its refusal is reported.
-    if (waiters.length === 0) this.report(error);
+    // A token re-sent after a reconnect has nobody waiting: its refusal is the token lost.
+    if (waiters.length === 0) this.authLost(error);
     for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.reject(error));
   }
 
@@ -393,7 +452,8 @@ export class ClientState {
       ...this.actions.waiting().map((action) => ({ requestId: action.requestId, send: () => this.actions.send(action) })),
     ];
     waiting.sort((left, right) => left.requestId - right.requestId);
-    for (const request of waiting.slice(0, budget)) this.outbox.send.push(request.send());
+    const frames = waiting.slice(0, budget).map((request) => request.send());
+    this.outbox.send.push(...batchRestoredMutations(frames, (requestId) => this.mutations.get(requestId)?.restored === true));
   }
 
   /**
@@ -428,6 +488,10 @@ export class ClientState {
   private report(error: unknown): void {
     this.outbox.callbacks.push(() => this.reportError(error));
   }
+
+  private authLost(error: CairnError): void {
+    this.outbox.callbacks.push(() => this.onAuthLost(error));
+  }
 }
 
 function deliver(subscription: Subscription, result: QueryResult): void {
@@ -441,11 +505,15 @@ function deliver(subscription: Subscription, result: QueryResult): void {
  * Whether a failed mutation may have committed: the engine failed mid-commit
  * (ENGINE_POISONED), a forward's answer was lost (WRITER_UNAVAILABLE saying so), or it
  * committed but is not visible here yet (REPLICA_BEHIND with `committed`). Re-sending it
- * with the same (clientId, seq) is answered from its receipt if it did.
+ * with the same (clientId, seq) is answered from its receipt if it did. A batch entry
+ * not run at all (MUTATION_NOT_RUN) is re-sent the same way.
  */
 function outcomeUnknown(error: CairnError): boolean {
   switch (error.code) {
     case "ENGINE_POISONED":
+      return true;
+    // Not run at all (an earlier entry of its batch failed transiently): re-sending is safe.
+    case "MUTATION_NOT_RUN":
       return true;
     case "WRITER_UNAVAILABLE":
       return error.details.outcomeUnknown === true;

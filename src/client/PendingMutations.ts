@@ -1,7 +1,8 @@
-import { MUTATION_BATCH_ENTRIES_MAX } from "../base/index.js";
+import { assert, MUTATION_BATCH_ENTRIES_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import type { JsonValue } from "../model/ValueJson.js";
 import type { ClientMessage } from "../sync/protocol.js";
+import type { OutboxMutation, OutboxRecord } from "./OutboxRecord.js";
 import { settleDecoded } from "./settleDecoded.js";
 
 /**
@@ -12,6 +13,7 @@ import { settleDecoded } from "./settleDecoded.js";
  * A mutation's lifecycle:
  *
  *   status     event                                  next
+ *   saving     the outbox holds it durably (`saved`)  waiting   (only with an outbox)
  *   waiting    sent (after ConnectAck, within the in-flight bound)  inFlight
  *   inFlight   connection lost                        waiting (re-sent with the same seq)
  *   inFlight   MutationResponse success / replayed    committed(ts)
@@ -21,11 +23,20 @@ import { settleDecoded } from "./settleDecoded.js";
  *   backingOff its backoff elapsed, or a reconnect    waiting (re-sent with the same seq)
  *   committed  the client's version.ts ≥ ts           (resolved, removed)
  *
- * Invariant: the map holds mutations in seq order (insertion order), so the first one
- * not answered bounds `ackedThrough`.
+ * With an outbox, a mutation starts `saving` and is sent only once the outbox holds it
+ * (a crash before then loses it unsent, never sent and forgotten); mutations restored
+ * from an outbox start `waiting`, count as sent (the server may know them: they are
+ * held in Connect) and are `restored` (nobody awaits them: their failure is reported).
+ *
+ * Invariants: the map holds mutations in seq order (insertion order), so the first one
+ * not answered bounds `ackedThrough`; `revision` changes whenever the set of mutations,
+ * the saved ones or the answered ones change (the outbox is saved and
+ * `pendingMutations` listeners told).
  */
 
 export type MutationStatus =
+  /** Waiting for the outbox to hold it durably before it may be sent. */
+  | { readonly state: "saving" }
   | { readonly state: "waiting" }
   | { readonly state: "inFlight" }
   /** Its outcome was unknown: it is re-sent once its backoff elapses (or on the next connection). */
@@ -42,6 +53,8 @@ export interface PendingMutation {
   everSent: boolean;
   /** Times it was re-sent after an unknown outcome. */
   resends: number;
+  /** Read back from an outbox after a reload: nobody awaits its promise. */
+  readonly restored: boolean;
   readonly resolve: (value: Value) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -51,14 +64,68 @@ type MutationFrame = Extract<ClientMessage, { type: "Mutation" }>;
 export class PendingMutations {
   private readonly byRequestId = new Map<number, PendingMutation>();
   private nextSeq = 1;
+  private changes = 0;
 
-  constructor(private readonly clientId: string) {}
+  constructor(private clientId: string) {}
 
-  create(requestId: number, path: string, args: JsonValue): Promise<Value> {
+  /** The client id the mutations' receipts are keyed by (an outbox's, once restored). */
+  get receiptClientId(): string {
+    return this.clientId;
+  }
+
+  /** Changes whenever a mutation is added, saved, answered or removed. */
+  get revision(): number {
+    return this.changes;
+  }
+
+  /** `durable`: it waits `saving` until the outbox holds it. */
+  create(requestId: number, path: string, args: JsonValue, durable: boolean): Promise<Value> {
     return new Promise<Value>((resolve, reject) => {
       const seq = this.nextSeq++;
-      this.byRequestId.set(requestId, { requestId, seq, path, args, status: { state: "waiting" }, everSent: false, resends: 0, resolve, reject });
+      const status: MutationStatus = { state: durable ? "saving" : "waiting" };
+      this.byRequestId.set(requestId, { requestId, seq, path, args, status, everSent: false, resends: 0, restored: false, resolve, reject });
+      this.changes++;
     });
+  }
+
+  /**
+   * Takes an outbox's client id, numbering and unanswered mutations (before any
+   * mutation of this client exists); `handlersOf` gives each its request id and settlers.
+   */
+  restore(record: OutboxRecord, handlersOf: (mutation: OutboxMutation) => Pick<PendingMutation, "requestId" | "resolve" | "reject">): void {
+    assert(this.byRequestId.size === 0 && this.nextSeq === 1, "an outbox is restored before the client's first mutation");
+    this.clientId = record.clientId;
+    this.nextSeq = record.nextSeq;
+    for (const mutation of record.mutations) {
+      const { requestId, resolve, reject } = handlersOf(mutation);
+      const { seq, path, args } = mutation;
+      this.byRequestId.set(requestId, { requestId, seq, path, args, status: { state: "waiting" }, everSent: true, resends: 0, restored: true, resolve, reject });
+    }
+    this.changes++;
+  }
+
+  /** What the outbox holds: the id, the numbering and every mutation not answered. */
+  record(): OutboxRecord {
+    const mutations: OutboxMutation[] = [];
+    for (const { seq, path, args, status } of this.byRequestId.values()) if (status.state !== "committed") mutations.push({ seq, path, args });
+    return { clientId: this.clientId, nextSeq: this.nextSeq, mutations };
+  }
+
+  /** The outbox holds every mutation up to `throughSeq`: those saving may be sent; whether there were any. */
+  saved(throughSeq: number): boolean {
+    let any = false;
+    for (const mutation of this.byRequestId.values()) {
+      if (mutation.status.state !== "saving" || mutation.seq > throughSeq) continue;
+      mutation.status = { state: "waiting" };
+      any = true;
+    }
+    if (any) this.changes++;
+    return any;
+  }
+
+  /** Every mutation whose promise has not settled, in seq order. */
+  all(): readonly PendingMutation[] {
+    return [...this.byRequestId.values()];
   }
 
   get(requestId: number): PendingMutation | undefined {
@@ -108,6 +175,7 @@ export class PendingMutations {
   /** Records a successful answer; the mutation resolves once the client's version covers `ts`. */
   commit(mutation: PendingMutation, ts: number, value: unknown): void {
     mutation.status = { state: "committed", ts, value };
+    this.changes++;
   }
 
   /** Commits the waiting mutation with this seq (a ConnectAck knew its receipt); whether there was one. */
@@ -123,7 +191,7 @@ export class PendingMutations {
 
   /** Removes a mutation (it failed or will be rejected). */
   remove(mutation: PendingMutation): void {
-    this.byRequestId.delete(mutation.requestId);
+    if (this.byRequestId.delete(mutation.requestId)) this.changes++;
   }
 
   /** Removes and returns the committed mutations whose commit ts is at most `ts`. */
@@ -133,6 +201,7 @@ export class PendingMutations {
       if (mutation.status.state === "committed" && mutation.status.ts <= ts) covered.push(mutation);
     }
     for (const mutation of covered) this.byRequestId.delete(mutation.requestId);
+    if (covered.length > 0) this.changes++;
     return covered;
   }
 
@@ -165,6 +234,7 @@ export class PendingMutations {
   takeAll(): PendingMutation[] {
     const all = [...this.byRequestId.values()];
     this.byRequestId.clear();
+    this.changes++;
     return all;
   }
 }

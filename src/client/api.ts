@@ -33,16 +33,16 @@ export type ArgsParameter<Ref> = {} extends ArgsOf<Ref> ? [args?: ArgsOf<Ref>] :
 
 /**
  * The references of an app's `functions` (`{ [module]: { [name]: RegisteredFunction } }`).
- * Members that are not registered functions are left out. Internal functions cannot be
- * told apart by type (visibility is a runtime field), so they are included; the server
- * answers a call to one with FUNCTION_NOT_FOUND.
+ * Members that are not registered functions are left out, and so are internal
+ * functions (their visibility is part of their type): only the server and admin calls
+ * reach them, and the server answers a client's call to one with FUNCTION_NOT_FOUND.
  */
 export type ApiOf<Functions> = {
   readonly [Module in keyof Functions & string]: ModuleApi<Functions[Module]>;
 };
 
 type ModuleApi<Module> = {
-  readonly [Name in keyof Module & string as Module[Name] extends RegisteredFunction<any, any, any> ? Name : never]: ReferenceTo<
+  readonly [Name in keyof Module & string as Module[Name] extends RegisteredFunction<any, any, any, "public"> ? Name : never]: ReferenceTo<
     Module[Name]
   >;
 };

@@ -15,11 +15,15 @@ export {
   type QueryReference,
   type ResultOf,
 } from "./api.js";
-export { CairnClient, type CairnClientOptions, type ConnectionListener, type MutationFunction } from "./CairnClient.js";
+export { CairnClient, type CairnClientOptions, type ConnectionListener, type MutationFunction, type PendingMutationsListener } from "./CairnClient.js";
+export type { OutboxStore } from "./OutboxStore.js";
+export { indexedDbOutbox, type IndexedDbOutboxOptions } from "./indexedDbOutbox.js";
+export type { PendingMutationView } from "./PendingMutationView.js";
 export { reconnectDelayMs, type ConnectionState } from "./ConnectionLifecycle.js";
 export type { OptimisticLocalStore, OptimisticUpdate } from "./OptimisticUpdates.js";
 export type { Random } from "./Random.js";
 export type { Timers } from "./Timers.js";
+export type { TokenFetcher } from "./TokenRefresher.js";
 export type { WebSocketConstructor, WebSocketLike } from "./WebSocketLike.js";
 export { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_MAX_MS } from "./limits.js";
 // Errors are recognised by `code` (hasErrorCode), never by instanceof: a bundle may hold its own copy.

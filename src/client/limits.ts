@@ -40,3 +40,20 @@ export const MUTATION_RESEND_BACKOFF_MAX_MS = 8_000;
 export const FRAME_OVERHEAD_BYTES = 512;
 /** Bytes one query's entry adds to a ModifyQuerySet around its path and arguments (queryId, result hash, punctuation). */
 export const QUERY_ENTRY_OVERHEAD_BYTES = 160;
+/**
+ * Wait before an outbox write that failed (a full disk, a storage quota) is tried again.
+ * Mutations waiting for it are not sent meanwhile (sending one the outbox does not hold
+ * could lose its seq in a crash); 1 s keeps a failing disk from being hammered while a
+ * freed one is noticed quickly.
+ */
+export const OUTBOX_SAVE_RETRY_MS = 1_000;
+/**
+ * How long before a token's end the client replaces it: 30 s covers a slow token fetch
+ * and a server clock a little ahead. A token living under a minute is replaced at half
+ * its lifetime instead, so that the client does not refresh continually.
+ */
+export const TOKEN_REFRESH_MARGIN_MS = 30_000;
+/** Least wait between two scheduled token refreshes: a provider issuing near-instant expiries costs one fetch a second, not a loop. */
+export const TOKEN_REFRESH_DELAY_MIN_MS = 1_000;
+/** Longest delay a timer takes (2^31 − 1 ms, ~24.8 days); a longer one fires at once in browsers and Node. A longer-lived token is refreshed early. */
+export const TIMER_DELAY_MAX_MS = 2 ** 31 - 1;

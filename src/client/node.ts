@@ -15,3 +15,6 @@ export const NodeWebSocket = WebSocket as unknown as WebSocketConstructor;
 export function createNodeClient(urls: string | readonly string[], options: Omit<CairnClientOptions, "WebSocket"> = {}): CairnClient {
   return new CairnClient(urls, { ...options, WebSocket: NodeWebSocket });
 }
+
+// A file outbox (node:fs) is Node-only too: browsers use indexedDbOutbox from index.ts.
+export { fileOutbox } from "./fileOutbox.js";

@@ -181,8 +181,8 @@ type Attempt =
   | { readonly kind: "again"; readonly laneKey: string; readonly ticket: number };
 
 export class FunctionRuntime {
-  readonly app: App;
-  readonly catalog: Catalog;
+  private currentApp: App;
+  private currentCatalog: Catalog;
   private readonly shards: ShardSet;
   private readonly locals: readonly LocalStore[];
   private readonly clock: Clock;
@@ -204,8 +204,8 @@ export class FunctionRuntime {
   private readonly log: (line: string) => void;
 
   constructor(options: FunctionRuntimeOptions) {
-    this.app = options.app;
-    this.catalog = options.catalog;
+    this.currentApp = options.app;
+    this.currentCatalog = options.catalog;
     this.shards = shardSetOf(options);
     this.locals = this.shards.shards.map((shard) => shard.local);
     this.clock = options.clock ?? systemClock;
@@ -214,6 +214,25 @@ export class FunctionRuntime {
     this.actionRunMsMax = checkDuration(options.actionRunMsMax ?? ACTION_RUN_MS_MAX, "actionRunMsMax");
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     prefixConsoleInFunctions();
+  }
+
+  get app(): App {
+    return this.currentApp;
+  }
+
+  get catalog(): Catalog {
+    return this.currentCatalog;
+  }
+
+  /**
+   * Runs `app`'s functions from now on, over `catalog` (its schema bound to the
+   * deployment's catalog, which the caller resolved): `cairn dev` reloading edited code.
+   * Runs already started finish with the code they started with; every later call looks
+   * its function up in `app`.
+   */
+  replaceApp(app: App, catalog: Catalog): void {
+    this.currentApp = app;
+    this.currentCatalog = catalog;
   }
 
   get shardCount(): number {

@@ -33,10 +33,12 @@ export {
   type UserIdentity,
 } from "./registration.js";
 export type { PaginationOptions, PaginationResult, QueryChain } from "./QueryChain.js";
+export { paginationOptsValidator } from "./paginationOptsValidator.js";
 export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 export { App, type AppModule } from "./App.js";
 export { AppError } from "./AppError.js";
 export { loadApp } from "./loadApp.js";
+export { appImports, bundleFailed, packageEntryFile } from "./appBundle.js";
 export { backfilling, Catalog, planCatalog, readCatalog, refreshIndexStates, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
 export { backfillIndexes, type BackfillProgress } from "./backfillIndexes.js";
 export {

@@ -87,9 +87,10 @@ export interface FunctionDefinition<Kind extends FunctionKind, S extends AnySche
 /** How a mutation picks its shard: an argument's value, or a function of the arguments. */
 export type ShardBy = { readonly kind: "arg"; readonly name: string } | { readonly kind: "function"; readonly of: (args: unknown) => unknown };
 
-export interface RegisteredFunction<Kind extends FunctionKind = FunctionKind, Args = unknown, Result = unknown> {
+export interface RegisteredFunction<Kind extends FunctionKind = FunctionKind, Args = unknown, Result = unknown, V extends Visibility = Visibility> {
   readonly kind: Kind;
-  readonly visibility: Visibility;
+  /** A type too, so that a client's typed API (`apiOf`) leaves internal functions out. */
+  readonly visibility: V;
   readonly args: z.ZodType<Args>;
   readonly returns: z.ZodType<Result> | null;
   /** Mutations: see FunctionDefinition.shardBy; null: shard 0. */
@@ -99,10 +100,10 @@ export interface RegisteredFunction<Kind extends FunctionKind = FunctionKind, Ar
 
 export type AnyFunction = RegisteredFunction;
 
-function builder<Kind extends FunctionKind, S extends AnySchema>(kind: Kind, visibility: Visibility) {
+function builder<Kind extends FunctionKind, S extends AnySchema, V extends Visibility>(kind: Kind, visibility: V) {
   return <Shape extends ObjectShape = Record<never, never>, Result = unknown>(
     definition: FunctionDefinition<Kind, S, Shape, Result>,
-  ): RegisteredFunction<Kind, z.output<z.ZodObject<Shape>>, Result> => {
+  ): RegisteredFunction<Kind, z.output<z.ZodObject<Shape>>, Result, V> => {
     if (typeof definition !== "object" || definition === null || typeof definition.handler !== "function") {
       throw new CairnError("SCHEMA_INVALID", `${visibility === "internal" ? "internal " : ""}${kind}(...) takes { args?, returns?, handler }`);
     }
@@ -119,7 +120,7 @@ function builder<Kind extends FunctionKind, S extends AnySchema>(kind: Kind, vis
       handler: definition.handler,
       [FUNCTION_BRAND]: true,
     };
-    return registered as unknown as RegisteredFunction<Kind, z.output<z.ZodObject<Shape>>, Result>;
+    return registered as unknown as RegisteredFunction<Kind, z.output<z.ZodObject<Shape>>, Result, V>;
   };
 }
 
@@ -133,12 +134,12 @@ function shardByOf(kind: FunctionKind, shape: object, shardBy: unknown): ShardBy
 
 export function functionsFor<S extends AnySchema>(_schema?: S) {
   return {
-    query: builder<"query", S>("query", "public"),
-    internalQuery: builder<"query", S>("query", "internal"),
-    mutation: builder<"mutation", S>("mutation", "public"),
-    internalMutation: builder<"mutation", S>("mutation", "internal"),
-    action: builder<"action", S>("action", "public"),
-    internalAction: builder<"action", S>("action", "internal"),
+    query: builder<"query", S, "public">("query", "public"),
+    internalQuery: builder<"query", S, "internal">("query", "internal"),
+    mutation: builder<"mutation", S, "public">("mutation", "public"),
+    internalMutation: builder<"mutation", S, "internal">("mutation", "internal"),
+    action: builder<"action", S, "public">("action", "public"),
+    internalAction: builder<"action", S, "internal">("action", "internal"),
   };
 }
 

@@ -9,12 +9,18 @@ import { PeerSockets } from "./PeerSockets.js";
 import { pingSockets } from "./pingSockets.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import { pathOf } from "./requestPath.js";
-import type { WebAsset } from "./WebAssets.js";
+import { sendWebAsset, type WebAsset } from "./WebAssets.js";
+import { CorsPolicy } from "./CorsPolicy.js";
+import type { StaticFiles } from "./StaticFiles.js";
 
 export interface CairnServerOptions {
   readonly handler: SyncHandler;
   readonly api: HttpApi;
   readonly assets: ReadonlyMap<string, WebAsset>;
+  /** The app's built files, for the paths no route of Cairn's takes (null: those are 404). */
+  readonly staticFiles?: StaticFiles | null;
+  /** Which other origins' pages may use the API, the client script and the sync socket (default: same-origin only). */
+  readonly cors?: CorsPolicy;
   readonly log: (line: string) => void;
   readonly pingIntervalMs?: number;
   readonly clock?: Clock;
@@ -34,9 +40,11 @@ const PEER_SOCKET_PATH = `/${PEER_ROUTES.peerSocket}`;
 const SOCKET_CLOSE_WAIT_MS = 2_000;
 
 /**
- * The node's network face: one HTTP server carrying the HTTP API, the static web assets
- * and, upgraded at /api/sync, the WebSocket sessions of the sync handler; upgraded at
- * /api/internal/peer-socket (admin key only), other nodes' peer sockets.
+ * The node's network face: one HTTP server carrying the HTTP API, the built-in web assets,
+ * the app's static files (behind every route of Cairn's, which they never shadow) and,
+ * upgraded at /api/sync, the WebSocket sessions of the sync handler; upgraded at
+ * /api/internal/peer-socket (admin key only), other nodes' peer sockets. The API, the
+ * client script and the sync socket answer other origins' pages only as CorsPolicy allows.
  *
  * Lifecycle: listening --stop()--> stopping --> stopped. Stopping refuses new
  * connections, upgrades and requests (503), lets the HTTP requests already running finish
@@ -63,6 +71,7 @@ export class CairnServer {
   private requestsRunning = 0;
   private readonly requestsSettled: ConditionWaiters;
   private readonly peerSockets: PeerSockets;
+  private readonly cors: CorsPolicy;
 
   private constructor(
     private readonly options: CairnServerOptions,
@@ -70,6 +79,7 @@ export class CairnServer {
     http: Server,
   ) {
     this.http = http;
+    this.cors = options.cors ?? new CorsPolicy([]);
     this.requestsSettled = new ConditionWaiters(options.clock ?? systemClock);
     this.peerSockets = new PeerSockets({ api: options.api, log: options.log, clock: options.clock ?? systemClock });
     this.pinger = every(options.clock ?? systemClock, options.pingIntervalMs ?? PING_INTERVAL_MS, () => this.pingAll());
@@ -140,15 +150,14 @@ export class CairnServer {
       if (this.state !== "listening") throw new CairnError("SERVER_STOPPING", "the server is stopping");
       const path = pathOf(request.url);
       if (path === null) throw new CairnError("PROTOCOL_INVALID", "the request target is not a valid URL path");
+      // A refused origin's request is answered here, before anything runs.
+      if (CorsPolicy.governs(path) && !this.cors.admit(request, response)) return;
       if (await this.options.api.handle(request, response, path)) return;
       const asset = this.options.assets.get(path);
-      if (asset === undefined || (request.method !== "GET" && request.method !== "HEAD")) {
-        response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
-        response.end(`not found: ${path}\n`);
-        return;
-      }
-      response.writeHead(200, { "content-type": asset.contentType, "content-length": asset.body.byteLength, "cache-control": "no-cache" });
-      response.end(request.method === "HEAD" ? undefined : asset.body);
+      if (asset !== undefined) return sendWebAsset(request, response, asset);
+      if (this.options.staticFiles != null) return await this.options.staticFiles.serve(request, response, path);
+      response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+      response.end(`not found: ${path}\n`);
     } catch (error) {
       sendError(response, error, this.options.log);
     }
@@ -161,7 +170,17 @@ export class CairnServer {
     const path = pathOf(request.url);
     if (path === PEER_SOCKET_PATH) return this.onPeerSocket(request, socket, head);
     const full = this.missedPings.size >= (this.options.sessionsMax ?? NODE_SESSIONS_MAX);
-    const refusal = path === null ? "400 Bad Request" : path !== SYNC_PATH ? "404 Not Found" : this.state !== "listening" || full ? "503 Service Unavailable" : null;
+    const refusal =
+      path === null
+        ? "400 Bad Request"
+        : path !== SYNC_PATH
+          ? "404 Not Found"
+          : // Browsers apply no CORS to WebSockets: a page of a refused origin is turned away here.
+            !this.cors.admitsSocket(request)
+            ? "403 Forbidden"
+            : this.state !== "listening" || full
+              ? "503 Service Unavailable"
+              : null;
     if (refusal !== null) return refuseUpgrade(socket, refusal);
     try {
       this.sockets.handleUpgrade(request, socket, head, (ws) => this.onSocket(ws));

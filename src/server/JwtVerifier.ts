@@ -2,12 +2,15 @@ import { readFileSync } from "node:fs";
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 import { CairnError } from "../base/index.js";
 import type { TokenVerifier, VerifiedToken } from "../sync/index.js";
+import type { RemoteJwks } from "./RemoteJwks.js";
 
 export interface JwtVerifierOptions {
   /** HS256 shared secret (at least 32 bytes: shorter secrets can be brute-forced offline). */
   readonly secret?: string;
   /** A JSON Web Key Set of public keys (RS256 / ES256), e.g. read from a file with loadJwks. */
   readonly jwks?: JSONWebKeySet;
+  /** The provider's key set fetched from its URL (RS256 / ES256), started by the caller. */
+  readonly remoteJwks?: RemoteJwks;
   /** When set, tokens must carry this `iss`. */
   readonly issuer?: string;
   /** When set, tokens must carry this `aud`. */
@@ -20,19 +23,19 @@ const SECRET_BYTES_MIN = 32;
 
 /**
  * The default token verifier: JWTs checked with `jose` — signature (HS256 against the
- * secret, or RS256/ES256 against the key set), `exp`/`nbf`, and issuer/audience when
+ * secret, or RS256/ES256 against the key set, given or fetched), `exp`/`nbf`, and issuer/audience when
  * configured. The identity is the token's claims with `sub` as `subject` (required).
  * Every refusal is UNAUTHENTICATED with jose's reason.
  */
 export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
-  const { secret, jwks } = options;
-  if ((secret === undefined) === (jwks === undefined)) {
-    throw new CairnError("INVALID_ARGUMENT", "a JWT verifier needs exactly one of a secret (HS256) or a JWKS (RS256/ES256)");
+  const { secret, jwks, remoteJwks } = options;
+  if ([secret, jwks, remoteJwks].filter((key) => key !== undefined).length !== 1) {
+    throw new CairnError("INVALID_ARGUMENT", "a JWT verifier needs exactly one of a secret (HS256), a JWKS (RS256/ES256) or a JWKS URL");
   }
   if (secret !== undefined && new TextEncoder().encode(secret).byteLength < SECRET_BYTES_MIN) {
     throw new CairnError("INVALID_ARGUMENT", `the JWT secret must be at least ${SECRET_BYTES_MIN} bytes`);
   }
-  const key: Uint8Array | JWTVerifyGetKey = secret !== undefined ? new TextEncoder().encode(secret) : createLocalJWKSet(jwks!);
+  const key: Uint8Array | JWTVerifyGetKey = secret !== undefined ? new TextEncoder().encode(secret) : remoteJwks !== undefined ? remoteJwks.getKey : createLocalJWKSet(jwks!);
   const algorithms = secret !== undefined ? ["HS256"] : ["RS256", "ES256"];
   const checks = {
     algorithms,
@@ -50,7 +53,8 @@ export function jwtVerifier(options: JwtVerifierOptions): TokenVerifier {
         throw new CairnError("UNAUTHENTICATED", `token refused: ${(error as Error).message}`);
       }
       if (typeof payload.sub !== "string" || payload.sub.length === 0) throw new CairnError("UNAUTHENTICATED", "token refused: it has no `sub` claim");
-      const { sub, iss, ...claims } = payload;
+      // `subject` and `issuer` always mean `sub` and `iss`: claims of those names are dropped, not passed through.
+      const { sub, iss, subject: _subject, issuer: _issuer, ...claims } = payload;
       return {
         identity: { ...claims, subject: sub, ...(typeof iss === "string" ? { issuer: iss } : {}) },
         expiresAtMs: typeof payload.exp === "number" ? payload.exp * 1000 : null,

@@ -1,7 +1,12 @@
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { build } from "esbuild";
-import { CairnError } from "../base/index.js";
+import { CairnError, STATIC_COMPRESS_BYTES_MIN } from "../base/index.js";
+import { appImports, packageEntryFile } from "../functions/index.js";
+import { compressAll, CONTENT_ENCODINGS, preferredEncoding, type ContentEncoding } from "./contentEncoding.js";
+import { isCompressible } from "./contentTypes.js";
+import { appendVary, CACHE_REVALIDATE, notModified } from "./httpCaching.js";
 
 /** A browser app the server serves at `/`: its HTML page and the script it loads as /app.js. */
 export interface WebApp {
@@ -13,36 +18,79 @@ export interface WebApp {
 export interface WebAsset {
   readonly contentType: string;
   readonly body: Buffer;
+  /** A strong ETag: the body's hash. */
+  readonly etag: string;
+  /** The body in each encoding, for a compressible body of at least STATIC_COMPRESS_BYTES_MIN (empty otherwise). */
+  readonly compressed: ReadonlyMap<ContentEncoding, Buffer>;
 }
 
-const CLIENT_ENTRY = fileURLToPath(new URL("../client/index.ts", import.meta.url));
+/** The client library's public entry (`cairn/client`): the sources in a checkout, the compiled files in the package. */
+const CLIENT_ENTRY = packageEntryFile("cairn/client")!;
+const HTML = "text/html; charset=utf-8";
+const SCRIPT = "text/javascript; charset=utf-8";
 
 /**
- * The static files of the server, built in memory at startup: `/cairn-client.js` (the
+ * The server's built-in files, built in memory at startup: `/cairn-client.js` (the
  * client library as one ES module, for any page) and, when a web app is given, `/` and
- * `/app.js`. Without one, `/` is a page saying what the server serves and how to reach it.
- * Bundled for the browser platform, so a Node-only import in the client fails the build
- * (and the server's startup) instead of a page at runtime.
+ * `/app.js`; without one, `/` is `statusPage` if given (none when a static directory
+ * serves `/`). Bundled for the browser platform, so a Node-only import in the client fails
+ * the build (and the server's startup) instead of a page at runtime. Each is compressed
+ * once here, in every encoding.
  */
-export async function buildWebAssets(webApp: WebApp | null, describe: () => string): Promise<Map<string, WebAsset>> {
+export async function buildWebAssets(webApp: WebApp | null, statusPage: string | null): Promise<Map<string, WebAsset>> {
   const assets = new Map<string, WebAsset>();
-  assets.set("/cairn-client.js", { contentType: "text/javascript; charset=utf-8", body: await bundle(CLIENT_ENTRY) });
+  assets.set("/cairn-client.js", await bundle(CLIENT_ENTRY));
   if (webApp === null) {
-    assets.set("/", { contentType: "text/html; charset=utf-8", body: Buffer.from(describe()) });
+    if (statusPage !== null) assets.set("/", await webAsset(HTML, Buffer.from(statusPage)));
     return assets;
   }
-  assets.set("/", { contentType: "text/html; charset=utf-8", body: readFileSync(webApp.htmlPath) });
-  assets.set("/app.js", { contentType: "text/javascript; charset=utf-8", body: await bundle(webApp.entryPath) });
+  assets.set("/", await webAsset(HTML, readFileSync(webApp.htmlPath)));
+  assets.set("/app.js", await bundle(webApp.entryPath));
   return assets;
 }
 
-/** Bundles built in this process, by entry: the sources do not change while it runs. */
-const bundles = new Map<string, Promise<Buffer>>();
+async function webAsset(contentType: string, body: Buffer): Promise<WebAsset> {
+  const compressed = new Map<ContentEncoding, Buffer>();
+  if (isCompressible(contentType) && body.byteLength >= STATIC_COMPRESS_BYTES_MIN) {
+    for (const encoding of CONTENT_ENCODINGS) compressed.set(encoding, await compressAll(body, encoding, body.byteLength));
+  }
+  const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
+  return { contentType, body, etag, compressed };
+}
 
-function bundle(entry: string): Promise<Buffer> {
+/**
+ * Answers a GET or HEAD for a built-in file (405 otherwise): revalidated on every use
+ * (the names carry no hash), 304 when the ETag matches, compressed when accepted.
+ */
+export function sendWebAsset(request: IncomingMessage, response: ServerResponse, asset: WebAsset): void {
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    response.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" });
+    response.end("use GET or HEAD\n");
+    return;
+  }
+  response.setHeader("content-type", asset.contentType);
+  response.setHeader("etag", asset.etag);
+  response.setHeader("cache-control", CACHE_REVALIDATE);
+  if (asset.compressed.size > 0) appendVary(response, "Accept-Encoding");
+  if (notModified(request, asset.etag)) {
+    response.writeHead(304);
+    response.end();
+    return;
+  }
+  const encoding = asset.compressed.size > 0 ? preferredEncoding(request.headers["accept-encoding"]) : null;
+  const body = encoding === null ? asset.body : asset.compressed.get(encoding)!;
+  if (encoding !== null) response.setHeader("content-encoding", encoding);
+  response.writeHead(200, { "content-length": body.byteLength });
+  response.end(request.method === "HEAD" ? undefined : body);
+}
+
+/** Bundles built (and compressed) in this process, by entry: the sources do not change while it runs. */
+const bundles = new Map<string, Promise<WebAsset>>();
+
+function bundle(entry: string): Promise<WebAsset> {
   let built = bundles.get(entry);
   if (built === undefined) {
-    built = buildBundle(entry);
+    built = buildBundle(entry).then((body) => webAsset(SCRIPT, body));
     bundles.set(entry, built);
     built.catch(() => bundles.delete(entry));
   }
@@ -58,6 +106,8 @@ async function buildBundle(entry: string): Promise<Buffer> {
       platform: "browser",
       target: "es2022",
       minify: true,
+      // A page imports the client as an app would, from "cairn/client".
+      plugins: [appImports("browser")],
       write: false,
       logLevel: "silent",
     });

@@ -17,6 +17,8 @@ import { retiredLayoutGuard } from "./retiredLayoutGuard.js";
 import { ServerMetrics } from "./ServerMetrics.js";
 import { buildWebAssets, type WebApp } from "./WebAssets.js";
 import { statusPage } from "./statusPage.js";
+import { StaticFiles } from "./StaticFiles.js";
+import { CorsPolicy, type CorsOrigin } from "./CorsPolicy.js";
 import { WriteForwarder, type WriterLocation } from "./WriteForwarder.js";
 
 export interface NodeOptions {
@@ -30,8 +32,20 @@ export interface NodeOptions {
   readonly host: string;
   readonly adminKey: string | null;
   readonly verifier: TokenVerifier | null;
-  /** The browser app at `/` (null: a status page). */
+  /** The browser app at `/` (null: a status page, or the static directory's index.html). */
   readonly webApp: WebApp | null;
+  /**
+   * A built web app's directory (vite's dist/), served behind Cairn's routes with its
+   * index.html at `/` and for the app's own routes (see StaticFiles). Not with `webApp`.
+   * INVALID_ARGUMENT at start if it does not exist or has no index.html.
+   */
+  readonly staticDir?: string | null;
+  /**
+   * The origins whose pages may call the API, load `/cairn-client.js` and open the sync
+   * socket besides the node's own (default none: same-origin only); LOCALHOST_ORIGINS for
+   * any page on this machine, `*` for any page at all. See CorsPolicy.
+   */
+  readonly corsOrigins?: readonly CorsOrigin[];
   readonly log: (line: string) => void;
   readonly onEngineEvent?: (event: EngineEvent) => void;
   readonly clock?: Clock;
@@ -92,6 +106,13 @@ export interface RunningNode {
   role(): NodeRole;
   /** Why this node no longer serves its layout (a reshard retired it), or null while it does. */
   layoutRetired(): LayoutRetired | null;
+  /**
+   * Serves `app` from now on without a restart (`cairn dev`): its schema is registered
+   * (a writer) or checked against the deployment's (a follower) first — a change the
+   * deployment refuses throws SCHEMA_CHANGE_REFUSED / SCHEMA_NOT_DEPLOYED and the old app
+   * keeps serving — then calls run the new functions and every live subscription re-runs.
+   */
+  reloadApp(app: App): Promise<void>;
   /** Stops accepting, drains, ends sessions, relinquishes the leases and closes the files. */
   stop(): Promise<void>;
 }
@@ -139,6 +160,8 @@ class CairnNode implements RunningNode {
   /** Set once the start-up acquires ended: from then on, each shard this node comes to write runs the index backfill. */
   private started = false;
   private stopped: Promise<void> | null = null;
+  /** Whether the loop of watchIndexStates runs (one at a time). */
+  private watchingIndexStates = false;
 
   private constructor(
     private readonly options: NodeOptions,
@@ -162,6 +185,19 @@ class CairnNode implements RunningNode {
 
   readonly stop = (): Promise<void> => (this.stopped ??= this.shutdown.run());
 
+  readonly reloadApp = async (app: App): Promise<void> => {
+    const { store, runtime, sync, balancer } = this.parts;
+    const writes = (this.options.role ?? "writer") === "writer" || balancer !== null;
+    const catalog = writes ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
+    runtime.replaceApp(app, catalog);
+    this.parts.catalog = catalog;
+    sync.codeReplaced();
+    this.options.log(`app reloaded: ${app.paths.length} function(s); tables: ${[...catalog.tables].map((table) => table.name).join(", ")}`);
+    // A new index is backfilled (and waited for) as at start.
+    if (this.parts.roles.writesAny()) void this.backfill().catch((error: unknown) => this.options.log(`index backfill failed: ${(error as Error).message}`));
+    this.watchIndexStates();
+  };
+
   static async assemble(options: NodeOptions, shutdown: OrderedShutdown): Promise<CairnNode> {
     const { app, log, nodeId } = options;
     const role = options.role ?? "writer";
@@ -171,6 +207,9 @@ class CairnNode implements RunningNode {
     // Checked before anything opens: a fleet that could not fail over must not start.
     const fleetTuning = role === "fleet" ? resolveFleetTuning(options.fleet ?? {}, resolveTuning({ clockSkewMsMax: maxClockSkewMs, ...options.engineTuning }), maxClockSkewMs) : null;
     if (role !== "fleet" && options.fleet !== undefined) throw new CairnError("INVALID_ARGUMENT", "fleet tuning is for fleet nodes (role \"fleet\")");
+    if (options.webApp !== null && options.staticDir != null) throw new CairnError("INVALID_ARGUMENT", "give a web app or a static directory, not both: each serves `/`");
+    const staticFiles = options.staticDir != null ? await StaticFiles.open(options.staticDir) : null;
+    const cors = new CorsPolicy(options.corsOrigins ?? []);
     // Fleet nodes and writers may create the deployment and register the schema.
     const writes = role === "writer" || role === "fleet";
     // Filled in as the parts come up: an engine event during open finds none of them yet.
@@ -352,13 +391,15 @@ class CairnNode implements RunningNode {
       log(`shard ${engine.shard}: local copy through seqno ${meta.appliedSeqno}, frontier ts ${meta.frontierTs}`);
     }
     if (role !== "writer") await catchUpServingWhatIsThere(engines, log);
-    const assets = await buildWebAssets(options.webApp, () => statusPage(app));
+    const assets = await buildWebAssets(options.webApp, staticFiles === null ? statusPage() : null);
     await options.beforeListen?.();
     const server = await CairnServer.listen(
       {
         handler: sync,
         api,
         assets,
+        staticFiles,
+        cors,
         log,
         clock,
         ...(options.pingIntervalMs !== undefined ? { pingIntervalMs: options.pingIntervalMs } : {}),
@@ -565,22 +606,28 @@ class CairnNode implements RunningNode {
    * (queries on it stop answering INDEX_NOT_READY) without a restart.
    */
   private watchIndexStates(): void {
-    const { catalog, store, clock } = this.parts;
-    if (!backfilling(catalog)) return;
+    const { store, clock } = this.parts;
+    if (this.watchingIndexStates || !backfilling(this.parts.catalog)) return;
+    this.watchingIndexStates = true;
     const stop = new AbortController();
+    // The catalog is read from parts each time: a reload (reloadApp) replaces it.
     const loop = repeatEvery(clock, CATALOG_REFRESH_MS, stop.signal, async () => {
       try {
-        for (const name of await refreshIndexStates(store, systemRandom, catalog)) this.options.log(`index ${name} is ready (backfilled by the shards' writers)`);
+        for (const name of await refreshIndexStates(store, systemRandom, this.parts.catalog)) this.options.log(`index ${name} is ready (backfilled by the shards' writers)`);
       } catch (error) {
         this.options.log(`reading the schema catalog failed: ${(error as Error).message}`);
       }
-      if (!backfilling(catalog)) stop.abort();
+      if (!backfilling(this.parts.catalog)) {
+        this.watchingIndexStates = false;
+        stop.abort();
+      }
     });
     this.shutdown.add("index state watch", async () => {
       stop.abort();
       await loop;
     });
   }
+
 
   private health() {
     const { sharded, tailers, roles, sync } = this.parts;
@@ -603,7 +650,8 @@ class CairnNode implements RunningNode {
 /** The parts of a node that live as long as it does. */
 interface NodeParts {
   readonly sharded: ShardedStore;
-  readonly catalog: Catalog;
+  /** Replaced when the app is reloaded (reloadApp). */
+  catalog: Catalog;
   readonly store: ObjectStore;
   readonly runtime: FunctionRuntime;
   readonly roles: ShardRoles;

@@ -32,9 +32,12 @@ export async function startNodeAcrossReshards(options: NodeOptions): Promise<Run
 
   // A re-open takes the shard count the reshard chose: a --shards given at start named the old one.
   const { numShards: _startShards, ...reopenOptions } = options;
+  /** The app served now: a reload replaces it, and a re-open on a new layout serves it. */
+  let app = options.app;
   const open = async (port: number, role: NodeOptions["role"], first = false): Promise<RunningNode> => {
     const node = await startNode({
       ...(first ? options : reopenOptions),
+      app,
       port,
       ...(role !== undefined ? { role } : {}),
       onLayoutRetired: (retired) => {
@@ -98,6 +101,10 @@ export async function startNodeAcrossReshards(options: NodeOptions): Promise<Run
     },
     role: (): NodeRole => current.role(),
     layoutRetired: () => current.layoutRetired(),
+    reloadApp: async (next) => {
+      await current.reloadApp(next);
+      app = next;
+    },
     stop: () =>
       (stopped ??= (async () => {
         ending.abort();

@@ -157,6 +157,15 @@ export class SyncHandler {
   }
 
   /**
+   * The functions were replaced (`cairn dev` reloaded the app): results cached or sent
+   * were computed by the old code, so every subscription of every session re-runs at the
+   * current frontier, as after a restore.
+   */
+  codeReplaced(): void {
+    this.hold(this.backend.readTs, null);
+  }
+
+  /**
    * Announces what the all-shard frontier passed, in ts order: call when a shard's
    * frontier may have moved without a segment (a writer's idle shard).
    */

@@ -104,7 +104,7 @@ describe("cairn serve --app", () => {
   it("stops startup with a clear error naming the file: missing, broken, inconsistent, or a refused schema change", async () => {
     const cases: [string, RegExp][] = [
       [join(root, "nowhere.ts"), /\[APP_LOAD_FAILED\] app .*nowhere\.ts: no such file/],
-      [appFile("syntax.ts", "export const schema = {;"), /\[APP_LOAD_FAILED\] app .*syntax\.ts failed to load/],
+      [appFile("syntax.ts", "export const schema = {;"), /\[APP_LOAD_FAILED\] app .*syntax\.ts failed to compile:\n  .*syntax\.ts:1:\d+: /],
       [appFile("throws.ts", `import { defineSchema, defineTable, v } from FUNCTIONS;
         export const schema = defineSchema({ t: defineTable({ x: v.string() }).index("by_y", ["y"]) });
         export const functions = {};`), /\[APP_LOAD_FAILED\] app .*throws\.ts failed to load: invalid schema: table t: index by_y is on "y"/],

@@ -6,7 +6,7 @@
 import type { functions } from "../../demo/app.js";
 import { apiOf, type ApiOf, type FunctionReference } from "../../src/client/api.js";
 import type { CairnClient } from "../../src/client/CairnClient.js";
-import { query } from "../../src/functions/index.js";
+import { internalMutation, internalQuery, query } from "../../src/functions/index.js";
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 function assertType<T extends true>(): T | undefined {
@@ -60,9 +60,11 @@ export async function typedCalls(client: CairnClient): Promise<void> {
 }
 
 const noArgs = query({ handler: async () => 1 });
-type MiscApi = ApiOf<{ misc: { noArgs: typeof noArgs; LIMIT: number; helper: () => void } }>["misc"];
+const secret = internalQuery({ handler: async () => "only the server" });
+const purge = internalMutation({ handler: async () => null });
+type MiscApi = ApiOf<{ misc: { noArgs: typeof noArgs; secret: typeof secret; purge: typeof purge; LIMIT: number; helper: () => void } }>["misc"];
 
-/** Members that are not registered functions are left out; a handler's promise is unwrapped. */
+/** Members that are not registered functions are left out, and so are internal functions; a handler's promise is unwrapped. */
 export function shapeOfApi(): void {
   assertType<Equal<keyof MiscApi, "noArgs">>();
   assertType<Equal<MiscApi["noArgs"], FunctionReference<"query", Record<string, never>, number>>>();

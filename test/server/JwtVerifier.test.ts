@@ -26,6 +26,16 @@ describe("the JWT verifier", () => {
     expect(verified.expiresAtMs).toBeGreaterThan(Date.now());
   });
 
+  it("keeps `subject` and `issuer` for `sub` and `iss`: a token's own claims of those names cannot pose as them", async () => {
+    const verifier = jwtVerifier({ secret: SECRET });
+    const token = await hs({ subject: "admin", issuer: "https://trusted.example", plan: "pro" }).setSubject("user-7").setIssuedAt().setExpirationTime("10m").sign(secretKey);
+    const { identity } = await verifier.verify(token);
+    expect(identity.subject).toBe("user-7");
+    expect(identity).not.toHaveProperty("issuer");
+    expect(identity).not.toHaveProperty("sub");
+    expect(identity).toMatchObject({ plan: "pro", iat: expect.any(Number), exp: expect.any(Number) });
+  });
+
   it("refuses every wrong HS256 token with UNAUTHENTICATED", async () => {
     const verifier = jwtVerifier({ secret: SECRET, issuer: "https://issuer.example", audience: "cairn" });
     const good = () => hs().setSubject("u").setIssuer("https://issuer.example").setAudience("cairn");

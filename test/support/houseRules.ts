@@ -14,7 +14,8 @@ import ts from "typescript";
  * DESIGN.md §1's layers, lowest first: a layer imports only layers before it. The order
  * among layers that never import each other (objectstore and model, gc and snapshots,
  * fleet and functions, server and client) is the one DESIGN.md lists. A layer not yet
- * built (dashboard) keeps its place.
+ * built (dashboard) keeps its place. `package` is not in DESIGN.md: it holds the published
+ * package's entry points (`cairn`, `cairn/client`, …), which re-export the layers.
  */
 export const LAYER_ORDER = [
   "base",
@@ -32,8 +33,10 @@ export const LAYER_ORDER = [
   "sync",
   "server",
   "client",
+  "react",
   "dashboard",
   "cli",
+  "package",
 ] as const;
 
 /**
@@ -125,6 +128,13 @@ function resolveSpecifier(srcRoot: string, file: string, specifier: string): str
 }
 
 /**
+ * Second entries of a layer, beside its index.ts, for what only Node can load: the
+ * client's index.ts stays browser-safe, so its Node-only parts (the `ws` WebSocket, a
+ * file outbox) are imported from client/node.ts.
+ */
+const NODE_ONLY_ENTRIES = new Set(["client/node.ts"]);
+
+/**
  * Imports that break the layering: a layer not in LAYER_ORDER, a layer without an
  * index.ts, an import up the order (or out of src/), one around another layer's
  * index.ts, and a file importing its own layer's index.ts (a cycle: the index re-exports it).
@@ -155,7 +165,7 @@ export function layerViolations(srcRoot: string, read: (file: string) => string 
       }
       if (order.indexOf(to) > order.indexOf(from)) {
         problems.push(`${where}: up a layer — ${from} may not import ${to}; it imports only layers below it (${order.slice(0, order.indexOf(from)).join(", ")})`);
-      } else if (target !== `${to}/index.ts` && !((from === "client" || file === "sync/protocol.ts") && CLIENT_BROWSER_SAFE_IMPORTS.has(target))) {
+      } else if (target !== `${to}/index.ts` && !NODE_ONLY_ENTRIES.has(target) && !((from === "client" || file === "sync/protocol.ts") && CLIENT_BROWSER_SAFE_IMPORTS.has(target))) {
         problems.push(`${where}: around ${to}'s index.ts — import from "${relative(dirname(file), `${to}/index.js`)}" (export the name there)`);
       }
     }

@@ -1,0 +1,152 @@
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve, sep } from "node:path";
+import { CairnError, systemClock, systemRandom } from "../base/index.js";
+import { loadApp, type App } from "../functions/index.js";
+import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
+import { LOCALHOST_ORIGINS, localNodeId, parseCorsOrigins, startNode, type RunningNode } from "../server/index.js";
+import { buildWebApp } from "./buildWebApp.js";
+import { lockLocalDirectory } from "./localDirectoryLock.js";
+import { progressReporter } from "./progressReporter.js";
+import { ProjectWatcher } from "./ProjectWatcher.js";
+import { stopSignal } from "./stopSignal.js";
+import { TypeChecker } from "./TypeChecker.js";
+
+export interface DevOptions {
+  readonly app: string;
+  readonly web: string;
+  readonly store: string;
+  readonly local: string;
+  readonly port: number;
+  readonly host: string;
+  readonly corsOrigin?: readonly string[];
+  /** commander's --no-typecheck. */
+  readonly typecheck?: boolean;
+}
+
+/** Where `cairn dev` writes the page it builds from --web (served as the node's static directory). */
+export const DEV_WEB_OUTPUT = ".cairn/web";
+
+/**
+ * `cairn dev`: serves the project's app on the embedded directory store and keeps it
+ * current. On every change to the app's sources the app is compiled and loaded afresh
+ * and swapped into the running node (`RunningNode.reloadApp`): live subscriptions re-run
+ * on the new code. A change that fails to compile, or a schema change the deployment
+ * refuses, is printed and the last good version keeps serving. The page in --web is
+ * rebuilt on its changes and served at `/`; TypeScript checks run beside it (TypeChecker).
+ */
+export async function devCommand(options: DevOptions): Promise<void> {
+  const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
+  const project = process.cwd();
+  const appPath = resolve(options.app);
+  const webDirectory = resolve(options.web);
+  if (!existsSync(appPath)) throw new CairnError("INVALID_ARGUMENT", `no app at ${appPath}: give --app <file>, or run \`cairn init\` to scaffold a project`);
+  const corsOrigins = options.corsOrigin === undefined ? [LOCALHOST_ORIGINS] : parseCorsOrigins(options.corsOrigin);
+  const stopRequested = stopSignal(say);
+  const localLock = await lockLocalDirectory(options.local);
+  const store = await openObjectStore(options.store);
+  let node: RunningNode | null = null;
+  let watcher: ProjectWatcher | null = null;
+  let checker: TypeChecker | null = null;
+  try {
+    await assertConditionalWrites(store);
+    const webOutput = resolve(DEV_WEB_OUTPUT);
+    const hasWeb = existsSync(join(webDirectory, "index.html"));
+    const rebuildWeb = async () => {
+      try {
+        const built = await buildWebApp(webDirectory, webOutput, { minify: false });
+        say(`page built: ${built.assets.join(", ") || "index.html"}`);
+      } catch (error) {
+        say(`the page failed to build; the last good build keeps serving:\n${(error as Error).message}`);
+        if (!existsSync(join(webOutput, "index.html"))) writeBuildFailedPage(webOutput, (error as Error).message);
+      }
+    };
+    if (hasWeb) await rebuildWeb();
+    else say(`no page: ${webDirectory} has no index.html (the node serves its status page at /)`);
+
+    let app = await loadUntilGood(appPath, say, stopRequested);
+    if (app === null) return;
+    const nodeId = localNodeId(options.local, systemRandom);
+    node = await startNode({
+      role: "writer",
+      store,
+      localDirectory: options.local,
+      app,
+      nodeId,
+      port: options.port,
+      host: options.host,
+      adminKey: process.env["CAIRN_ADMIN_KEY"] || null,
+      verifier: null,
+      webApp: null,
+      staticDir: hasWeb ? webOutput : null,
+      corsOrigins,
+      log: say,
+      onEngineEvent: progressReporter(say),
+    });
+    const running = node;
+    say(`app ${appPath}: ${app.paths.length} function(s)`);
+    if (options.typecheck !== false) checker = TypeChecker.start(project, say);
+
+    const reloadApp = async () => {
+      let next: App;
+      try {
+        next = await loadApp(appPath);
+      } catch (error) {
+        say(`the app failed to load; the last good version keeps serving:\n${(error as Error).message}`);
+        return;
+      }
+      try {
+        await running.reloadApp(next);
+        app = next;
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        say(`the deployment refused the new app${code ? ` [${code}]` : ""}; the last good version keeps serving:\n${(error as Error).message}`);
+      }
+    };
+    watcher = new ProjectWatcher(
+      project,
+      systemClock,
+      async (paths) => {
+        const webChanged = hasWeb && paths.some((path) => path.startsWith(webDirectory + sep));
+        const appChanged = paths.some((path) => !path.startsWith(webDirectory + sep));
+        if (appChanged) await reloadApp();
+        if (webChanged) await rebuildWeb();
+      },
+      (error) => say(`watching ${project} failed: ${error.message}`),
+    );
+    await watcher.ready();
+    say(`dev: serving at ${running.url}${hasWeb ? " (the page from " + options.web + ")" : ""}, sync at ${running.url.replace(/^http/, "ws")}api/sync; watching ${project} for changes. Ctrl-C stops.`);
+    const signal = await stopRequested;
+    say(`stopping (${signal})`);
+  } finally {
+    await watcher?.close();
+    await checker?.stop();
+    await node?.stop();
+    await store.close();
+    await localLock.release();
+  }
+  say("stopped");
+}
+
+/** Loads the app; while it fails, prints why and waits for a change to its folder (or a stop). */
+async function loadUntilGood(appPath: string, say: (line: string) => void, stopRequested: Promise<NodeJS.Signals>): Promise<App | null> {
+  for (;;) {
+    try {
+      return await loadApp(appPath);
+    } catch (error) {
+      say(`the app failed to load; fix it and save (the node starts once it loads):\n${(error as Error).message}`);
+    }
+    let changed!: () => void;
+    const change = new Promise<void>((done) => (changed = done));
+    const watcher = new ProjectWatcher(process.cwd(), systemClock, async () => changed(), () => changed());
+    await watcher.ready();
+    const stopped = await Promise.race([change.then(() => false), stopRequested.then(() => true)]);
+    await watcher.close();
+    if (stopped) return null;
+  }
+}
+
+function writeBuildFailedPage(directory: string, message: string): void {
+  mkdirSync(directory, { recursive: true });
+  const escaped = message.replace(/[&<>]/g, (character) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[character]!);
+  writeFileSync(join(directory, "index.html"), `<!doctype html><meta charset="utf-8"><title>Build failed</title><h1>The page failed to build</h1><pre>${escaped}</pre><p>Fix it and save: cairn dev rebuilds it.</p>`);
+}

@@ -1,0 +1,109 @@
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { basename, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CairnError } from "../base/index.js";
+
+/** The project `cairn init` copies: shipped with the package (package.json "files"). */
+const TEMPLATE_DIRECTORY = fileURLToPath(new URL("../../templates/app", import.meta.url));
+const OWN_PACKAGE = fileURLToPath(new URL("../../package.json", import.meta.url));
+
+/** The scripts a scaffolded project runs Cairn with. */
+export const PROJECT_SCRIPTS: Readonly<Record<string, string>> = {
+  dev: "cairn dev",
+  build: "cairn build",
+  start: "cairn serve --app cairn/app.ts --static dist",
+};
+
+export interface InitOptions {
+  /** Write into a folder that already has files (never over one of them). */
+  readonly force?: boolean;
+}
+
+/**
+ * `cairn init [dir]`: scaffolds an app — its schema and functions in `cairn/`, a page in
+ * `web/`, a tsconfig.json, and package.json with the scripts `dev`, `build` and `start`
+ * and Cairn as a dependency (added to the folder's package.json if it has one, whose
+ * other fields are kept). Refuses a folder with files in it unless --force, and never
+ * overwrites a file: a clash is an error before anything is written.
+ */
+export async function initCommand(directory: string | undefined, options: InitOptions): Promise<void> {
+  const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
+  const target = resolve(directory ?? ".");
+  const present = existsSync(target) ? readdirSync(target).filter((name) => !name.startsWith(".") && name !== "package.json" && name !== "node_modules" && name !== "package-lock.json") : [];
+  if (present.length > 0 && options.force !== true) {
+    throw new CairnError("INVALID_ARGUMENT", `${target} is not empty (${present.slice(0, 5).join(", ")}${present.length > 5 ? ", …" : ""}): give an empty or new folder, or --force to add the app beside what is there`);
+  }
+  const files = templateFiles();
+  const clashes = files.filter((file) => existsSync(join(target, destinationOf(file))));
+  if (clashes.length > 0) throw new CairnError("INVALID_ARGUMENT", `${target} already has ${clashes.map(destinationOf).join(", ")}: nothing was written`);
+  const packageJson = projectPackageJson(target);
+
+  mkdirSync(target, { recursive: true });
+  for (const file of files) {
+    const to = join(target, destinationOf(file));
+    mkdirSync(join(to, ".."), { recursive: true });
+    cpSync(join(TEMPLATE_DIRECTORY, file), to);
+  }
+  writeFileAtomically(join(target, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
+  const fromHere = relative(process.cwd(), target);
+  const where = fromHere === "" ? "." : fromHere.startsWith("..") ? target : fromHere;
+  say(`created an app in ${target}: cairn/ (schema and functions), web/ (the page), tsconfig.json, package.json`);
+  say("next:");
+  if (where !== ".") say(`  cd ${where}`);
+  say("  npm install        # Cairn, and TypeScript for cairn dev's type checks");
+  say("  npm run dev        # serves the app and reloads it on every change");
+}
+
+/** The template's files, relative to it; `gitignore` is shipped without its dot (npm drops .gitignore files from packages). */
+function templateFiles(): string[] {
+  if (!existsSync(TEMPLATE_DIRECTORY)) throw new CairnError("INTERNAL", `this installation of cairn has no app template (${TEMPLATE_DIRECTORY})`);
+  return readdirSync(TEMPLATE_DIRECTORY, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(TEMPLATE_DIRECTORY, join(entry.parentPath, entry.name)))
+    .sort();
+}
+
+function destinationOf(file: string): string {
+  return file === "gitignore" ? ".gitignore" : file;
+}
+
+/** The folder's package.json (or a new one) with the project's scripts, module type and dependencies added where missing. */
+function projectPackageJson(target: string): Record<string, unknown> {
+  const path = join(target, "package.json");
+  let existing: Record<string, unknown> = {};
+  if (existsSync(path)) {
+    try {
+      existing = JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+    } catch (error) {
+      throw new CairnError("INVALID_ARGUMENT", `${path} is not valid JSON (${(error as Error).message}): fix it first, nothing was written`);
+    }
+    if (typeof existing !== "object" || existing === null || Array.isArray(existing)) throw new CairnError("INVALID_ARGUMENT", `${path} is not a JSON object: nothing was written`);
+  }
+  const own = JSON.parse(readFileSync(OWN_PACKAGE, "utf8")) as { version: string; devDependencies?: Record<string, string> };
+  const scripts = { ...PROJECT_SCRIPTS, ...(existing["scripts"] as Record<string, string> | undefined) };
+  const dependencies = { cairn: `^${own.version}`, ...(existing["dependencies"] as Record<string, string> | undefined) };
+  const typescript = own.devDependencies?.["typescript"] ?? "^5.9.0";
+  const devDependencies = { typescript: `^${typescript.replace(/^[\^~]/, "")}`, ...(existing["devDependencies"] as Record<string, string> | undefined) };
+  return {
+    name: packageName(basename(target)),
+    version: "0.1.0",
+    private: true,
+    ...existing,
+    type: existing["type"] ?? "module",
+    scripts,
+    dependencies,
+    devDependencies,
+  };
+}
+
+/** A valid npm package name from a folder's name. */
+function packageName(folder: string): string {
+  const name = folder.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^[._-]+/, "");
+  return name.length > 0 ? name.slice(0, 214) : "cairn-app";
+}
+
+function writeFileAtomically(path: string, text: string): void {
+  const temporary = `${path}.cairn-init`;
+  writeFileSync(temporary, text);
+  renameSync(temporary, path);
+}

@@ -1,0 +1,151 @@
+import { CairnError } from "../base/index.js";
+import { OUTBOX_SAVE_RETRY_MS } from "./limits.js";
+import { decodeOutboxRecord, encodeOutboxRecord, type OutboxRecord } from "./OutboxRecord.js";
+import type { OutboxStore } from "./OutboxStore.js";
+import type { Timers } from "./Timers.js";
+
+/**
+ * The client's side of its outbox store: it loads the record once and saves the newest
+ * record the client hands it, one save at a time.
+ *
+ * Invariants:
+ * - saves never overlap; a record handed in during a save replaces any other waiting
+ *   one (only the newest matters), and `onSaved(throughSeq)` follows each save that
+ *   landed, with every seq below the saved record's nextSeq;
+ * - a failed save is reported once per run of failures and retried after
+ *   OUTBOX_SAVE_RETRY_MS (or at the next record): nothing it holds is announced saved
+ *   until then;
+ * - an unreadable record is never sent nor overwritten unreported: it is quarantined by
+ *   the store and reported (OUTBOX_INVALID with `keptAt`); if even that fails, the
+ *   outbox is left alone and the client runs without it;
+ * - after `close`, nothing is saved except what was handed in before it.
+ */
+
+/** What loading found: the record to restore (null: empty), or that the client runs without an outbox. */
+export type OutboxLoad = { readonly usable: true; readonly record: OutboxRecord | null } | { readonly usable: false };
+
+export class MutationOutbox {
+  private waiting: OutboxRecord | null = null;
+  private saving = false;
+  private savedText: string | null = null;
+  private failing = false;
+  private retryTimer: unknown = null;
+  private closed = false;
+  private idle: (() => void)[] = [];
+  private loading: Promise<OutboxLoad> | null = null;
+
+  constructor(
+    private readonly store: OutboxStore,
+    private readonly timers: Timers,
+    private readonly report: (error: unknown) => void,
+    private readonly onSaved: (throughSeq: number) => void,
+  ) {}
+
+  /** Takes the store and reads its record (once); problems are reported, never thrown. */
+  load(): Promise<OutboxLoad> {
+    this.loading ??= this.open();
+    return this.loading;
+  }
+
+  private async open(): Promise<OutboxLoad> {
+    let text: string | null;
+    try {
+      text = await this.store.open();
+    } catch (error) {
+      this.report(error);
+      return { usable: false };
+    }
+    if (text === null) return { usable: true, record: null };
+    try {
+      const record = decodeOutboxRecord(text, this.store.description);
+      this.savedText = text;
+      return { usable: true, record };
+    } catch (invalid) {
+      return this.quarantine(text, invalid as CairnError);
+    }
+  }
+
+  /** Saves `record` once the saves before it are done (only the newest waiting one is saved). */
+  save(record: OutboxRecord): void {
+    if (this.closed) return;
+    this.waiting = record;
+    if (this.retryTimer !== null) {
+      this.timers.clearTimeout(this.retryTimer);
+      this.retryTimer = null;
+    }
+    void this.drain();
+  }
+
+  /** Finishes the saves handed in so far (one attempt each), then releases the store. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.retryTimer !== null) this.timers.clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    // A store still opening is released once it is open, not before (it would stay taken).
+    if (this.loading !== null) await this.loading;
+    if (this.saving) await new Promise<void>((resolve) => this.idle.push(resolve));
+    try {
+      await this.store.close();
+    } catch (error) {
+      this.report(error);
+    }
+  }
+
+  private async drain(): Promise<void> {
+    if (this.saving) return;
+    this.saving = true;
+    try {
+      while (this.waiting !== null) {
+        const record = this.waiting;
+        this.waiting = null;
+        // An outbox with nothing pending may be emptied: the next client starts a new id.
+        const text = record.mutations.length === 0 ? null : encodeOutboxRecord(record);
+        if (text !== this.savedText && !(await this.write(text, record))) return;
+        this.onSaved(record.nextSeq - 1);
+      }
+    } finally {
+      this.saving = false;
+      for (const resolve of this.idle.splice(0)) resolve();
+    }
+  }
+
+  /** One save; on failure the record waits again (unless a newer one came) and a retry is set. */
+  private async write(text: string | null, record: OutboxRecord): Promise<boolean> {
+    try {
+      await this.store.save(text);
+      this.savedText = text;
+      this.failing = false;
+      return true;
+    } catch (error) {
+      if (!this.failing) this.report(error);
+      this.failing = true;
+      this.waiting ??= record;
+      if (!this.closed) this.retryTimer = this.timers.setTimeout(() => this.retry(), OUTBOX_SAVE_RETRY_MS);
+      return false;
+    }
+  }
+
+  private retry(): void {
+    this.retryTimer = null;
+    if (!this.closed) void this.drain();
+  }
+
+  private async quarantine(text: string, invalid: CairnError): Promise<OutboxLoad> {
+    let keptAt: string;
+    try {
+      keptAt = await this.store.quarantine(text);
+    } catch (error) {
+      this.report(new CairnError("OUTBOX_INVALID", `${invalid.message}; it could not be kept aside either, so the client leaves it as it is and runs without an outbox`, {
+        cause: error,
+        details: invalid.details,
+      }));
+      return { usable: false };
+    }
+    this.report(new CairnError("OUTBOX_INVALID", `${invalid.message}; its content is kept at ${keptAt}, and the client starts a new outbox`, {
+      cause: invalid,
+      details: { ...invalid.details, keptAt },
+    }));
+    return { usable: true, record: null };
+  }
+}

@@ -1,0 +1,45 @@
+import { CairnError, MUTATION_BATCH_ENTRIES_MAX } from "../base/index.js";
+import type { ClientMessage } from "../sync/protocol.js";
+import type { OutboxMutation } from "./OutboxRecord.js";
+
+/**
+ * How mutations restored from an outbox go out and fail. They go out as MutationBatch
+ * frames: the server runs a batch's entries in order and stops at the first transient
+ * failure (the rest answer MUTATION_NOT_RUN and are re-sent), so a reload never applies
+ * a later mutation before an earlier one that failed on the way. Nobody awaits them, so
+ * a definitive failure is reported through the client's onError instead.
+ */
+
+type Frame = ClientMessage;
+
+/** `frames` in order, with each run of consecutive restored Mutation frames merged into MutationBatch frames. */
+export function batchRestoredMutations(frames: readonly Frame[], isRestored: (requestId: number) => boolean): Frame[] {
+  const result: Frame[] = [];
+  for (const frame of frames) {
+    const last = result[result.length - 1];
+    if (frame.type !== "Mutation" || !isRestored(frame.requestId)) {
+      result.push(frame);
+    } else if (last?.type === "MutationBatch" && last.entries.length < MUTATION_BATCH_ENTRIES_MAX) {
+      last.entries.push(entryOf(frame));
+    } else {
+      result.push({ type: "MutationBatch", entries: [entryOf(frame)] });
+    }
+  }
+  return result;
+}
+
+/** The error a restored mutation's definitive failure is reported with: its own code, naming the mutation. */
+export function restoredMutationFailed(mutation: OutboxMutation, error: unknown): CairnError {
+  const cause = error as Partial<CairnError>;
+  const code = typeof cause.code === "string" ? cause.code : "INTERNAL";
+  return new CairnError(code, `the mutation ${mutation.path} (seq ${mutation.seq}) restored from the outbox failed and was removed from it: ${String(cause.message ?? error)}`, {
+    cause: error,
+    details: { ...cause.details, path: mutation.path, seq: mutation.seq, restored: true },
+    ...(cause.data !== undefined ? { data: cause.data } : {}),
+  });
+}
+
+function entryOf(frame: Extract<Frame, { type: "Mutation" }>): Extract<Frame, { type: "MutationBatch" }>["entries"][number] {
+  const { type: _type, ...entry } = frame;
+  return entry;
+}

@@ -1,0 +1,26 @@
+/**
+ * `cairn`: what an app imports to declare its schema and functions. The server's own
+ * machinery (the runtime, the catalog, the loader) is not here: it is `cairn/server`'s.
+ */
+export { v, type Id, type Infer, type ObjectShape, type Validator } from "../functions/index.js";
+export { defineSchema, defineTable, type AnySchema, type Doc, type NewDoc, type SchemaDefinition, type TableDefinition, type TableNames } from "../functions/index.js";
+export {
+  action,
+  functionsFor,
+  internalAction,
+  internalMutation,
+  internalQuery,
+  mutation,
+  query,
+  type ActionCtx,
+  type Auth,
+  type DatabaseReaderOf,
+  type DatabaseWriterOf,
+  type FunctionKind,
+  type MutationCtx,
+  type QueryCtx,
+  type RegisteredFunction,
+  type UserIdentity,
+} from "../functions/index.js";
+export type { IndexRangeBuilder, PaginationOptions, PaginationResult, QueryChain } from "../functions/index.js";
+export { AppError, type AppModule } from "../functions/index.js";

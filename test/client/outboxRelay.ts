@@ -1,0 +1,86 @@
+import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import WebSocket, { WebSocketServer } from "ws";
+
+/**
+ * A WebSocket relay between clients and a node, frame by frame, that a test can break
+ * the ways a network does: `cut` drops every connection and refuses new ones (the server
+ * is unreachable), `muteReplies` keeps carrying the client's frames to the node but
+ * drops the node's answers (an ack lost on the way back).
+ */
+export class OutboxRelay {
+  private refusing = false;
+  private muted = false;
+  private readonly pairs = new Set<{ readonly client: WebSocket; readonly node: WebSocket }>();
+
+  private constructor(
+    private readonly wss: WebSocketServer,
+    private readonly nodeUrl: string,
+  ) {
+    wss.on("connection", (client) => this.relay(client));
+  }
+
+  static async start(nodeUrl: string): Promise<OutboxRelay> {
+    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+    await once(wss, "listening");
+    return new OutboxRelay(wss, nodeUrl);
+  }
+
+  get url(): string {
+    return `ws://127.0.0.1:${(this.wss.address() as AddressInfo).port}/api/sync`;
+  }
+
+  /** Drops every connection; until `restore`, new ones are dropped at once. */
+  cut(): void {
+    this.refusing = true;
+    for (const pair of this.pairs) this.drop(pair);
+  }
+
+  restore(): void {
+    this.refusing = false;
+    this.muted = false;
+  }
+
+  /** The node's frames are dropped from now on (the client's still reach it). */
+  muteReplies(): void {
+    this.muted = true;
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    this.wss.close();
+    await once(this.wss, "close");
+  }
+
+  private relay(client: WebSocket): void {
+    if (this.refusing) {
+      client.terminate();
+      return;
+    }
+    const node = new WebSocket(this.nodeUrl);
+    const pair = { client, node };
+    this.pairs.add(pair);
+    const early: string[] = [];
+    client.on("message", (data) => {
+      if (node.readyState === WebSocket.OPEN) node.send(String(data));
+      else early.push(String(data));
+    });
+    node.on("open", () => {
+      for (const frame of early.splice(0)) node.send(frame);
+    });
+    node.on("message", (data) => {
+      if (!this.muted && client.readyState === WebSocket.OPEN) client.send(String(data));
+    });
+    const end = () => this.drop(pair);
+    client.on("close", end);
+    node.on("close", end);
+    client.on("error", end);
+    node.on("error", end);
+  }
+
+  private drop(pair: { readonly client: WebSocket; readonly node: WebSocket }): void {
+    this.pairs.delete(pair);
+    pair.client.terminate();
+    pair.node.terminate();
+  }
+}
