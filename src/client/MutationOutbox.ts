@@ -96,6 +96,8 @@ export class MutationOutbox {
     if (this.saving) return;
     this.saving = true;
     try {
+      // `onSaved` drives the client: never call it from inside the client's own step that handed the record in.
+      await Promise.resolve();
       while (this.waiting !== null) {
         const record = this.waiting;
         this.waiting = null;

@@ -8,9 +8,19 @@ import { decodeCursor, encodeCursor } from "./paginationCursor.js";
 import { laneOfScan } from "./routing.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 
+/**
+ * One page's request. Without `endCursor`: the first `numItems` rows after `cursor` (null:
+ * from the start of the range). With `endCursor` (a continueCursor of the same query): a
+ * pinned page, every row after `cursor` up to and including the `endCursor` position
+ * however many there are now (`numItems` is checked but not used), at most
+ * QUERY_PAGE_ITEMS_MAX, else FUNCTION_LIMIT_EXCEEDED. Pinned pages partition the range: a
+ * row inserted anywhere in it lands in exactly one of them (how usePaginatedQuery keeps
+ * loaded pages gapless under inserts).
+ */
 export interface PaginationOptions {
   readonly cursor: string | null;
   readonly numItems: number;
+  readonly endCursor?: string | null;
 }
 
 export interface PaginationResult<Document> {
@@ -95,25 +105,60 @@ export class QueryChain<Document = DocumentObject> {
     return rows.map((row) => row.document as Document);
   }
 
+  /**
+   * A page of the range in order. Its `continueCursor` is the key of its last row (or the
+   * end of the range: then `isDone`), or, for a pinned page, its `endCursor`; `isDone`
+   * for a pinned page means its endCursor was the end of the range. INVALID_ARGUMENT for
+   * a cursor `paginate` did not make for this index and order, and for an `endCursor`
+   * before `cursor`.
+   */
   async paginate(options: PaginationOptions): Promise<PaginationResult<Document>> {
-    if (typeof options !== "object" || options === null) throw misuse("paginate takes { cursor, numItems }");
+    if (typeof options !== "object" || options === null) throw misuse("paginate takes { cursor, numItems, endCursor? }");
     checkCount(options.numItems, QUERY_PAGE_ITEMS_MAX, "paginate's numItems", 1);
-    let { start, end } = this.range();
     const position = { indexId: this.index.id, order: this.direction };
-    if (options.cursor !== null) {
-      const { afterKey } = decodeCursor(options.cursor, position);
-      if (afterKey === null) return { page: [], isDone: true, continueCursor: options.cursor };
-      if (this.direction === "asc") {
-        const after = successorKey(afterKey);
-        if (compareBytes(after, start) > 0) start = after;
-      } else if (end === null || compareBytes(afterKey, end) < 0) {
-        end = afterKey;
-      }
+    // undefined: from the start; null: the range was already done.
+    const afterKey = options.cursor === null ? undefined : decodeCursor(options.cursor, position).afterKey;
+    const pinned = options.endCursor !== undefined && options.endCursor !== null;
+    // null: through the end of the range.
+    const throughKey = pinned ? decodeCursor(options.endCursor, position).afterKey : null;
+    if (pinned && this.isBefore(throughKey, afterKey)) throw cursorsReversed();
+    const done = encodeCursor({ ...position, afterKey: null });
+    const continueCursor = pinned ? encodeCursor({ ...position, afterKey: throughKey }) : done;
+    if (afterKey === null) return { page: [], isDone: true, continueCursor: pinned ? continueCursor : options.cursor! };
+    const { start, end } = this.pageRange(afterKey, throughKey);
+    if (end !== null && compareBytes(start, end) >= 0) return { page: [], isDone: !pinned || throughKey === null, continueCursor };
+    const limit = pinned ? QUERY_PAGE_ITEMS_MAX + 1 : options.numItems;
+    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, limit, this.lane());
+    const page = rows.map((row) => row.document as Document);
+    if (pinned) {
+      if (rows.length > QUERY_PAGE_ITEMS_MAX) throw pinnedPageTooLarge(this.table.name, this.index.name);
+      return { page, isDone: throughKey === null, continueCursor };
     }
-    if (end !== null && compareBytes(start, end) >= 0) return { page: [], isDone: true, continueCursor: encodeCursor({ ...position, afterKey: null }) };
-    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, options.numItems, this.lane());
-    const afterKey = complete ? null : rows[rows.length - 1]!.key;
-    return { page: rows.map((row) => row.document as Document), isDone: complete, continueCursor: encodeCursor({ ...position, afterKey }) };
+    return { page, isDone: complete, continueCursor: complete ? done : encodeCursor({ ...position, afterKey: rows[rows.length - 1]!.key }) };
+  }
+
+  /**
+   * The query's range cut to the rows after `afterKey` (undefined: from its start) up to
+   * and including `throughKey` (null: to its end), in the query's order.
+   */
+  private pageRange(afterKey: Uint8Array | undefined, throughKey: Uint8Array | null): { start: Uint8Array; end: Uint8Array | null } {
+    let { start, end } = this.range();
+    const ascending = this.direction === "asc";
+    // Ascending pages move up from `start`; descending ones down from `end` (exclusive).
+    const lowerBound = ascending ? afterKey && successorKey(afterKey) : throughKey;
+    const upperBound = ascending ? throughKey && successorKey(throughKey) : afterKey;
+    if (lowerBound != null && compareBytes(lowerBound, start) > 0) start = lowerBound;
+    if (upperBound != null && (end === null || compareBytes(upperBound, end) < 0)) end = upperBound;
+    return { start, end };
+  }
+
+  /** Whether position `through` (a key; null: the end) comes before position `after` (a key; undefined: the start; null: the end) in the query's order. */
+  private isBefore(through: Uint8Array | null, after: Uint8Array | null | undefined): boolean {
+    if (after === undefined) return false;
+    if (after === null) return through !== null;
+    if (through === null) return false;
+    const order = compareBytes(through, after);
+    return this.direction === "asc" ? order < 0 : order > 0;
   }
 
   private read(limit: number) {
@@ -138,6 +183,18 @@ function checkCount(count: unknown, max: number, what: string, min = 0): asserts
   if (typeof count !== "number" || !Number.isInteger(count) || count < min || count > max) {
     throw new CairnError("INVALID_ARGUMENT", `${what} must be an integer in ${min}..${max}, not ${String(count)}`);
   }
+}
+
+function cursorsReversed(): CairnError {
+  return new CairnError("INVALID_ARGUMENT", "invalid pagination cursor: endCursor lies before cursor");
+}
+
+function pinnedPageTooLarge(table: string, index: string): CairnError {
+  return new CairnError(
+    "FUNCTION_LIMIT_EXCEEDED",
+    `a page of ${table}.${index} pinned by endCursor grew past ${QUERY_PAGE_ITEMS_MAX} documents; load it again as smaller pages (reset the paginated query)`,
+    { details: { limit: QUERY_PAGE_ITEMS_MAX } },
+  );
 }
 
 function misuse(message: string): CairnError {

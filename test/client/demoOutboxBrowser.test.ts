@@ -103,34 +103,36 @@ describe.skipIf(!available)("the demo's outbox in a browser", () => {
   });
 });
 
-/** In the page: alters one character of every outbox record in IndexedDB (the checksum no longer matches); how many it altered. */
-async function alterOutbox(): Promise<number> {
-  const database = await new Promise<IDBDatabase>((resolve, reject) => {
-    const request = indexedDB.open("cairn-demo-outbox");
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
+/**
+ * Scripts run in the page (as text: the tests compile without the DOM's types). The
+ * first alters one character of every outbox record in IndexedDB, so its checksum no
+ * longer matches, and answers how many it altered; the second answers the texts the
+ * outbox kept aside.
+ */
+const OPEN_DATABASE = `new Promise((resolve, reject) => {
+  const request = indexedDB.open("cairn-demo-outbox");
+  request.onsuccess = () => resolve(request.result);
+  request.onerror = () => reject(request.error);
+})`;
+const done = (request: string) => `new Promise((resolve, reject) => { const r = ${request}; r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); })`;
+
+const alterOutbox = `(async () => {
+  const database = await ${OPEN_DATABASE};
   const transaction = database.transaction("outboxes", "readwrite");
   const store = transaction.objectStore("outboxes");
-  const keys = await new Promise<IDBValidKey[]>((resolve) => (store.getAllKeys().onsuccess = (event) => resolve((event.target as IDBRequest<IDBValidKey[]>).result)));
+  const keys = await ${done("store.getAllKeys()")};
   for (const key of keys) {
-    const text = await new Promise<string>((resolve) => (store.get(key).onsuccess = (event) => resolve((event.target as IDBRequest<string>).result)));
+    const text = await ${done("store.get(key)")};
     store.put(text.replace('"seq":', '"seq":9'), key);
   }
   await new Promise((resolve) => (transaction.oncomplete = resolve));
   database.close();
   return keys.length;
-}
+})()`;
 
-/** In the page: the texts the outbox kept aside. */
-async function quarantinedTexts(): Promise<string[]> {
-  const database = await new Promise<IDBDatabase>((resolve, reject) => {
-    const request = indexedDB.open("cairn-demo-outbox");
-    request.onsuccess = () => resolve(request.result);
-    request.onerror = () => reject(request.error);
-  });
-  const request = database.transaction("quarantined", "readonly").objectStore("quarantined").getAll();
-  const kept = await new Promise<{ text: string }[]>((resolve) => (request.onsuccess = () => resolve(request.result as { text: string }[])));
+const quarantinedTexts = `(async () => {
+  const database = await ${OPEN_DATABASE};
+  const kept = await ${done('database.transaction("quarantined", "readonly").objectStore("quarantined").getAll()')};
   database.close();
   return kept.map((entry) => entry.text);
-}
+})()`;

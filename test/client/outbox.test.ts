@@ -12,11 +12,13 @@
  * - A corrupted outbox (a flipped byte, a torn file, a well-formed record with seqs out
  *   of order) is reported as OUTBOX_INVALID naming where its text was kept, none of its
  *   mutations is sent, and the client goes on with a new outbox.
+ * - A write of the outbox that fails is reported (OUTBOX_UNAVAILABLE) and nothing is
+ *   sent until a retried write lands.
  * - A second client over an outbox another holds is told OUTBOX_LOCKED and runs without
  *   it, never numbering mutations under the holder's client id.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -134,6 +136,23 @@ describe("a client's file outbox", () => {
     await Promise.all([1, 2, 3, 4, 5].map(() => client.mutation(bump, { name: "durable" })));
     expect(heldWhenSent).toEqual([true, true, true, true, true]);
     expect(await count("durable")).toBe(5);
+  });
+
+  it("sends nothing the outbox could not write: reports OUTBOX_UNAVAILABLE once, and sends the mutation once a retried write lands", async () => {
+    const { relay, outboxPath, count } = await setup();
+    const { client, sent, errors } = open(relay.url, { outbox: fileOutbox(outboxPath) });
+    await until(() => sent.some((frame) => frame.type === "Connect"), "connected");
+    // The temporary file's name is taken by a directory: every write fails until it goes.
+    mkdirSync(`${outboxPath}.tmp`);
+    const made = client.mutation(bump, { name: "unwritable" });
+    await until(() => errors.length > 0, "the failed write reported");
+    expect(errors).toEqual([expect.objectContaining({ code: "OUTBOX_UNAVAILABLE" })]);
+    expect(client.pendingMutations()).toEqual([expect.objectContaining({ state: "saving" })]);
+    expect(mutationSeqs(sent)).toEqual([]);
+    rmSync(`${outboxPath}.tmp`, { recursive: true });
+    expect(await made).toBe(1);
+    expect(mutationSeqs(sent)).toEqual([1]);
+    expect(await count("unwritable")).toBe(1);
   });
 
   it("applies mutations whose acks were lost before the client process was killed once, answering them from their receipts", async () => {

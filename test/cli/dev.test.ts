@@ -1,0 +1,145 @@
+/**
+ * Scenario: `cairn dev` as a developer runs it — a real process in a project that
+ * `cairn init` scaffolded. A function edited while a client's subscription is live is
+ * reloaded into the running node and the subscription shows the new code's result; a
+ * type error is printed as file:line:column (tsc --watch) while the code still reloads;
+ * code that fails to compile and a schema change the deployment refuses are printed and
+ * the last good version keeps serving (its data and subscriptions intact); an edit to the
+ * page rebuilds it; SIGTERM stops it cleanly.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNodeClient } from "../../src/client/node.js";
+import type { CairnClient } from "../../src/client/index.js";
+import { runCairn } from "../support/runCairn.js";
+
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const TSX_LOADER = pathToFileURL(join(REPO, "node_modules/tsx/dist/loader.mjs")).href;
+
+interface Task {
+  readonly text: string;
+  readonly done: boolean;
+}
+
+describe("cairn dev", () => {
+  let project: string;
+  let dev: ChildProcess;
+  let output = "";
+  let client: CairnClient;
+  const seen: Task[][] = [];
+
+  /** Resolves once what the process printed after `mark` (an offset into its output) matches; rejects with the output if it exits first. */
+  const printed = (pattern: RegExp, mark: number) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (pattern.test(output.slice(mark))) return resolve();
+        if (dev.exitCode !== null && !pattern.test(output.slice(mark))) return reject(new Error(`cairn dev exited (${dev.exitCode}) before printing ${pattern}:\n${output}`));
+        setTimeout(check, 50);
+      };
+      check();
+    });
+  const edit = (file: string, change: (text: string) => string) => writeFileSync(join(project, file), change(readFileSync(join(project, file), "utf8")));
+
+  beforeAll(async () => {
+    project = mkdtempSync(join(tmpdir(), "cairn-dev-"));
+    const init = await runCairn(["init", project]);
+    expect(init.code, init.stderr).toBe(0);
+    // The project's own TypeScript, as `npm install` puts it there (the scaffold's
+    // devDependency), and "cairn" typed from this checkout's sources (which need Node's
+    // types and NodeNext resolution, as in templates/tsconfig.check.json): Cairn is not
+    // installed in this project, its code is the running checkout's.
+    mkdirSync(join(project, "node_modules"));
+    symlinkSync(join(REPO, "node_modules/typescript"), join(project, "node_modules/typescript"));
+    symlinkSync(join(REPO, "node_modules/@types"), join(project, "node_modules/@types"));
+    const tsconfig = JSON.parse(readFileSync(join(project, "tsconfig.json"), "utf8")) as { compilerOptions: Record<string, unknown> };
+    Object.assign(tsconfig.compilerOptions, {
+      module: "NodeNext",
+      moduleResolution: "NodeNext",
+      types: ["node"],
+      paths: { cairn: [join(REPO, "src/package/index.ts")], "cairn/client": [join(REPO, "src/package/client.ts")] },
+    });
+    writeFileSync(join(project, "tsconfig.json"), JSON.stringify(tsconfig));
+    dev = spawn(process.execPath, ["--import", TSX_LOADER, join(REPO, "src/cli/main.ts"), "dev", "--port", "0"], {
+      cwd: project,
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    dev.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    dev.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    await printed(/serving at http:\/\/\S+\//, 0);
+    await printed(/types: no errors/, 0);
+    const url = /serving at (http:\/\/\S+\/)/.exec(output)![1]!;
+    client = createNodeClient(`${url.replace(/^http/, "ws")}api/sync`);
+    client.subscribe({ path: "tasks:list" }, {}, (tasks) => seen.push(tasks as Task[]));
+  }, 120_000);
+
+  afterAll(async () => {
+    await client?.close();
+    if (dev !== undefined && dev.exitCode === null) {
+      dev.kill("SIGKILL");
+    }
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  it("reloads an edited function into the running node: the live subscription shows the new code's result", async () => {
+    await client.mutation({ path: "tasks:add" }, { text: "write docs" });
+    await expect.poll(() => seen.at(-1)?.map((task) => task.text)).toEqual(["write docs"]);
+    const mark = output.length;
+    edit("cairn/tasks.ts", (text) =>
+      text.replace(`ctx.db.query("tasks").take(200)`, `(await ctx.db.query("tasks").take(200)).map((task) => ({ ...task, text: task.text.toUpperCase() }))`),
+    );
+    await expect.poll(() => seen.at(-1)?.map((task) => task.text), { timeout: 30_000 }).toEqual(["WRITE DOCS"]);
+    await printed(/app reloaded: 4 function\(s\)/, mark);
+  });
+
+  it("prints a type error as file:line:column, and still reloads what esbuild compiles", async () => {
+    const mark = output.length;
+    edit("cairn/tasks.ts", (text) => `${text}\nexport const answer: number = "forty-two";\n`);
+    const line = readFileSync(join(project, "cairn/tasks.ts"), "utf8").split("\n").findIndex((text) => text.includes("forty-two")) + 1;
+    await printed(new RegExp(`type error: cairn/tasks\\.ts:${line}:14: Type 'string' is not assignable to type 'number'\\. \\(TS2322\\)`), mark);
+    await printed(/types: 1 error\(s\)/, mark);
+    const fixed = output.length;
+    edit("cairn/tasks.ts", (text) => text.replace(`export const answer: number = "forty-two";\n`, ""));
+    await printed(/types: no errors/, fixed);
+  });
+
+  it("keeps the last good version serving when the code fails to compile", async () => {
+    const mark = output.length;
+    edit("cairn/tasks.ts", (text) => `${text}\nexport const broken = ;\n`);
+    await printed(/the app failed to load; the last good version keeps serving:\napp .*app\.ts failed to compile:\n {2}cairn\/tasks\.ts:\d+:\d+: /, mark);
+    // The old code still runs: a mutation lands and the subscription (old code: upper case) shows it.
+    await client.mutation({ path: "tasks:add" }, { text: "still serving" });
+    await expect.poll(() => seen.at(-1)?.map((task) => task.text)).toEqual(["WRITE DOCS", "STILL SERVING"]);
+    const fixed = output.length;
+    edit("cairn/tasks.ts", (text) => text.replace("\nexport const broken = ;\n", ""));
+    await printed(/app reloaded/, fixed);
+  });
+
+  it("prints a schema change the deployment refuses and keeps the old schema and data", async () => {
+    const mark = output.length;
+    edit("cairn/schema.ts", (text) => text.replace("tasks: defineTable", "todos: defineTable"));
+    await printed(/the deployment refused the new app \[SCHEMA_CHANGE_REFUSED\]; the last good version keeps serving:\n.*table tasks/, mark);
+    expect((await client.query({ path: "tasks:list" }, {})) as Task[]).toHaveLength(2);
+    const fixed = output.length;
+    edit("cairn/schema.ts", (text) => text.replace("todos: defineTable", "tasks: defineTable"));
+    await printed(/app reloaded/, fixed);
+  });
+
+  it("rebuilds the page when it changes", async () => {
+    const mark = output.length;
+    edit("web/main.ts", (text) => `${text}\nconsole.log("edited");\n`);
+    await printed(/page built: assets\/main-\w+\.js/, mark);
+  });
+
+  it("stops on SIGTERM, with exit code 0", async () => {
+    await client.close();
+    const exited = new Promise<number | null>((done) => dev.once("exit", (code) => done(code)));
+    dev.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(output).toMatch(/cairn: stopped\n$/);
+  });
+});
