@@ -30,6 +30,8 @@ if [[ -f $kept ]]; then
 fi
 
 restore() {
+  # A second Ctrl-C or TERM while putting the addon back would leave it out.
+  trap '' INT TERM
   if [[ -f $kept ]]; then
     mv -f "$kept" "$installed"
   fi

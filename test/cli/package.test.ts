@@ -1,0 +1,138 @@
+/**
+ * Scenario: the newcomer's path, automated. The project is packed (`npm pack`, which
+ * builds dist/), the tarball installed into a fresh folder, an app scaffolded there with
+ * the installed `cairn init`, its page built with `cairn build`, type-checked against the
+ * installed package's declarations, and served with `cairn serve --static dist` — all on
+ * plain Node, no tsx. In Chromium the page lists tasks live: one added in the page shows
+ * up, one added by another client (the installed `cairn/client/node`) appears by itself,
+ * a toggle sticks. The tarball holds compiled code and declarations only, and every entry
+ * point of the exports map loads.
+ *
+ * The install runs with --ignore-scripts and takes better-sqlite3's native binary from
+ * this checkout: this machine reaches only the npm registry, so the binary would be
+ * compiled from source (~50 s) rather than downloaded as on a normal machine. Everything
+ * else is installed as a user would get it.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { chromium } from "playwright-core";
+import { afterAll, describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const CHROMIUM = "/usr/bin/chromium";
+const browserAvailable = existsSync(CHROMIUM);
+if (!browserAvailable && process.env["CAIRN_TEST_BROWSER_REQUIRED"] === "1") throw new Error(`${CHROMIUM} is missing and CAIRN_TEST_BROWSER_REQUIRED=1`);
+
+const root = mkdtempSync(join(tmpdir(), "cairn-package-"));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+  rmSync(root, { recursive: true, force: true });
+});
+
+const npm = (args: readonly string[], cwd: string) => run("npm", [...args], { cwd, env: { ...process.env, npm_config_fund: "false", npm_config_audit: "false", npm_config_update_notifier: "false" }, maxBuffer: 64 << 20 });
+
+describe("the package, installed into a fresh project", () => {
+  const project = join(root, "my-app");
+  const bin = join(project, "node_modules", ".bin", "cairn");
+
+  it("packs compiled code and declarations only, installs, and every entry point loads", async () => {
+    const packed = await npm(["pack", "--json", "--pack-destination", root], REPO);
+    const [tarball] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as { filename: string; size: number; unpackedSize: number; files: { path: string }[] }[];
+    const paths = tarball!.files.map((file) => file.path);
+    console.log(`npm pack: ${tarball!.filename}, ${(tarball!.size / 1024).toFixed(0)} KiB packed, ${(tarball!.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${paths.length} files`);
+    expect(paths.filter((path) => /^(src|test|bench|scripts)\//.test(path) || /\.test\.|\.tsbuildinfo$/.test(path))).toEqual([]);
+    expect(paths).toContain("dist/cli/main.js");
+    expect(paths).toContain("dist/package/index.d.ts");
+    expect(paths).toContain("templates/app/cairn/app.ts");
+
+    mkdirSync(project);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "my-app", private: true, type: "module" }));
+    await npm(["install", "--ignore-scripts", "--prefer-offline", join(root, tarball!.filename)], project);
+    const native = "node_modules/better-sqlite3/build/Release";
+    mkdirSync(join(project, native), { recursive: true });
+    copyFileSync(join(REPO, native, "better_sqlite3.node"), join(project, native, "better_sqlite3.node"));
+    const installed = readdirSync(join(project, "node_modules"));
+    // Runtime dependencies only: no test or build tool came with it.
+    for (const tool of ["vitest", "tsx", "typescript", "playwright-core", "minio", "fast-check", "react"]) expect(installed).not.toContain(tool);
+
+    const entries = await run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `const names = {};
+         for (const entry of ["cairn", "cairn/client", "cairn/client/node", "cairn/server"]) names[entry] = Object.keys(await import(entry));
+         console.log(JSON.stringify(names));`,
+      ],
+      { cwd: project },
+    );
+    const names = JSON.parse(entries.stdout) as Record<string, string[]>;
+    expect(names["cairn"]).toEqual(expect.arrayContaining(["defineSchema", "defineTable", "v", "query", "mutation", "action", "functionsFor", "AppError"]));
+    expect(names["cairn"]).not.toContain("FunctionRuntime");
+    expect(names["cairn/client"]).toEqual(expect.arrayContaining(["CairnClient", "apiOf", "indexedDbOutbox"]));
+    expect(names["cairn/client/node"]).toEqual(expect.arrayContaining(["createNodeClient", "fileOutbox"]));
+    expect(names["cairn/server"]).toEqual(expect.arrayContaining(["startNode", "loadApp", "openObjectStore"]));
+  }, 240_000);
+
+  it("scaffolds with cairn init, builds the page, and the app type-checks against the installed declarations", async () => {
+    const init = await run(bin, ["init", "--force"], { cwd: project });
+    expect(init.stdout).toMatch(/created an app/);
+    const build = await run(bin, ["build"], { cwd: project });
+    expect(build.stdout).toMatch(/built .*dist: index\.html, assets\/main-\w+\.js/);
+    // The scaffold's devDependency, TypeScript, from this checkout; the types of cairn are the installed package's.
+    symlinkSync(join(REPO, "node_modules/typescript"), join(project, "node_modules/typescript"));
+    const typecheck = await run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), "--noEmit", "-p", project], { cwd: project }).catch((error: { stdout: string }) => error);
+    expect(typecheck.stdout).toBe("");
+  }, 120_000);
+
+  it.skipIf(!browserAvailable)("serves the page and the app with plain node; the page lists tasks live in Chromium", async () => {
+    const serve = spawn(bin, ["serve", "--app", "cairn/app.ts", "--static", "dist", "--port", "0"], { cwd: project, stdio: ["ignore", "pipe", "pipe"] });
+    children.push(serve);
+    let output = "";
+    serve.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    serve.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    await expect.poll(() => output, { timeout: 60_000, interval: 100 }).toMatch(/serving at http:\/\/\S+\//);
+    expect(output).not.toMatch(/tsx/);
+    const url = /serving at (http:\/\/\S+\/)/.exec(output)![1]!;
+
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 390, height: 700 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(error.message));
+      await page.goto(`${url}some/route/of/the/app`);
+      await page.locator("#text").fill("buy milk");
+      await page.locator("#add button").click();
+      const tasks = () => page.locator("#tasks li span").allTextContents();
+      await expect.poll(tasks, { timeout: 15_000 }).toEqual(["buy milk"]);
+
+      // Another client — the installed package's Node client — adds one: the page shows it by itself.
+      const other = `import { createNodeClient } from "cairn/client/node";
+        const client = createNodeClient(${JSON.stringify(`${url.replace(/^http/, "ws")}api/sync`)});
+        await client.mutation({ path: "tasks:add" }, { text: "call ada" });
+        await client.close();`;
+      await run(process.execPath, ["--input-type=module", "-e", other], { cwd: project });
+      await expect.poll(tasks, { timeout: 15_000 }).toEqual(["buy milk", "call ada"]);
+
+      await page.locator("#tasks li input").first().check();
+      await expect.poll(() => page.locator("#tasks li").first().getAttribute("class"), { timeout: 15_000 }).toBe("done");
+      await page.reload();
+      await expect.poll(() => page.locator("#tasks li.done span").allTextContents(), { timeout: 15_000 }).toEqual(["buy milk"]);
+      mkdirSync(join(REPO, "test-artifacts"), { recursive: true });
+      await page.screenshot({ path: join(REPO, "test-artifacts", "package-scaffold-390.png") });
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+    const exited = new Promise<number | null>((done) => serve.once("exit", (code) => done(code)));
+    serve.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  }, 120_000);
+});
+
