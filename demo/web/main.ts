@@ -7,7 +7,7 @@
  * Mutations go through an IndexedDB outbox: a message sent while offline shows greyed
  * ("sending…") until it commits, survives a reload of the page, and is applied once.
  */
-import { apiOf, CairnClient, indexedDbOutbox, type PendingMutationView } from "../../src/client/index.js";
+import { apiOf, CairnClient, indexedDbOutbox, type PendingMutationView } from "cairn/client";
 import type { functions } from "../app.js";
 
 const api = apiOf<typeof functions>();

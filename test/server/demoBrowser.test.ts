@@ -9,7 +9,7 @@
  * Needs Debian's chromium (`apt-get install chromium`, done by .ci/run); without it the
  * test is skipped, unless CAIRN_TEST_BROWSER_REQUIRED=1 (CI) makes that a failure.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -21,6 +21,8 @@ const available = existsSync(CHROMIUM);
 if (!available && process.env["CAIRN_TEST_BROWSER_REQUIRED"] === "1") throw new Error(`${CHROMIUM} is missing and CAIRN_TEST_BROWSER_REQUIRED=1`);
 
 const root = mkdtempSync(join(tmpdir(), "cairn-demo-"));
+/** Screenshots kept for a person to look at (not compared): test-artifacts/ in the checkout. */
+const ARTIFACTS = join(process.cwd(), "test-artifacts");
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 async function openPage(browser: Browser, url: string, name: string): Promise<Page> {
@@ -80,6 +82,22 @@ describe.skipIf(!available)("the demo in two browsers", () => {
       await poll(() => messagesOf(ada)).toEqual(["adahello from ada", "bobhi ada", "bobstill here"]);
       expect(await ada.getByTestId("like-count").textContent()).toBe("1");
       await screenshot(ada, "demo-ada-after-restart");
+
+      // At a phone's width (390 px) the page fits: nothing scrolls sideways, and a message can be sent.
+      const phone = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
+      await phone.goto(server.url);
+      await poll(() => phone.getByTestId("status").getAttribute("data-state")).toBe("connected");
+      await phone.getByTestId("name").fill("cyd");
+      await phone.getByTestId("name").dispatchEvent("change");
+      await send(phone, "from a phone");
+      await poll(() => messagesOf(ada)).toContain("cydfrom a phone");
+      expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      for (const testId of ["body", "send", "likes"]) {
+        const box = await phone.getByTestId(testId).boundingBox();
+        expect(box !== null && box.x >= 0 && box.x + box.width <= 390, `${testId} is within the screen`).toBe(true);
+      }
+      mkdirSync(ARTIFACTS, { recursive: true });
+      await phone.screenshot({ path: join(ARTIFACTS, "demo-390.png") });
     } finally {
       await browser.close();
       expect(await server.stop()).toBe(0);
