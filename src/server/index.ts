@@ -10,3 +10,4 @@ export { StaticFiles } from "./StaticFiles.js";
 export { localNodeId } from "./localNodeId.js";
 export { MAX_CLOCK_SKEW_MS_DEFAULT, startNode, type NodeOptions, type RunningNode } from "./startNode.js";
 export { startNodeAcrossReshards } from "./startNodeAcrossReshards.js";
+export { startServer, type ServerOptions } from "./startServer.js";

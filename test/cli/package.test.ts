@@ -134,5 +134,20 @@ describe("the package, installed into a fresh project", () => {
     serve.kill("SIGTERM");
     expect(await exited).toBe(0);
   }, 120_000);
+
+  it("starts a node inside a program of the project's own with cairn/server, on the same store", async () => {
+    const program = `import { startServer } from "cairn/server";
+      import { createNodeClient } from "cairn/client/node";
+      const node = await startServer({ app: "cairn/app.ts", log: () => {} });
+      const client = createNodeClient(node.url.replace(/^http/, "ws") + "api/sync");
+      await client.mutation({ path: "tasks:add" }, { text: "from my program" });
+      const tasks = await client.query({ path: "tasks:list" }, {});
+      await client.close();
+      await node.stop();
+      console.log(JSON.stringify(tasks.map((task) => task.text)));`;
+    const result = await run(process.execPath, ["--input-type=module", "-e", program], { cwd: project });
+    // The tasks the page and the other client added before, on the store in .cairn/: the same deployment.
+    expect(JSON.parse(result.stdout)).toEqual(["buy milk", "call ada", "from my program"]);
+  }, 120_000);
 });
 

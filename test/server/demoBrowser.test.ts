@@ -91,7 +91,7 @@ describe.skipIf(!available)("the demo in two browsers", () => {
       await phone.getByTestId("name").dispatchEvent("change");
       await send(phone, "from a phone");
       await poll(() => messagesOf(ada)).toContain("cydfrom a phone");
-      expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      expect(await phone.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
       for (const testId of ["body", "send", "likes"]) {
         const box = await phone.getByTestId(testId).boundingBox();
         expect(box !== null && box.x >= 0 && box.x + box.width <= 390, `${testId} is within the screen`).toBe(true);
