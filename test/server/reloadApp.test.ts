@@ -11,8 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import { loadApp } from "../../src/functions/index.js";
-import { FsObjectStore } from "../../src/objectstore/index.js";
-import { startNode, type RunningNode } from "../../src/server/index.js";
+import { startServer, type RunningNode } from "../../src/server/index.js";
 
 const errorCode = (error: unknown) => (error as { code?: string } | null)?.code;
 
@@ -55,23 +54,9 @@ describe("reloading the app into a running node", () => {
     write("app/app.ts", APP);
     // A file outside the app's folder: bundled too, so an edit to it reloads as well.
     write("shared/format.ts", `export const shout = (text: string) => text.toUpperCase();`);
-    const store = new FsObjectStore(join(root, "bucket"));
-    const node: RunningNode = await startNode({
-      store,
-      localDirectory: join(root, "local"),
-      app: await loadApp(join(root, "app/app.ts")),
-      nodeId: "dev-node",
-      port: 0,
-      host: "127.0.0.1",
-      adminKey: null,
-      verifier: null,
-      webApp: null,
-      log: () => undefined,
-    });
-    cleanups.push(async () => {
-      await node.stop();
-      await store.close();
-    });
+    // The embedding API (cairn/server), with cairn serve's defaults: a directory bucket, any free port.
+    const node: RunningNode = await startServer({ app: join(root, "app/app.ts"), store: join(root, "bucket"), localDirectory: join(root, "local"), log: () => undefined });
+    cleanups.push(() => node.stop());
     const client = createNodeClient(`${node.url.replace(/^http/, "ws")}api/sync`);
     cleanups.push(() => client.close());
     return { root, write, node, client, appFile: join(root, "app/app.ts") };
