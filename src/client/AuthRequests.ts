@@ -38,6 +38,11 @@ export class AuthRequests {
     return this.current;
   }
 
+  /** Whether every SetAuth sent on this connection was answered: the server's session runs with `token` (null: anonymous). */
+  get settled(): boolean {
+    return this.onTheWire.length === 0;
+  }
+
   /** Sets the token; returns the frame to send when connected. */
   set(token: string | null, waiter: AuthWaiter, connected: boolean): SetAuthFrame | null {
     this.current = token;

@@ -58,6 +58,12 @@ export interface CairnClientOptions {
    * each is applied once. The client connects once the outbox is read; mutations made
    * before wait for it. A problem with it (locked, unreadable) is reported through
    * `onError`. Default: none (unanswered mutations end with the page or process).
+   *
+   * Each mutation is stored with the identity it was issued under (anonymous, or the
+   * `iss` and `sub` of the token set then), and a restored one is sent only once the
+   * server accepted a token of that identity (anonymous: while no token is set): never as
+   * another user. While the client's auth is another identity it shows as
+   * `waitingForAuth`, and later mutations wait behind it; see `discardPendingMutations`.
    */
   readonly outbox?: OutboxStore;
 }
@@ -156,6 +162,21 @@ export class CairnClient {
    */
   pendingMutations(): readonly PendingMutationView[] {
     return this.state.pendingMutations().map(pendingMutationView);
+  }
+
+  /**
+   * Drops the mutations restored from the outbox that wait for auth (state
+   * `waitingForAuth`: issued under another identity than the client's auth, reported as
+   * OUTBOX_IDENTITY_MISMATCH) and that `filter` picks (default: all of them), unsent.
+   * Resolves with them once the outbox no longer holds them (rejects with
+   * OUTBOX_UNAVAILABLE if the client closes first). A mutation on its way is never
+   * dropped; nobody awaits a restored one, so nothing else is told.
+   */
+  async discardPendingMutations(filter: (mutation: PendingMutationView) => boolean = () => true): Promise<readonly PendingMutationView[]> {
+    if (this.outboxLoading !== null) await this.outboxLoading;
+    const discarded = this.step(() => this.state.discardWaitingForAuth((mutation) => filter(pendingMutationView(mutation)))).map(pendingMutationView);
+    if (discarded.length > 0) await this.outbox?.flushed();
+    return discarded;
   }
 
   /** Calls `listener` with `pendingMutations()` whenever it changes. Returns the function that stops it. */

@@ -2,6 +2,7 @@ import { CairnError, invalidArgument, AUTH_TOKEN_CHARS_MAX, MESSAGE_BYTES_MAX, S
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
 import { errorFromPayload, type ServerMessage, type Version } from "../sync/protocol.js";
+import { ANONYMOUS, identityOfToken, UNKNOWN_IDENTITY, type AuthIdentity } from "./AuthIdentity.js";
 import { AuthRequests, type AuthWaiter } from "./AuthRequests.js";
 import { BroadcastTopics, checkTopic, type BroadcastListener, type BroadcastRegistration } from "./BroadcastTopics.js";
 import { noEffects, type Effects } from "./Effects.js";
@@ -14,7 +15,7 @@ import { sameResult, type QueryResult } from "./QueryResult.js";
 import { QuerySet, type QueryListener, type Subscription } from "./QuerySet.js";
 import { settleDecoded } from "./settleDecoded.js";
 import type { QueryToken } from "./QueryToken.js";
-import { batchRestoredMutations, restoredMutationFailed } from "./restoredMutations.js";
+import { batchRestoredMutations, identityMismatch, restoredMutationFailed } from "./restoredMutations.js";
 import { FRAME_OVERHEAD_BYTES, MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_BACKOFF_MAX_MS, MUTATION_RESENDS_MAX } from "./limits.js";
 
 /**
@@ -49,6 +50,14 @@ import { FRAME_OVERHEAD_BYTES, MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_
  * - with an outbox (`restoreOutbox`), a mutation is sent only after the driver reports
  *   the outbox holds it (`mutationsSaved`); mutations restored from the outbox go out
  *   first, as MutationBatch frames, and their failures are reported (nobody awaits them);
+ * - a restored mutation goes out only once the server answered the connection's SetAuth
+ *   frames and the session runs as the identity it was issued under (anonymous: no token;
+ *   a user: a token of its iss and sub, accepted): a token the server refuses leaves the
+ *   session anonymous, so the client waits for the AuthResponse rather than send after
+ *   the SetAuth. While the app's auth (its last `setAuth`, anonymous before any) is
+ *   another identity it waits for auth, reported once (OUTBOX_IDENTITY_MISMATCH) unless
+ *   no `setAuth` was made yet; no later mutation overtakes it; `discardWaitingForAuth`
+ *   drops it unsent;
  * - a call or subscription whose frame would exceed MESSAGE_BYTES_MAX fails at once with
  *   MESSAGE_TOO_LARGE and leaves nothing behind (no optimistic update, nothing queued):
  *   the server would close the connection on it, and the client re-send it forever.
@@ -91,6 +100,10 @@ export class ClientState {
   private outbox: Effects = noEffects();
   /** Mutations wait for the outbox to hold them before they are sent. */
   private durable = false;
+  /** The identity of the token the app set last (refused or expired ones included); null: it never called setAuth (anonymous). */
+  private chosenIdentity: AuthIdentity | null = null;
+  /** The subject the server verified in its last accepted AuthResponse since the last SetAuth and connection (null: none). */
+  private confirmedSubject: string | null = null;
 
   constructor(options: ClientStateOptions) {
     this.reportError = options.reportError;
@@ -129,6 +142,19 @@ export class ClientState {
       resolve: () => undefined,
       reject: (error) => this.reportError(restoredMutationFailed(mutation, error)),
     }));
+    this.sendWaitingRequests();
+  }
+
+  /**
+   * Removes the restored mutations waiting for auth that `chosen` picks, unsent (the
+   * outbox drops them at its next save); returns them. Nobody awaits them: nothing is
+   * rejected or reported.
+   */
+  discardWaitingForAuth(chosen: (mutation: PendingMutation) => boolean): readonly PendingMutation[] {
+    if (this.phase === "closed") return [];
+    const discarded = this.mutations.discardWaitingForAuth(chosen);
+    if (discarded.length > 0) this.sendWaitingRequests();
+    return discarded;
   }
 
   /** Changes whenever a mutation is added, answered or settled: save `outboxRecord()` then. */
@@ -173,6 +199,8 @@ export class ClientState {
     this.version = { querySet: 0, ts: 0 };
     this.mutations.connectionLost();
     this.auth.connectionLost();
+    this.confirmedSubject = null;
+    this.holdForAuth();
     for (const action of this.actions.takeInFlight()) {
       this.outbox.callbacks.push(() => action.reject(connectionLost("the connection dropped before the action's answer")));
     }
@@ -208,7 +236,8 @@ export class ClientState {
       case "AuthExpired":
         // The server's session is anonymous now: forget the token rather than re-send it.
         this.auth.expired();
-        return this.authLost(errorFromPayload(message.error));
+        this.authLost(errorFromPayload(message.error));
+        return this.sendWaitingRequests();
       case "Broadcast":
         return this.onBroadcast(message);
       case "ProtocolError":
@@ -263,7 +292,7 @@ export class ClientState {
       return Promise.reject(error);
     }
     const requestId = this.nextRequestId++;
-    const promise = this.mutations.create(requestId, path, args.json, this.durable);
+    const promise = this.mutations.create(requestId, path, args.json, this.durable, this.chosenIdentity ?? ANONYMOUS);
     if (optimistic !== undefined) {
       this.optimistic.add(requestId, optimistic.update, optimistic.args);
       this.refreshVisible();
@@ -292,10 +321,14 @@ export class ClientState {
     if (token !== null && (token.length === 0 || token.length > AUTH_TOKEN_CHARS_MAX)) {
       return Promise.reject(invalidArgument(`a token is 1 to ${AUTH_TOKEN_CHARS_MAX} characters`, { tokenCharsMax: AUTH_TOKEN_CHARS_MAX }));
     }
-    return new Promise((resolve, reject) => {
+    this.chosenIdentity = identityOfToken(token);
+    this.confirmedSubject = null;
+    const promise = new Promise<string | null>((resolve, reject) => {
       const frame = this.auth.set(token, { resolve, reject }, this.phase === "ready");
       if (frame !== null) this.outbox.send.push(frame);
     });
+    this.sendWaitingRequests();
+    return promise;
   }
 
   /** Sends an event to a topic's listeners; dropped while disconnected (fire and forget). */
@@ -405,13 +438,16 @@ export class ClientState {
   private onAuthResponse(response: Extract<ServerMessage, { type: "AuthResponse" }>): void {
     const waiters: readonly AuthWaiter[] = this.auth.answered(response.success);
     if (response.success) {
+      this.confirmedSubject = response.subject;
       for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.resolve(response.subject));
-      return;
+    } else {
+      const error = response.error !== undefined ? errorFromPayload(response.error) : new CairnError("UNAUTHENTICATED", "the server refused the token");
+      // A token re-sent after a reconnect has nobody waiting: its refusal is the token lost.
+      if (waiters.length === 0) this.authLost(error);
+      for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.reject(error));
     }
-    const error = response.error !== undefined ? errorFromPayload(response.error) : new CairnError("UNAUTHENTICATED", "the server refused the token");
-    // A token re-sent after a reconnect has nobody waiting: its refusal is the token lost.
-    if (waiters.length === 0) this.authLost(error);
-    for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.reject(error));
+    // The session's identity may be settled now: restored mutations of it may go.
+    this.sendWaitingRequests();
   }
 
   private onBroadcast(broadcast: Extract<ServerMessage, { type: "Broadcast" }>): void {
@@ -444,16 +480,41 @@ export class ClientState {
 
   /** Sends waiting mutations and actions in the order they were made, within the in-flight bound. */
   private sendWaitingRequests(): void {
+    this.holdForAuth();
     if (this.phase !== "ready") return;
     const budget = SESSION_REQUESTS_IN_FLIGHT_MAX - this.mutations.inFlightCount() - this.actions.inFlightCount();
     if (budget <= 0) return;
     const waiting = [
-      ...this.mutations.waiting().map((mutation) => ({ requestId: mutation.requestId, send: () => this.mutations.send(mutation) })),
+      ...this.mutations.sendable(this.sessionIdentity()).map((mutation) => ({ requestId: mutation.requestId, send: () => this.mutations.send(mutation) })),
       ...this.actions.waiting().map((action) => ({ requestId: action.requestId, send: () => this.actions.send(action) })),
     ];
     waiting.sort((left, right) => left.requestId - right.requestId);
     const frames = waiting.slice(0, budget).map((request) => request.send());
     this.outbox.send.push(...batchRestoredMutations(frames, (requestId) => this.mutations.get(requestId)?.restored === true));
+  }
+
+  /**
+   * Restored mutations wait for auth while the app's auth is not their identity; those
+   * issued as another identity than one the app set (or as an unknown one) are reported, once.
+   */
+  private holdForAuth(): void {
+    const chosen = this.chosenIdentity;
+    this.mutations.matchAuth(chosen ?? ANONYMOUS);
+    const mismatched = this.mutations.takeUnreportedMismatches((mutation) => chosen !== null || mutation.issuedAs.kind === "unknown");
+    if (mismatched.length > 0) this.report(identityMismatch(mismatched, chosen ?? ANONYMOUS));
+  }
+
+  /**
+   * The identity this connection's session runs as, once the server answered every
+   * SetAuth sent on it (null: not ready, or an answer outstanding).
+   */
+  private sessionIdentity(): AuthIdentity | null {
+    if (this.phase !== "ready" || !this.auth.settled) return null;
+    const token = this.auth.token;
+    if (token === null) return ANONYMOUS;
+    const identity = identityOfToken(token);
+    // The server names the subject it verified: a token it reads otherwise than the client matches nothing.
+    return identity.kind === "user" && identity.subject === this.confirmedSubject ? identity : UNKNOWN_IDENTITY;
   }
 
   /**

@@ -18,14 +18,26 @@ import type { Timers } from "./Timers.js";
  * - an unreadable record is never sent nor overwritten unreported: it is quarantined by
  *   the store and reported (OUTBOX_INVALID with `keptAt`); if even that fails, the
  *   outbox is left alone and the client runs without it;
- * - after `close`, nothing is saved except what was handed in before it.
+ * - after `close`, nothing is saved except what was handed in before it;
+ * - `flushed` resolves once every record handed in before it was written (or found
+ *   written already), and rejects if the outbox closes first.
  */
 
 /** What loading found: the record to restore (null: empty), or that the client runs without an outbox. */
 export type OutboxLoad = { readonly usable: true; readonly record: OutboxRecord | null } | { readonly usable: false };
 
+/** A record handed in, numbered in the order of `save` calls. */
+interface HandedIn {
+  readonly record: OutboxRecord;
+  readonly number: number;
+}
+
 export class MutationOutbox {
-  private waiting: OutboxRecord | null = null;
+  private waiting: HandedIn | null = null;
+  private handedIn = 0;
+  /** The number of the latest record written (or found written already). */
+  private written = 0;
+  private flushWaiters: { readonly through: number; readonly resolve: () => void; readonly reject: (error: unknown) => void }[] = [];
   private saving = false;
   private savedText: string | null = null;
   private failing = false;
@@ -68,12 +80,19 @@ export class MutationOutbox {
   /** Saves `record` once the saves before it are done (only the newest waiting one is saved). */
   save(record: OutboxRecord): void {
     if (this.closed) return;
-    this.waiting = record;
+    this.waiting = { record, number: ++this.handedIn };
     if (this.retryTimer !== null) {
       this.timers.clearTimeout(this.retryTimer);
       this.retryTimer = null;
     }
     void this.drain();
+  }
+
+  /** Resolves once every record handed in so far is written; rejects (OUTBOX_UNAVAILABLE) if the outbox closes first. */
+  flushed(): Promise<void> {
+    if (this.written >= this.handedIn) return Promise.resolve();
+    if (this.closed) return Promise.reject(notWrittenBeforeClose());
+    return new Promise((resolve, reject) => this.flushWaiters.push({ through: this.handedIn, resolve, reject }));
   }
 
   /** Finishes the saves handed in so far (one attempt each), then releases the store. */
@@ -85,6 +104,7 @@ export class MutationOutbox {
     // A store still opening is released once it is open, not before (it would stay taken).
     if (this.loading !== null) await this.loading;
     if (this.saving) await new Promise<void>((resolve) => this.idle.push(resolve));
+    for (const waiter of this.flushWaiters.splice(0)) waiter.reject(notWrittenBeforeClose());
     try {
       await this.store.close();
     } catch (error) {
@@ -99,11 +119,13 @@ export class MutationOutbox {
       // `onSaved` drives the client: never call it from inside the client's own step that handed the record in.
       await Promise.resolve();
       while (this.waiting !== null) {
-        const record = this.waiting;
+        const handed = this.waiting;
+        const { record } = handed;
         this.waiting = null;
         // An outbox with nothing pending may be emptied: the next client starts a new id.
         const text = record.mutations.length === 0 ? null : encodeOutboxRecord(record);
-        if (text !== this.savedText && !(await this.write(text, record))) return;
+        if (text !== this.savedText && !(await this.write(text, handed))) return;
+        this.wrote(handed.number);
         this.onSaved(record.nextSeq - 1);
       }
     } finally {
@@ -112,8 +134,15 @@ export class MutationOutbox {
     }
   }
 
+  private wrote(number: number): void {
+    this.written = number;
+    const waiters = this.flushWaiters;
+    this.flushWaiters = waiters.filter((waiter) => waiter.through > number);
+    for (const waiter of waiters) if (waiter.through <= number) waiter.resolve();
+  }
+
   /** One save; on failure the record waits again (unless a newer one came) and a retry is set. */
-  private async write(text: string | null, record: OutboxRecord): Promise<boolean> {
+  private async write(text: string | null, handed: HandedIn): Promise<boolean> {
     try {
       await this.store.save(text);
       this.savedText = text;
@@ -122,7 +151,7 @@ export class MutationOutbox {
     } catch (error) {
       if (!this.failing) this.report(error);
       this.failing = true;
-      this.waiting ??= record;
+      this.waiting ??= handed;
       if (!this.closed) this.retryTimer = this.timers.setTimeout(() => this.retry(), OUTBOX_SAVE_RETRY_MS);
       return false;
     }
@@ -150,4 +179,8 @@ export class MutationOutbox {
     }));
     return { usable: true, record: null };
   }
+}
+
+function notWrittenBeforeClose(): CairnError {
+  return new CairnError("OUTBOX_UNAVAILABLE", "the client closed before the outbox was written: what it was to drop or hold may come back after a reload");
 }

@@ -2,6 +2,7 @@ import { assert, MUTATION_BATCH_ENTRIES_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import type { JsonValue } from "../model/ValueJson.js";
 import type { ClientMessage } from "../sync/protocol.js";
+import { sameIdentity, type AuthIdentity } from "./AuthIdentity.js";
 import type { OutboxMutation, OutboxRecord } from "./OutboxRecord.js";
 import { settleDecoded } from "./settleDecoded.js";
 
@@ -12,21 +13,28 @@ import { settleDecoded } from "./settleDecoded.js";
  *
  * A mutation's lifecycle:
  *
- *   status     event                                  next
- *   saving     the outbox holds it durably (`saved`)  waiting   (only with an outbox)
- *   waiting    sent (after ConnectAck, within the in-flight bound)  inFlight
- *   inFlight   connection lost                        waiting (re-sent with the same seq)
- *   inFlight   MutationResponse success / replayed    committed(ts)
- *   waiting    seq known in ConnectAck                committed(ts)
- *   inFlight   MutationResponse failure, ProtocolError  (rejected, removed)
- *   inFlight   failure with an unknown outcome        backingOff (resends < MUTATION_RESENDS_MAX)
- *   backingOff its backoff elapsed, or a reconnect    waiting (re-sent with the same seq)
- *   committed  the client's version.ts ≥ ts           (resolved, removed)
+ *   status          event                                              next
+ *   saving          the outbox holds it durably (`saved`)              waiting  (only with an outbox)
+ *   waitingForAuth  (restored) the app's auth is its `issuedAs`        waiting
+ *   waiting         (restored) the app's auth is another identity      waitingForAuth
+ *   waitingForAuth  discarded by the app                               (removed, nothing sent)
+ *   waiting         sent (after ConnectAck, within the in-flight bound)  inFlight
+ *   inFlight        connection lost                                    waiting  (re-sent with the same seq)
+ *   inFlight        MutationResponse success / replayed                committed(ts)
+ *   waiting         seq known in ConnectAck                            committed(ts)
+ *   inFlight        MutationResponse failure, ProtocolError            (rejected, removed)
+ *   inFlight        failure with an unknown outcome                    backingOff  (resends < MUTATION_RESENDS_MAX)
+ *   backingOff      its backoff elapsed, or a reconnect                waiting  (re-sent with the same seq)
+ *   committed       the client's version.ts ≥ ts                       (resolved, removed)
  *
  * With an outbox, a mutation starts `saving` and is sent only once the outbox holds it
  * (a crash before then loses it unsent, never sent and forgotten); mutations restored
- * from an outbox start `waiting`, count as sent (the server may know them: they are
- * held in Connect) and are `restored` (nobody awaits them: their failure is reported).
+ * from an outbox start `waitingForAuth` (`matchAuth` moves those of the app's identity
+ * on), count as sent (the server may know them: they are held in Connect) and are
+ * `restored` (nobody awaits them: their failure is reported). A restored mutation goes
+ * out only under the identity it was issued as (`issuedAs`): `sendable` stops at one
+ * waiting for auth, or whose identity the connection's session has not confirmed, so no
+ * later mutation overtakes it.
  *
  * Invariants: the map holds mutations in seq order (insertion order), so the first one
  * not answered bounds `ackedThrough`; `revision` changes whenever the set of mutations,
@@ -37,6 +45,8 @@ import { settleDecoded } from "./settleDecoded.js";
 export type MutationStatus =
   /** Waiting for the outbox to hold it durably before it may be sent. */
   | { readonly state: "saving" }
+  /** Restored, and issued under another identity than the client's auth now: held until that identity signs in, or discarded. */
+  | { readonly state: "waitingForAuth" }
   | { readonly state: "waiting" }
   | { readonly state: "inFlight" }
   /** Its outcome was unknown: it is re-sent once its backoff elapses (or on the next connection). */
@@ -48,7 +58,11 @@ export interface PendingMutation {
   readonly seq: number;
   readonly path: string;
   readonly args: JsonValue;
+  /** The identity the client held when it was made (restored: as the outbox recorded it). */
+  readonly issuedAs: AuthIdentity;
   status: MutationStatus;
+  /** Whether OUTBOX_IDENTITY_MISMATCH named it already (it is reported once). */
+  mismatchReported: boolean;
   /** Whether it went out on some connection: only those are held (the server may know them). */
   everSent: boolean;
   /** Times it was re-sent after an unknown outcome. */
@@ -79,11 +93,11 @@ export class PendingMutations {
   }
 
   /** `durable`: it waits `saving` until the outbox holds it. */
-  create(requestId: number, path: string, args: JsonValue, durable: boolean): Promise<Value> {
+  create(requestId: number, path: string, args: JsonValue, durable: boolean, issuedAs: AuthIdentity): Promise<Value> {
     return new Promise<Value>((resolve, reject) => {
       const seq = this.nextSeq++;
       const status: MutationStatus = { state: durable ? "saving" : "waiting" };
-      this.byRequestId.set(requestId, { requestId, seq, path, args, status, everSent: false, resends: 0, restored: false, resolve, reject });
+      this.byRequestId.set(requestId, { requestId, seq, path, args, issuedAs, status, mismatchReported: false, everSent: false, resends: 0, restored: false, resolve, reject });
       this.changes++;
     });
   }
@@ -98,8 +112,9 @@ export class PendingMutations {
     this.nextSeq = record.nextSeq;
     for (const mutation of record.mutations) {
       const { requestId, resolve, reject } = handlersOf(mutation);
-      const { seq, path, args } = mutation;
-      this.byRequestId.set(requestId, { requestId, seq, path, args, status: { state: "waiting" }, everSent: true, resends: 0, restored: true, resolve, reject });
+      const { seq, path, args, issuedAs } = mutation;
+      const status: MutationStatus = { state: "waitingForAuth" };
+      this.byRequestId.set(requestId, { requestId, seq, path, args, issuedAs, status, mismatchReported: false, everSent: true, resends: 0, restored: true, resolve, reject });
     }
     this.changes++;
   }
@@ -107,7 +122,7 @@ export class PendingMutations {
   /** What the outbox holds: the id, the numbering and every mutation not answered. */
   record(): OutboxRecord {
     const mutations: OutboxMutation[] = [];
-    for (const { seq, path, args, status } of this.byRequestId.values()) if (status.state !== "committed") mutations.push({ seq, path, args });
+    for (const { seq, path, args, issuedAs, status } of this.byRequestId.values()) if (status.state !== "committed") mutations.push({ seq, path, args, issuedAs });
     return { clientId: this.clientId, nextSeq: this.nextSeq, mutations };
   }
 
@@ -132,9 +147,57 @@ export class PendingMutations {
     return this.byRequestId.get(requestId);
   }
 
-  /** The mutations waiting to be sent, in seq order. */
-  waiting(): PendingMutation[] {
-    return [...this.byRequestId.values()].filter((mutation) => mutation.status.state === "waiting");
+  /**
+   * Restored mutations not on the wire wait for auth unless the client's auth (`current`)
+   * is their identity; whether any changed.
+   */
+  matchAuth(current: AuthIdentity): boolean {
+    let any = false;
+    for (const mutation of this.byRequestId.values()) {
+      const { state } = mutation.status;
+      if (!mutation.restored || (state !== "waiting" && state !== "waitingForAuth")) continue;
+      const next = sameIdentity(mutation.issuedAs, current) ? "waiting" : "waitingForAuth";
+      if (next === state) continue;
+      mutation.status = { state: next };
+      any = true;
+    }
+    if (any) this.changes++;
+    return any;
+  }
+
+  /**
+   * The mutations that may be sent now, in seq order: waiting ones, up to the first held
+   * for auth — waiting for it, or restored with an identity `session` (the identity the
+   * connection's session runs as, null while not confirmed) is not — so none overtakes it.
+   */
+  sendable(session: AuthIdentity | null): PendingMutation[] {
+    const sendable: PendingMutation[] = [];
+    for (const mutation of this.byRequestId.values()) {
+      if (mutation.status.state === "waitingForAuth") break;
+      if (mutation.status.state !== "waiting") continue;
+      if (mutation.restored && (session === null || !sameIdentity(mutation.issuedAs, session))) break;
+      sendable.push(mutation);
+    }
+    return sendable;
+  }
+
+  /** Mutations waiting for auth that `mismatched` picks and were not reported yet; they count as reported now. */
+  takeUnreportedMismatches(mismatched: (mutation: PendingMutation) => boolean): PendingMutation[] {
+    const taken: PendingMutation[] = [];
+    for (const mutation of this.byRequestId.values()) {
+      if (mutation.status.state !== "waitingForAuth" || mutation.mismatchReported || !mismatched(mutation)) continue;
+      mutation.mismatchReported = true;
+      taken.push(mutation);
+    }
+    return taken;
+  }
+
+  /** Removes and returns the mutations waiting for auth that `chosen` picks (never one that may be on the wire). */
+  discardWaitingForAuth(chosen: (mutation: PendingMutation) => boolean): PendingMutation[] {
+    const discarded = [...this.byRequestId.values()].filter((mutation) => mutation.status.state === "waitingForAuth" && chosen(mutation));
+    for (const mutation of discarded) this.byRequestId.delete(mutation.requestId);
+    if (discarded.length > 0) this.changes++;
+    return discarded;
   }
 
   inFlightCount(): number {

@@ -19,6 +19,7 @@ export { CairnClient, type CairnClientOptions, type ConnectionListener, type Mut
 export type { OutboxStore } from "./OutboxStore.js";
 export { indexedDbOutbox, type IndexedDbOutboxOptions } from "./indexedDbOutbox.js";
 export type { PendingMutationView } from "./PendingMutationView.js";
+export type { AuthIdentity } from "./AuthIdentity.js";
 export { reconnectDelayMs, type ConnectionState } from "./ConnectionLifecycle.js";
 export type { OptimisticLocalStore, OptimisticUpdate } from "./OptimisticUpdates.js";
 export type { Random } from "./Random.js";

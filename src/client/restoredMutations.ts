@@ -1,5 +1,6 @@
 import { CairnError, MUTATION_BATCH_ENTRIES_MAX } from "../base/index.js";
 import type { ClientMessage } from "../sync/protocol.js";
+import { describeIdentity, type AuthIdentity } from "./AuthIdentity.js";
 import type { OutboxMutation } from "./OutboxRecord.js";
 
 /**
@@ -7,7 +8,8 @@ import type { OutboxMutation } from "./OutboxRecord.js";
  * frames: the server runs a batch's entries in order and stops at the first transient
  * failure (the rest answer MUTATION_NOT_RUN and are re-sent), so a reload never applies
  * a later mutation before an earlier one that failed on the way. Nobody awaits them, so
- * a definitive failure is reported through the client's onError instead.
+ * a definitive failure is reported through the client's onError instead, as is a
+ * mutation held because the client is signed in as another identity than its own.
  */
 
 type Frame = ClientMessage;
@@ -37,6 +39,17 @@ export function restoredMutationFailed(mutation: OutboxMutation, error: unknown)
     details: { ...cause.details, path: mutation.path, seq: mutation.seq, restored: true },
     ...(cause.data !== undefined ? { data: cause.data } : {}),
   });
+}
+
+/** The report of restored mutations held because the app's auth (`signedInAs`) is not the identity they were issued as. */
+export function identityMismatch(mutations: readonly Pick<OutboxMutation, "seq" | "path" | "issuedAs">[], signedInAs: AuthIdentity): CairnError {
+  const issuedAs = [...new Set(mutations.map((mutation) => describeIdentity(mutation.issuedAs)))].join(", ");
+  const seqs = mutations.map((mutation) => mutation.seq);
+  return new CairnError(
+    "OUTBOX_IDENTITY_MISMATCH",
+    `${mutations.length} mutation(s) restored from the outbox (seqs ${seqs.join(", ")}) were issued as ${issuedAs} and the client is signed in as ${describeIdentity(signedInAs)}: they are held, never sent as another identity; sign in as theirs to send them, or drop them with discardPendingMutations`,
+    { details: { seqs, paths: mutations.map((mutation) => mutation.path), issuedAs: mutations.map((mutation) => mutation.issuedAs), signedInAs } },
+  );
 }
 
 function entryOf(frame: Extract<Frame, { type: "Mutation" }>): Extract<Frame, { type: "MutationBatch" }>["entries"][number] {

@@ -98,7 +98,7 @@ describe("a client's file outbox", () => {
     const made = [1, 2, 3].map(() => first.client.mutation(bump, { name: "offline" }).catch((error: unknown) => error));
     await until(() => first.client.pendingMutations().length === 3 && first.client.pendingMutations().every((mutation) => mutation.state === "sending"), "all three saved");
     const saved = decodeOutboxRecord(readFileSync(outboxPath, "utf8"), "test");
-    expect(saved).toEqual({ clientId: first.client.clientId, nextSeq: 4, mutations: [1, 2, 3].map((seq) => ({ seq, path: "counters:bump", args: { name: "offline" } })) });
+    expect(saved).toEqual({ clientId: first.client.clientId, nextSeq: 4, mutations: [1, 2, 3].map((seq) => ({ seq, path: "counters:bump", args: { name: "offline" }, issuedAs: { kind: "anonymous" } })) });
     await first.client.close();
     // Closing rejects the callers' promises; the mutations stay in the outbox.
     expect(await Promise.all(made)).toEqual([1, 2, 3].map(() => expect.objectContaining({ code: "CONNECTION_LOST" })));
@@ -117,8 +117,8 @@ describe("a client's file outbox", () => {
     const batch = second.sent.find((frame) => frame.type === "MutationBatch");
     expect(batch).toMatchObject({ entries: [1, 2, 3].map((seq) => ({ seq, clientId: saved.clientId, path: "counters:bump" })) });
     expect(second.errors).toEqual([]);
-    // Nothing is left to send, and the next mutation continues the numbering.
-    expect(existsSync(outboxPath)).toBe(false);
+    // Nothing is left to send (the emptied outbox is deleted by a save that may still be on its way), and the next mutation continues the numbering.
+    await until(() => !existsSync(outboxPath), "the emptied outbox deleted");
     expect(await second.client.mutation(bump, { name: "offline" })).toBe(4);
     expect(mutationSeqs(second.sent)).toEqual([1, 2, 3, 4]);
     expect(await count("offline")).toBe(4);

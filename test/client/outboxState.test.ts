@@ -13,7 +13,7 @@ import { StateHarness, outcomeOf } from "./stateHarness.js";
 const restored = (seqs: number[], nextSeq: number) => ({
   clientId: "persisted-client",
   nextSeq,
-  mutations: seqs.map((seq) => ({ seq, path: "counters:bump", args: { name: `m${seq}` } })),
+  mutations: seqs.map((seq) => ({ seq, path: "counters:bump", args: { name: `m${seq}` }, issuedAs: { kind: "anonymous" } as const })),
 });
 
 describe("a client state restored from an outbox", () => {
