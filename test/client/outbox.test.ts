@@ -17,20 +17,16 @@
  * - A second client over an outbox another holds is told OUTBOX_LOCKED and runs without
  *   it, never numbering mutations under the holder's client id.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { functionReference } from "../../src/client/api.js";
-import { CairnClient, type CairnClientOptions } from "../../src/client/CairnClient.js";
+import type { CairnClientOptions } from "../../src/client/CairnClient.js";
 import { fileOutbox } from "../../src/client/node.js";
 import { decodeOutboxRecord, encodeOutboxRecord } from "../../src/client/OutboxRecord.js";
-import type { WebSocketConstructor } from "../../src/client/WebSocketLike.js";
-import { parseClientMessage, type ClientMessage } from "../../src/sync/protocol.js";
 import { startTestNode } from "../server/serverHarness.js";
+import { mutationSeqs, openRecordingClient, startOutboxChild, until } from "./outboxHarness.js";
 import { OutboxRelay } from "./outboxRelay.js";
 
 const bump = functionReference<"mutation", { name: string }, number>("counters:bump");
@@ -56,39 +52,9 @@ async function setup() {
 
 /** A client whose sent frames and reported errors are recorded; closed after the test. */
 function open(url: string, options: Omit<CairnClientOptions, "WebSocket" | "onError"> = {}) {
-  const sent: ClientMessage[] = [];
-  const errors: unknown[] = [];
-  const sending: ((frame: ClientMessage) => void)[] = [];
-  class RecordingWebSocket extends WebSocket {
-    override send(data: unknown, ...rest: unknown[]): void {
-      const frame = parseClientMessage(String(data));
-      sent.push(frame);
-      for (const listener of sending) listener(frame);
-      (super.send as (...args: unknown[]) => void)(data, ...rest);
-    }
-  }
-  const client = new CairnClient(url, {
-    reconnectBackoffBaseMs: 10,
-    reconnectBackoffMaxMs: 50,
-    ...options,
-    WebSocket: RecordingWebSocket as unknown as WebSocketConstructor,
-    onError: (error) => errors.push(error),
-  });
-  cleanups.push(() => client.close());
-  return { client, sent, errors, onSend: (listener: (frame: ClientMessage) => void) => sending.push(listener) };
+  return openRecordingClient(url, options, cleanups);
 }
 
-/** Resolves once `test` holds (polled: the client works on its own timers and sockets). */
-async function until(test: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let turn = 0; turn < 2_000; turn++) {
-    if (await test()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`never happened: ${what}`);
-}
-
-const mutationSeqs = (frames: readonly ClientMessage[]) =>
-  frames.flatMap((frame) => (frame.type === "Mutation" ? [frame.seq] : frame.type === "MutationBatch" ? frame.entries.map((entry) => entry.seq) : []));
 
 describe("a client's file outbox", () => {
   it("sends mutations made while the node was unreachable once, after a reload, under the outbox's client id and seqs", async () => {
@@ -253,21 +219,5 @@ describe("a client's file outbox", () => {
 
 /** The client process of outboxChild.ts, with its stdout read line by line. */
 function startChild(url: string, outboxPath: string, directory: string) {
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "outboxChild.ts"), url, outboxPath], {
-    cwd: process.cwd(),
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, TMPDIR: directory },
-  });
-  cleanups.push(() => child.kill("SIGKILL"));
-  const lines: string[] = [];
-  const waiters: { text: string; resolve: () => void }[] = [];
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    lines.push(line);
-    for (const waiter of waiters.filter((waiter) => waiter.text === line)) waiter.resolve();
-  });
-  return {
-    process: child,
-    send: (line: string) => child.stdin!.write(`${line}\n`),
-    line: (text: string) => (lines.includes(text) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ text, resolve }))),
-  };
+  return startOutboxChild("outboxChild.ts", url, outboxPath, directory, cleanups);
 }

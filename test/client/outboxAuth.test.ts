@@ -11,24 +11,20 @@
  *   answer was lost; a later reload as x applies them once (the applied one answered from
  *   its receipt); y's mutation left behind is discarded, and no later reload sees it.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { SignJWT } from "jose";
 import { afterEach, describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { functionReference } from "../../src/client/api.js";
-import { CairnClient, type CairnClientOptions } from "../../src/client/CairnClient.js";
+import type { CairnClient, CairnClientOptions } from "../../src/client/CairnClient.js";
 import { fileOutbox } from "../../src/client/node.js";
 import { decodeOutboxRecord } from "../../src/client/OutboxRecord.js";
-import type { WebSocketConstructor } from "../../src/client/WebSocketLike.js";
 import { App } from "../../src/functions/App.js";
 import { jwtVerifier } from "../../src/server/JwtVerifier.js";
-import { parseClientMessage, type ClientMessage } from "../../src/sync/protocol.js";
 import { startTestNode } from "../server/serverHarness.js";
 import * as outboxAuthApp from "./outboxAuthApp.js";
+import { mutationSeqs, openRecordingClient, startOutboxChild, until } from "./outboxHarness.js";
 import { OutboxRelay } from "./outboxRelay.js";
 
 const append = functionReference<"mutation", { name: string; line: string }, null>("log:append");
@@ -73,42 +69,15 @@ async function setup() {
 
 /** A client whose sent frames and reported errors are recorded; closed after the test. */
 function open(url: string, options: Omit<CairnClientOptions, "WebSocket" | "onError"> = {}) {
-  const sent: ClientMessage[] = [];
-  const errors: unknown[] = [];
-  class RecordingWebSocket extends WebSocket {
-    override send(data: unknown, ...rest: unknown[]): void {
-      sent.push(parseClientMessage(String(data)));
-      (super.send as (...args: unknown[]) => void)(data, ...rest);
-    }
-  }
-  const client = new CairnClient(url, {
-    reconnectBackoffBaseMs: 10,
-    reconnectBackoffMaxMs: 50,
-    ...options,
-    WebSocket: RecordingWebSocket as unknown as WebSocketConstructor,
-    onError: (error) => errors.push(error),
-  });
-  cleanups.push(() => client.close());
+  const opened = openRecordingClient(url, options, cleanups);
   let roundTrips = 0;
   return {
-    client,
-    sent,
-    errors,
+    ...opened,
     /** Resolves after a query's answer came back on this client's connection: whatever it was to send by then was sent. */
-    roundTrip: () => client.query(lines, { name: `round-trip-${++roundTrips}` }),
+    roundTrip: () => opened.client.query(lines, { name: `round-trip-${++roundTrips}` }),
   };
 }
 
-async function until(test: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let turn = 0; turn < 2_000; turn++) {
-    if (await test()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`never happened: ${what}`);
-}
-
-const mutationSeqs = (frames: readonly ClientMessage[]) =>
-  frames.flatMap((frame) => (frame.type === "Mutation" ? [frame.seq] : frame.type === "MutationBatch" ? frame.entries.map((entry) => entry.seq) : []));
 
 const pendingOf = (client: CairnClient) => client.pendingMutations().map(({ seq, state, issuedAs }) => ({ seq, state, issuedAs }));
 
@@ -227,25 +196,5 @@ describe("a restored outbox and the identity its mutations were issued as", () =
 
 /** The client process of outboxAuthChild.ts, with its stdout read line by line. */
 function startChild(url: string, outboxPath: string, directory: string) {
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "outboxAuthChild.ts"), url, outboxPath], {
-    cwd: process.cwd(),
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { ...process.env, TMPDIR: directory },
-  });
-  cleanups.push(() => child.kill("SIGKILL"));
-  const seen: string[] = [];
-  const waiters: { text: string; resolve: () => void }[] = [];
-  createInterface({ input: child.stdout! }).on("line", (line) => {
-    seen.push(line);
-    for (const waiter of waiters.filter((waiter) => waiter.text === line)) waiter.resolve();
-  });
-  return {
-    send: (line: string) => child.stdin!.write(`${line}\n`),
-    line: (text: string) => (seen.includes(text) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ text, resolve }))),
-    kill: async () => {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGKILL");
-      await exited;
-    },
-  };
+  return startOutboxChild("outboxAuthChild.ts", url, outboxPath, directory, cleanups);
 }

@@ -31,7 +31,7 @@ import { apiOf, type CairnClient } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import { App } from "../../src/functions/App.js";
 import { FsObjectStore } from "../../src/objectstore/index.js";
-import { startNode, type RunningNode } from "../../src/server/startNode.js";
+import { startServer, type RunningNode } from "../../src/server/index.js";
 import { serveDirectory } from "./staticServer.js";
 import * as tasksApp from "./tasksApp.js";
 
@@ -61,16 +61,10 @@ describe.skipIf(!available)("cairn/react in Chromium", () => {
     await build({ root: join(here, "app"), configFile: false, logLevel: "warn", build: { outDir: built, emptyOutDir: true, minify: false } });
     site = await serveDirectory(built);
     store = new FsObjectStore(join(root, "bucket"));
-    node = await startNode({
+    node = await startServer({
       store,
       localDirectory: join(root, "local"),
       app: App.fromModule(tasksApp, "react test app"),
-      nodeId: "react-test",
-      port: 0,
-      host: "127.0.0.1",
-      adminKey: null,
-      verifier: null,
-      webApp: null,
       log: () => undefined,
       // The page comes from the static server's origin, another port than the node's.
       corsOrigins: [new URL(site.url).origin],
