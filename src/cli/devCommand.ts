@@ -9,9 +9,10 @@ import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { progressReporter } from "./progressReporter.js";
 import { ProjectWatcher } from "./ProjectWatcher.js";
 import { stopSignal } from "./stopSignal.js";
+import { tokenVerifierOf, type AuthFlags } from "./tokenVerifierOf.js";
 import { TypeChecker } from "./TypeChecker.js";
 
-export interface DevOptions {
+export interface DevOptions extends AuthFlags {
   readonly app: string;
   readonly web: string;
   readonly store: string;
@@ -41,6 +42,7 @@ export async function devCommand(options: DevOptions): Promise<void> {
   const webDirectory = resolve(options.web);
   if (!existsSync(appPath)) throw new CairnError("INVALID_ARGUMENT", `no app at ${appPath}: give --app <file>, or run \`cairn init\` to scaffold a project`);
   const corsOrigins = options.corsOrigin === undefined ? [LOCALHOST_ORIGINS] : parseCorsOrigins(options.corsOrigin);
+  const verifier = await tokenVerifierOf(options, say);
   const stopRequested = stopSignal(say);
   const localLock = await lockLocalDirectory(options.local);
   const store = await openObjectStore(options.store);
@@ -75,7 +77,7 @@ export async function devCommand(options: DevOptions): Promise<void> {
       port: options.port,
       host: options.host,
       adminKey: process.env["CAIRN_ADMIN_KEY"] || null,
-      verifier: null,
+      verifier,
       webApp: null,
       staticDir: hasWeb ? webOutput : null,
       corsOrigins,

@@ -43,6 +43,16 @@ function storeCommand(name: string, description: string, options: { isDefault?: 
     .option("--store <url>", "bucket: file:///abs/dir, a path, s3://bucket/prefix?endpoint=…, mem://name", DEFAULT_STORE_URL);
 }
 
+/** How client tokens are verified (docs/auth.md): one of a secret, a key set file or a key set URL. */
+function withAuth(command: Command): Command {
+  return command
+    .option("--jwt-secret <secret>", "verify client tokens as HS256 JWTs with this secret (or set CAIRN_JWT_SECRET)")
+    .option("--jwks <file>", "verify client tokens as RS256/ES256 JWTs against this JSON Web Key Set file")
+    .option("--jwks-url <url>", "verify client tokens as RS256/ES256 JWTs against the key set at this https URL (cached; re-fetched for an unknown key id)")
+    .option("--jwt-issuer <iss>", "require this `iss` in client tokens")
+    .option("--jwt-audience <aud>", "require this `aud` in client tokens");
+}
+
 function withLocal(command: Command): Command {
   return command.option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY);
 }
@@ -60,7 +70,7 @@ function milliseconds(value: string): number {
   return parsed;
 }
 
-withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards (or, with --replica/--standby, follow it)", { isDefault: true }))
+withAuth(withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards (or, with --replica/--standby, follow it)", { isDefault: true })))
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
   .option("--node-id <id>", "this node's id in the manifests (default: a random id kept in the local directory)")
   .option("--app <file>", "the app module (schema and functions) to serve, a .ts file (default: the demo app)")
@@ -68,11 +78,6 @@ withLocal(storeCommand("serve", "open (or create) the deployment and become the 
   .option("--cors-origin <origin...>", "let pages of this origin (https://app.example.com; repeatable or a comma list; * for any) call the API and open the sync socket (default: same-origin only)")
   .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)
   .option("--host <address>", "address to listen on (0.0.0.0 for every interface)", "127.0.0.1")
-  .option("--jwt-secret <secret>", "verify client tokens as HS256 JWTs with this secret (or set CAIRN_JWT_SECRET)")
-  .option("--jwks <file>", "verify client tokens as RS256/ES256 JWTs against this JSON Web Key Set file")
-  .option("--jwks-url <url>", "verify client tokens as RS256/ES256 JWTs against the key set at this https URL (cached; re-fetched for an unknown key id)")
-  .option("--jwt-issuer <iss>", "require this `iss` in client tokens")
-  .option("--jwt-audience <aud>", "require this `aud` in client tokens")
   .option("--replica", "tail the bucket and serve reads and live queries; forward writes to the shard's writer (needs CAIRN_ADMIN_KEY)")
   .option("--standby", "a replica that takes over a shard once its writer's lease lapses (same as --replica --takeover)")
   .option("--takeover", "with --replica: take over like a standby")
@@ -98,7 +103,7 @@ program
   .option("--force", "add the app to a folder that already has files (never overwriting one)")
   .action(initCommand);
 
-withLocal(storeCommand("dev", "serve the project's app and page on the embedded store, reload them on every change, type-check beside it"))
+withAuth(withLocal(storeCommand("dev", "serve the project's app and page on the embedded store, reload them on every change, type-check beside it")))
   .option("--app <file>", "the app module", "cairn/app.ts")
   .option("--web <dir>", "the page's folder (index.html and the scripts it loads), built and served at /", "web")
   .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)

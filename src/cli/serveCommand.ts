@@ -1,16 +1,17 @@
 import { fileURLToPath } from "node:url";
-import { CairnError, systemClock, systemRandom } from "../base/index.js";
+import { CairnError, systemRandom } from "../base/index.js";
 import { isNodeId, NODE_ID_FORM } from "../model/index.js";
 import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { jwtVerifier, loadJwks, localNodeId, parseCorsOrigins, RemoteJwks, StaticFiles, startNodeAcrossReshards, type CorsOrigin, type WebApp } from "../server/index.js";
+import { localNodeId, parseCorsOrigins, StaticFiles, startNodeAcrossReshards, type CorsOrigin, type WebApp } from "../server/index.js";
 import { resolveTuning, type ShardEngineTuning } from "../shard/index.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { progressReporter } from "./progressReporter.js";
 import { stopSignal } from "./stopSignal.js";
+import { tokenVerifierOf, type AuthFlags } from "./tokenVerifierOf.js";
 
-export interface ServeOptions {
+export interface ServeOptions extends AuthFlags {
   readonly store: string;
   readonly local: string;
   readonly shards?: number;
@@ -23,11 +24,6 @@ export interface ServeOptions {
   readonly corsOrigin?: readonly string[];
   readonly port: number;
   readonly host: string;
-  readonly jwtSecret?: string;
-  readonly jwks?: string;
-  readonly jwksUrl?: string;
-  readonly jwtIssuer?: string;
-  readonly jwtAudience?: string;
   readonly replica?: boolean;
   readonly standby?: boolean;
   readonly takeover?: boolean;
@@ -57,7 +53,7 @@ export const DEMO_WEB_APP: WebApp = {
  */
 export async function serveCommand(options: ServeOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
-  const verifier = await tokenVerifier(options, say);
+  const verifier = await tokenVerifierOf(options, say);
   const role = roleOf(options);
   if (options.nodeId !== undefined && !isNodeId(options.nodeId)) {
     throw new CairnError("INVALID_ARGUMENT", `--node-id must be ${NODE_ID_FORM} (it names the node's registry entry and watermarks), not ${JSON.stringify(options.nodeId)}`);
@@ -180,19 +176,3 @@ function withSlash(url: string): string {
 }
 
 /** With --jwks-url, the key set's first fetch is awaited: a provider that is down is a warning, not a failed start (RemoteJwks.start says why). */
-async function tokenVerifier(options: ServeOptions, say: (line: string) => void): Promise<TokenVerifier | null> {
-  const secret = options.jwtSecret ?? (process.env["CAIRN_JWT_SECRET"] || undefined);
-  const given = [secret !== undefined ? "a JWT secret" : null, options.jwks !== undefined ? "--jwks" : null, options.jwksUrl !== undefined ? "--jwks-url" : null].filter((name) => name !== null);
-  if (given.length > 1) throw new CairnError("INVALID_ARGUMENT", `give one of a JWT secret (--jwt-secret or CAIRN_JWT_SECRET), --jwks or --jwks-url, not ${given.join(" and ")}`);
-  if (given.length === 0) return null;
-  let remoteJwks: RemoteJwks | undefined;
-  if (options.jwksUrl !== undefined) {
-    remoteJwks = new RemoteJwks({ url: options.jwksUrl, clock: systemClock, log: say });
-    if (await remoteJwks.start()) say(`JWKS fetched from ${remoteJwks.url}`);
-  }
-  return jwtVerifier({
-    ...(secret !== undefined ? { secret } : remoteJwks !== undefined ? { remoteJwks } : { jwks: loadJwks(options.jwks!) }),
-    ...(options.jwtIssuer !== undefined ? { issuer: options.jwtIssuer } : {}),
-    ...(options.jwtAudience !== undefined ? { audience: options.jwtAudience } : {}),
-  });
-}

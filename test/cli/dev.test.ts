@@ -135,6 +135,12 @@ describe("cairn dev", () => {
     await printed(/page built: assets\/main-\w+\.js/, mark);
   });
 
+  it("takes serve's auth flags, checked before anything opens", async () => {
+    const refused = await runCairn(["dev", "--app", join(project, "cairn/app.ts"), "--local", join(project, "other-local"), "--jwt-secret", "too short"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/\[INVALID_ARGUMENT\] the JWT secret must be at least 32 bytes/);
+  });
+
   it("stops on SIGTERM, with exit code 0", async () => {
     await client.close();
     const exited = new Promise<number | null>((done) => dev.once("exit", (code) => done(code)));
