@@ -1,5 +1,5 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { basename, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CairnError } from "../base/index.js";
 
@@ -81,7 +81,7 @@ function projectPackageJson(target: string): Record<string, unknown> {
   }
   const own = JSON.parse(readFileSync(OWN_PACKAGE, "utf8")) as { version: string; devDependencies?: Record<string, string> };
   const scripts = { ...PROJECT_SCRIPTS, ...(existing["scripts"] as Record<string, string> | undefined) };
-  const dependencies = { cairn: `^${own.version}`, ...(existing["dependencies"] as Record<string, string> | undefined) };
+  const dependencies = { cairn: cairnDependency(), ...(existing["dependencies"] as Record<string, string> | undefined) };
   const typescript = own.devDependencies?.["typescript"] ?? "^5.9.0";
   const devDependencies = { typescript: `^${typescript.replace(/^[\^~]/, "")}`, ...(existing["devDependencies"] as Record<string, string> | undefined) };
   return {
@@ -94,6 +94,28 @@ function projectPackageJson(target: string): Record<string, unknown> {
     dependencies,
     devDependencies,
   };
+}
+
+/**
+ * How the new project depends on Cairn: as the project that holds this installation does
+ * (a tarball or folder path made absolute), else on this installation's folder itself.
+ * Never `^version` from the registry: the name `cairn` there is an unrelated package.
+ */
+function cairnDependency(): string {
+  const packageDirectory = dirname(OWN_PACKAGE);
+  const parts = packageDirectory.split(sep);
+  const at = parts.lastIndexOf("node_modules");
+  if (at > 0) {
+    const holder = parts.slice(0, at).join(sep) || sep;
+    try {
+      const manifest = JSON.parse(readFileSync(join(holder, "package.json"), "utf8")) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+      const spec = manifest.dependencies?.["cairn"] ?? manifest.devDependencies?.["cairn"];
+      if (spec !== undefined) return spec.startsWith("file:") ? `file:${resolve(holder, spec.slice(5))}` : spec;
+    } catch {
+      // No readable package.json above node_modules: fall back to the folder itself.
+    }
+  }
+  return `file:${packageDirectory}`;
 }
 
 /** A valid npm package name from a folder's name. */

@@ -14,7 +14,7 @@
  * else is installed as a user would get it.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,6 +40,7 @@ const npm = (args: readonly string[], cwd: string) => run("npm", [...args], { cw
 describe("the package, installed into a fresh project", () => {
   const project = join(root, "my-app");
   const bin = join(project, "node_modules", ".bin", "cairn");
+  let tarballPath = "";
 
   it("packs compiled code and declarations only, installs, and every entry point loads", async () => {
     const packed = await npm(["pack", "--json", "--pack-destination", root], REPO);
@@ -51,6 +52,7 @@ describe("the package, installed into a fresh project", () => {
     expect(paths).toContain("dist/package/index.d.ts");
     expect(paths).toContain("templates/app/cairn/app.ts");
 
+    tarballPath = join(root, tarball!.filename);
     mkdirSync(project);
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "my-app", private: true, type: "module" }));
     await npm(["install", "--ignore-scripts", "--prefer-offline", join(root, tarball!.filename)], project);
@@ -83,6 +85,10 @@ describe("the package, installed into a fresh project", () => {
   it("scaffolds with cairn init, builds the page, and the app type-checks against the installed declarations", async () => {
     const init = await run(bin, ["init", "--force"], { cwd: project });
     expect(init.stdout).toMatch(/created an app/);
+    // A second project scaffolded from this one depends on the same tarball (the registry's "cairn" is another package).
+    await run(bin, ["init", join(root, "second-app")], { cwd: project });
+    const second = JSON.parse(readFileSync(join(root, "second-app", "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    expect(second.dependencies["cairn"]).toBe(`file:${tarballPath}`);
     const build = await run(bin, ["build"], { cwd: project });
     expect(build.stdout).toMatch(/built .*dist: index\.html, assets\/main-\w+\.js/);
     // The scaffold's devDependency, TypeScript, from this checkout; the types of cairn are the installed package's.
