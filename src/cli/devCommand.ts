@@ -5,6 +5,7 @@ import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
 import { LOCALHOST_ORIGINS, localNodeId, parseCorsOrigins, startNode, type RunningNode } from "../server/index.js";
 import { buildWebApp } from "./buildWebApp.js";
+import { markDevBuild } from "./devPageReload.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { progressReporter } from "./progressReporter.js";
 import { ProjectWatcher } from "./ProjectWatcher.js";
@@ -53,10 +54,12 @@ export async function devCommand(options: DevOptions): Promise<void> {
     await assertConditionalWrites(store);
     const webOutput = resolve(DEV_WEB_OUTPUT);
     const hasWeb = existsSync(join(webDirectory, "index.html"));
+    let builds = 0;
     const rebuildWeb = async () => {
       try {
         const built = await buildWebApp(webDirectory, webOutput, { minify: false });
-        say(`page built: ${built.assets.join(", ") || "index.html"}`);
+        markDevBuild(webOutput, `${process.pid}-${++builds}`);
+        say(`page built: ${built.assets.join(", ") || "index.html"}${builds > 1 ? " (open pages reload)" : ""}`);
       } catch (error) {
         say(`the page failed to build; the last good build keeps serving:\n${(error as Error).message}`);
         if (!existsSync(join(webOutput, "index.html"))) writeBuildFailedPage(webOutput, (error as Error).message);

@@ -5,18 +5,22 @@
  * type error is printed as file:line:column (tsc --watch) while the code still reloads;
  * code that fails to compile and a schema change the deployment refuses are printed and
  * the last good version keeps serving (its data and subscriptions intact); an edit to the
- * page rebuilds it; SIGTERM stops it cleanly.
+ * page rebuilds it and an open page (Chromium) reloads itself; SIGTERM stops it cleanly.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNodeClient } from "../../src/client/node.js";
 import type { CairnClient } from "../../src/client/index.js";
 import { runCairn } from "../support/runCairn.js";
 
+const CHROMIUM = "/usr/bin/chromium";
+const browserAvailable = existsSync(CHROMIUM);
+if (!browserAvailable && process.env["CAIRN_TEST_BROWSER_REQUIRED"] === "1") throw new Error(`${CHROMIUM} is missing and CAIRN_TEST_BROWSER_REQUIRED=1`);
 const REPO = fileURLToPath(new URL("../..", import.meta.url));
 const TSX_LOADER = pathToFileURL(join(REPO, "node_modules/tsx/dist/loader.mjs")).href;
 
@@ -30,6 +34,7 @@ describe("cairn dev", () => {
   let dev: ChildProcess;
   let output = "";
   let client: CairnClient;
+  let url: string;
   const seen: Task[][] = [];
 
   /** Resolves once what the process printed after `mark` (an offset into its output) matches; rejects with the output if it exits first. */
@@ -72,7 +77,7 @@ describe("cairn dev", () => {
     dev.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
     await printed(/serving at http:\/\/\S+\//, 0);
     await printed(/types: no errors/, 0);
-    const url = /serving at (http:\/\/\S+\/)/.exec(output)![1]!;
+    url = /serving at (http:\/\/\S+\/)/.exec(output)![1]!;
     client = createNodeClient(`${url.replace(/^http/, "ws")}api/sync`);
     client.subscribe({ path: "tasks:list" }, {}, (tasks) => seen.push(tasks as Task[]));
   }, 120_000);
@@ -129,10 +134,22 @@ describe("cairn dev", () => {
     await printed(/app reloaded/, fixed);
   });
 
-  it("rebuilds the page when it changes", async () => {
-    const mark = output.length;
-    edit("web/main.ts", (text) => `${text}\nconsole.log("edited");\n`);
-    await printed(/page built: assets\/main-\w+\.js/, mark);
+  it.skipIf(!browserAvailable)("rebuilds the page when it changes, and an open page reloads itself", async () => {
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(url);
+      await expect.poll(() => page.locator("#tasks li span").allTextContents(), { timeout: 15_000 }).toEqual(["WRITE DOCS", "STILL SERVING"]);
+      expect(await page.title()).toBe("Tasks");
+      const mark = output.length;
+      edit("web/main.ts", (text) => `${text}\ndocument.title = "Tasks (edited)";\n`);
+      await printed(/page built: assets\/main-\w+\.js \(open pages reload\)/, mark);
+      // The page notices the new build by itself and loads it.
+      await expect.poll(() => page.title(), { timeout: 15_000 }).toBe("Tasks (edited)");
+      await expect.poll(() => page.locator("#tasks li span").allTextContents(), { timeout: 15_000 }).toEqual(["WRITE DOCS", "STILL SERVING"]);
+    } finally {
+      await browser.close();
+    }
   });
 
   it("takes serve's auth flags, checked before anything opens", async () => {
