@@ -5,6 +5,10 @@ import { CairnError } from "../base/index.js";
 
 /** The project `cairn init` copies: shipped with the package (package.json "files"). */
 const TEMPLATE_DIRECTORY = fileURLToPath(new URL("../../templates/app", import.meta.url));
+/** With --react, the page is this one (laid over the project's web/), a React app over cairn/react. */
+const REACT_WEB_DIRECTORY = fileURLToPath(new URL("../../templates/react/web", import.meta.url));
+/** What a React page needs beside Cairn, at the versions Cairn is tested with. */
+const REACT_PACKAGES = { dependencies: ["react", "react-dom"], devDependencies: ["@types/react", "@types/react-dom"] } as const;
 const OWN_PACKAGE = fileURLToPath(new URL("../../package.json", import.meta.url));
 
 /** The scripts a scaffolded project runs Cairn with. */
@@ -17,6 +21,8 @@ export const PROJECT_SCRIPTS: Readonly<Record<string, string>> = {
 export interface InitOptions {
   /** Write into a folder that already has files (never over one of them). */
   readonly force?: boolean;
+  /** The page as a React app (cairn/react) instead of plain TypeScript. */
+  readonly react?: boolean;
 }
 
 /**
@@ -33,42 +39,49 @@ export async function initCommand(directory: string | undefined, options: InitOp
   if (present.length > 0 && options.force !== true) {
     throw new CairnError("INVALID_ARGUMENT", `${target} is not empty (${present.slice(0, 5).join(", ")}${present.length > 5 ? ", …" : ""}): give an empty or new folder, or --force to add the app beside what is there`);
   }
-  const files = templateFiles();
-  const clashes = files.filter((file) => existsSync(join(target, destinationOf(file))));
-  if (clashes.length > 0) throw new CairnError("INVALID_ARGUMENT", `${target} already has ${clashes.map(destinationOf).join(", ")}: nothing was written`);
-  const packageJson = projectPackageJson(target);
+  const files = templateFiles(options.react === true);
+  const clashes = files.filter((file) => existsSync(join(target, file.to)));
+  if (clashes.length > 0) throw new CairnError("INVALID_ARGUMENT", `${target} already has ${clashes.map((file) => file.to).join(", ")}: nothing was written`);
+  const packageJson = projectPackageJson(target, options.react === true);
 
   mkdirSync(target, { recursive: true });
   for (const file of files) {
-    const to = join(target, destinationOf(file));
+    const to = join(target, file.to);
     mkdirSync(join(to, ".."), { recursive: true });
-    cpSync(join(TEMPLATE_DIRECTORY, file), to);
+    cpSync(file.from, to);
   }
   writeFileAtomically(join(target, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
   const fromHere = relative(process.cwd(), target);
   const where = fromHere === "" ? "." : fromHere.startsWith("..") ? target : fromHere;
-  say(`created an app in ${target}: cairn/ (schema and functions), web/ (the page), tsconfig.json, package.json`);
+  say(`created an app in ${target}: cairn/ (schema and functions), web/ (the page${options.react === true ? ", in React" : ""}), tsconfig.json, package.json`);
   say("next:");
   if (where !== ".") say(`  cd ${where}`);
   say("  npm install        # Cairn, and TypeScript for cairn dev's type checks");
   say("  npm run dev        # serves the app and reloads it on every change");
 }
 
-/** The template's files, relative to it; `gitignore` is shipped without its dot (npm drops .gitignore files from packages). */
-function templateFiles(): string[] {
+/**
+ * The files to copy, as (source, path in the project): the template, with `gitignore`
+ * written as .gitignore (npm drops .gitignore files from packages), and with --react the
+ * React page in place of the template's web/.
+ */
+function templateFiles(react: boolean): { readonly from: string; readonly to: string }[] {
   if (!existsSync(TEMPLATE_DIRECTORY)) throw new CairnError("INTERNAL", `this installation of cairn has no app template (${TEMPLATE_DIRECTORY})`);
-  return readdirSync(TEMPLATE_DIRECTORY, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => relative(TEMPLATE_DIRECTORY, join(entry.parentPath, entry.name)))
-    .sort();
+  const files = filesUnder(TEMPLATE_DIRECTORY)
+    .filter((file) => !(react && file.startsWith(`web${sep}`)))
+    .map((file) => ({ from: join(TEMPLATE_DIRECTORY, file), to: file === "gitignore" ? ".gitignore" : file }));
+  if (react) files.push(...filesUnder(REACT_WEB_DIRECTORY).map((file) => ({ from: join(REACT_WEB_DIRECTORY, file), to: join("web", file) })));
+  return files.sort((a, b) => a.to.localeCompare(b.to));
 }
 
-function destinationOf(file: string): string {
-  return file === "gitignore" ? ".gitignore" : file;
+function filesUnder(directory: string): string[] {
+  return readdirSync(directory, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(directory, join(entry.parentPath, entry.name)));
 }
 
 /** The folder's package.json (or a new one) with the project's scripts, module type and dependencies added where missing. */
-function projectPackageJson(target: string): Record<string, unknown> {
+function projectPackageJson(target: string, react: boolean): Record<string, unknown> {
   const path = join(target, "package.json");
   let existing: Record<string, unknown> = {};
   if (existsSync(path)) {
@@ -79,11 +92,16 @@ function projectPackageJson(target: string): Record<string, unknown> {
     }
     if (typeof existing !== "object" || existing === null || Array.isArray(existing)) throw new CairnError("INVALID_ARGUMENT", `${path} is not a JSON object: nothing was written`);
   }
-  const own = JSON.parse(readFileSync(OWN_PACKAGE, "utf8")) as { version: string; devDependencies?: Record<string, string> };
+  const own = JSON.parse(readFileSync(OWN_PACKAGE, "utf8")) as { devDependencies?: Record<string, string> };
+  const tested = (name: string, fallback: string) => `^${(own.devDependencies?.[name] ?? fallback).replace(/^[\^~]/, "")}`;
   const scripts = { ...PROJECT_SCRIPTS, ...(existing["scripts"] as Record<string, string> | undefined) };
-  const dependencies = { cairn: cairnDependency(), ...(existing["dependencies"] as Record<string, string> | undefined) };
-  const typescript = own.devDependencies?.["typescript"] ?? "^5.9.0";
-  const devDependencies = { typescript: `^${typescript.replace(/^[\^~]/, "")}`, ...(existing["devDependencies"] as Record<string, string> | undefined) };
+  const reactDependencies = (names: readonly string[]) => (react ? Object.fromEntries(names.map((name) => [name, tested(name, "19.0.0")])) : {});
+  const dependencies = { cairn: cairnDependency(), ...reactDependencies(REACT_PACKAGES.dependencies), ...(existing["dependencies"] as Record<string, string> | undefined) };
+  const devDependencies = {
+    typescript: tested("typescript", "5.9.0"),
+    ...reactDependencies(REACT_PACKAGES.devDependencies),
+    ...(existing["devDependencies"] as Record<string, string> | undefined),
+  };
   return {
     name: packageName(basename(target)),
     version: "0.1.0",

@@ -101,6 +101,7 @@ program
   .argument("[dir]", "the project folder (default: this one)")
   .description("scaffold an app: schema and functions in cairn/, a page in web/, tsconfig.json and package.json scripts (dev, build, start)")
   .option("--force", "add the app to a folder that already has files (never overwriting one)")
+  .option("--react", "make the page a React app (cairn/react; adds react and react-dom to package.json)")
   .action(initCommand);
 
 withAuth(withLocal(storeCommand("dev", "serve the project's app and page on the embedded store, reload them on every change, type-check beside it")))

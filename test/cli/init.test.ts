@@ -35,6 +35,16 @@ describe("cairn init", () => {
     expect(result.stdout).toMatch(/npm run dev/);
   });
 
+  it("scaffolds a React page with --react, depending on React at the versions Cairn is tested with", async () => {
+    const folder = join(root, "react-app");
+    expect((await runCairn(["init", "--react", folder])).code).toBe(0);
+    expect(readdirSync(join(folder, "web")).sort()).toEqual(["App.tsx", "index.html", "main.tsx"]);
+    const tested = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as { devDependencies: Record<string, string> };
+    const manifest = packageJson(folder);
+    expect(manifest["dependencies"]).toEqual({ cairn: `file:${REPO.replace(/\/$/, "")}`, react: `^${tested.devDependencies["react"]}`, "react-dom": `^${tested.devDependencies["react-dom"]}` });
+    expect(Object.keys(manifest["devDependencies"] as Record<string, string>).sort()).toEqual(["@types/react", "@types/react-dom", "typescript"]);
+  });
+
   it("keeps an existing package.json's fields, scripts and dependencies", async () => {
     const folder = join(root, "existing");
     mkdirSync(folder);

@@ -141,6 +141,49 @@ describe("the package, installed into a fresh project", () => {
     expect(await exited).toBe(0);
   }, 120_000);
 
+  it.skipIf(!browserAvailable)("scaffolds a React page with cairn init --react that builds, type-checks and runs over the installed cairn/react", async () => {
+    // React as `npm install` would put it (the scaffold's dependencies), from this checkout.
+    for (const name of ["react", "react-dom", "scheduler", "@types/react", "@types/react-dom", "csstype"]) {
+      mkdirSync(join(project, "node_modules", name, ".."), { recursive: true });
+      if (!existsSync(join(project, "node_modules", name))) symlinkSync(join(REPO, "node_modules", name), join(project, "node_modules", name));
+    }
+    const app = join(project, "react-page");
+    await run(bin, ["init", "--react", app], { cwd: project });
+    const manifest = JSON.parse(readFileSync(join(app, "package.json"), "utf8")) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    expect(Object.keys(manifest.dependencies).sort()).toEqual(["cairn", "react", "react-dom"]);
+    expect(Object.keys(manifest.devDependencies).sort()).toEqual(["@types/react", "@types/react-dom", "typescript"]);
+    await run(bin, ["build", "--web", join(app, "web"), "--out", join(app, "dist")], { cwd: project });
+    const typecheck = await run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), "--noEmit", "-p", app], { cwd: project }).catch((error: { stdout: string }) => error);
+    expect(typecheck.stdout).toBe("");
+
+    const serve = spawn(bin, ["serve", "--app", "cairn/app.ts", "--static", "dist", "--port", "0"], { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
+    children.push(serve);
+    let output = "";
+    serve.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    serve.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    await expect.poll(() => output, { timeout: 60_000, interval: 100 }).toMatch(/serving at http:\/\/\S+\//);
+    const url = /serving at (http:\/\/\S+\/)/.exec(output)![1]!;
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 390, height: 700 } });
+      const errors: string[] = [];
+      page.on("pageerror", (error) => errors.push(error.message));
+      await page.goto(url);
+      await page.locator("#text").fill("learn react");
+      await page.locator("#add button").click();
+      await expect.poll(() => page.locator("#tasks li span").allTextContents(), { timeout: 15_000 }).toEqual(["learn react"]);
+      await page.locator("#tasks li input").first().check();
+      await expect.poll(() => page.locator("#tasks li").first().getAttribute("class"), { timeout: 15_000 }).toBe("done");
+      await page.screenshot({ path: join(REPO, "test-artifacts", "package-react-scaffold-390.png") });
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+    }
+    const exited = new Promise<number | null>((done) => serve.once("exit", (code) => done(code)));
+    serve.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  }, 120_000);
+
   it("starts a node inside a program of the project's own with cairn/server, on the same store", async () => {
     const program = `import { startServer } from "cairn/server";
       import { createNodeClient } from "cairn/client/node";
