@@ -233,8 +233,17 @@ export const MUTATION_BACKOFF_MAX_MS = 50;
  * a client can take in one message.
  */
 export const QUERY_COLLECT_ROWS_MAX = 16_384;
-/** Largest `numItems` of one page of `paginate`. */
+/**
+ * Largest `numItems` of one page of `paginate`, and the most rows a page pinned by
+ * `endCursor` returns (one holding more returns these with a splitCursor, partial).
+ */
 export const QUERY_PAGE_ITEMS_MAX = 8_192;
+/**
+ * A pinned page holding more rows than this, or than 2 × its numItems, comes back with a
+ * splitCursor (usePaginatedQuery splits it in two). Half of QUERY_PAGE_ITEMS_MAX: 4,096
+ * more rows can land in the page while its split is in flight before its reads are cut.
+ */
+export const QUERY_PAGE_SPLIT_ROWS_MAX = 4_096;
 /**
  * Rows (documents and index entries) one function run may read in total. Bounds the time
  * and memory one call can take from every other caller: ~65k rows are ~50 ms of reads on a

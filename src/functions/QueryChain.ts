@@ -1,4 +1,4 @@
-import { CairnError, QUERY_COLLECT_ROWS_MAX, QUERY_PAGE_ITEMS_MAX } from "../base/index.js";
+import { CairnError, QUERY_COLLECT_ROWS_MAX, QUERY_PAGE_ITEMS_MAX, QUERY_PAGE_SPLIT_ROWS_MAX } from "../base/index.js";
 import { compareBytes, indexRange, successorKey } from "../model/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
@@ -12,10 +12,9 @@ import type { SnapshotReads } from "./SnapshotReads.js";
  * One page's request. Without `endCursor`: the first `numItems` rows after `cursor` (null:
  * from the start of the range). With `endCursor` (a continueCursor of the same query): a
  * pinned page, every row after `cursor` up to and including the `endCursor` position
- * however many there are now (`numItems` is checked but not used), at most
- * QUERY_PAGE_ITEMS_MAX, else FUNCTION_LIMIT_EXCEEDED. Pinned pages partition the range: a
- * row inserted anywhere in it lands in exactly one of them (how usePaginatedQuery keeps
- * loaded pages gapless under inserts).
+ * however many there are now. Pinned pages partition the range: a row inserted anywhere
+ * in it lands in exactly one of them (how usePaginatedQuery keeps loaded pages gapless
+ * under inserts). A pinned page that grew is split rather than failing (see `splitCursor`).
  */
 export interface PaginationOptions {
   readonly cursor: string | null;
@@ -23,10 +22,25 @@ export interface PaginationOptions {
   readonly endCursor?: string | null;
 }
 
+/**
+ * SplitRecommended: the pinned page holds every row of its range, more than
+ * `splitRowsOf(numItems)`. SplitRequired: its range holds more than QUERY_PAGE_ITEMS_MAX
+ * rows; `page` is only the first QUERY_PAGE_ITEMS_MAX of them (partial, not to be shown as
+ * the page).
+ */
+export type PageStatus = "SplitRecommended" | "SplitRequired";
+
 export interface PaginationResult<Document> {
   readonly page: Document[];
   readonly isDone: boolean;
   readonly continueCursor: string;
+  /**
+   * Only on a pinned page that should be split (with `pageStatus`): the position after the
+   * middle row of `page`. The pages [cursor, splitCursor] and [splitCursor, endCursor]
+   * together hold exactly this page's rows, each about half of them.
+   */
+  readonly splitCursor?: string;
+  readonly pageStatus?: PageStatus;
 }
 
 export type Order = "asc" | "desc";
@@ -108,9 +122,9 @@ export class QueryChain<Document = DocumentObject> {
   /**
    * A page of the range in order. Its `continueCursor` is the key of its last row (or the
    * end of the range: then `isDone`), or, for a pinned page, its `endCursor`; `isDone`
-   * for a pinned page means its endCursor was the end of the range. INVALID_ARGUMENT for
-   * a cursor `paginate` did not make for this index and order, and for an `endCursor`
-   * before `cursor`.
+   * for a pinned page means it holds every row through its endCursor and that was the end
+   * of the range. INVALID_ARGUMENT for a cursor `paginate` did not make for this index and
+   * order, and for an `endCursor` before `cursor`.
    */
   async paginate(options: PaginationOptions): Promise<PaginationResult<Document>> {
     if (typeof options !== "object" || options === null) throw misuse("paginate takes { cursor, numItems, endCursor? }");
@@ -127,14 +141,29 @@ export class QueryChain<Document = DocumentObject> {
     if (afterKey === null) return { page: [], isDone: true, continueCursor: pinned ? continueCursor : options.cursor! };
     const { start, end } = this.pageRange(afterKey, throughKey);
     if (end !== null && compareBytes(start, end) >= 0) return { page: [], isDone: !pinned || throughKey === null, continueCursor };
-    const limit = pinned ? QUERY_PAGE_ITEMS_MAX + 1 : options.numItems;
-    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, limit, this.lane());
+    if (pinned) return this.pinnedPage(start, end, options.numItems, throughKey === null, continueCursor);
+    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, options.numItems, this.lane());
     const page = rows.map((row) => row.document as Document);
-    if (pinned) {
-      if (rows.length > QUERY_PAGE_ITEMS_MAX) throw pinnedPageTooLarge(this.table.name, this.index.name);
-      return { page, isDone: throughKey === null, continueCursor };
-    }
     return { page, isDone: complete, continueCursor: complete ? done : encodeCursor({ ...position, afterKey: rows[rows.length - 1]!.key }) };
+  }
+
+  /**
+   * The rows of a pinned page's range (`start`..`end`), at most QUERY_PAGE_ITEMS_MAX of
+   * them: a page holding more than `splitRowsOf(numItems)` also gets a splitCursor, so a
+   * client can replace it by two smaller ones before it outgrows what one read may return,
+   * and one already past that gets its first rows, marked partial, and the splitCursor
+   * among them to split its way out. Never fails for its size.
+   */
+  private pinnedPage(start: Uint8Array, end: Uint8Array | null, numItems: number, throughEnd: boolean, continueCursor: string): PaginationResult<Document> {
+    const { rows } = this.reads.scan(this.table, this.index, start, end, this.direction, QUERY_PAGE_ITEMS_MAX + 1, this.lane());
+    const partial = rows.length > QUERY_PAGE_ITEMS_MAX;
+    const kept = partial ? rows.slice(0, QUERY_PAGE_ITEMS_MAX) : rows;
+    const page = kept.map((row) => row.document as Document);
+    if (!partial && kept.length <= splitRowsOf(numItems)) return { page, isDone: throughEnd, continueCursor };
+    // More than splitRowsOf(numItems) ≥ 2 rows: both halves hold at least one.
+    const middle = kept[Math.floor(kept.length / 2) - 1]!;
+    const splitCursor = encodeCursor({ indexId: this.index.id, order: this.direction, afterKey: middle.key });
+    return { page, isDone: !partial && throughEnd, continueCursor, splitCursor, pageStatus: partial ? "SplitRequired" : "SplitRecommended" };
   }
 
   /**
@@ -189,12 +218,9 @@ function cursorsReversed(): CairnError {
   return new CairnError("INVALID_ARGUMENT", "invalid pagination cursor: endCursor lies before cursor");
 }
 
-function pinnedPageTooLarge(table: string, index: string): CairnError {
-  return new CairnError(
-    "FUNCTION_LIMIT_EXCEEDED",
-    `a page of ${table}.${index} pinned by endCursor grew past ${QUERY_PAGE_ITEMS_MAX} documents; load it again as smaller pages (reset the paginated query)`,
-    { details: { limit: QUERY_PAGE_ITEMS_MAX } },
-  );
+/** How many rows a pinned page of `numItems` may hold before a split is recommended. */
+export function splitRowsOf(numItems: number): number {
+  return Math.min(2 * numItems, QUERY_PAGE_SPLIT_ROWS_MAX);
 }
 
 function misuse(message: string): CairnError {

@@ -32,8 +32,9 @@ export {
   type RegisteredFunction,
   type UserIdentity,
 } from "./registration.js";
-export type { PaginationOptions, PaginationResult, QueryChain } from "./QueryChain.js";
+export type { PageStatus, PaginationOptions, PaginationResult, QueryChain } from "./QueryChain.js";
 export { paginationOptsValidator } from "./paginationOptsValidator.js";
+export { paginationResultValidator } from "./paginationResultValidator.js";
 export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 export { App, type AppModule } from "./App.js";
 export { AppError } from "./AppError.js";

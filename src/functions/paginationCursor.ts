@@ -5,7 +5,8 @@ import { CairnError } from "../base/index.js";
  * the last row of the page (null once the range is done). The next page starts strictly
  * after that key. Index keys are unique (they end with creation time and id), so a row
  * inserted or deleted between pages never shifts the position: every row that exists
- * throughout is returned exactly once, rows inserted behind the cursor are not.
+ * throughout is returned exactly once, rows inserted behind the cursor are not. A
+ * splitCursor is the same kind of position (after a row in the middle of a pinned page).
  */
 export interface PaginationPosition {
   readonly indexId: number;

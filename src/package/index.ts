@@ -23,4 +23,4 @@ export {
   type UserIdentity,
 } from "../functions/index.js";
 export type { IndexRangeBuilder, PaginationOptions, PaginationResult, QueryChain } from "../functions/index.js";
-export { AppError, paginationOptsValidator, type AppModule } from "../functions/index.js";
+export { AppError, paginationOptsValidator, paginationResultValidator, type AppModule } from "../functions/index.js";

@@ -11,8 +11,16 @@ import type { PaginationOptions, PaginationResult } from "../functions/index.js"
  *   the loaded part lands in exactly one page, and one deleted leaves no hole; only the
  *   last page is open-ended (`numItems` rows after its cursor);
  * - loading a page pins the last one at the continueCursor of the result it shows, and
- *   starts the new one from that same cursor; until the pinned subscription answers, the
- *   last page shows that result (it covers the same rows), so nothing flickers;
+ *   starts the new one from that same cursor;
+ * - a pinned page whose answer carries a splitCursor (it grew past 2 × numItems, or past
+ *   what one read returns) is replaced by two pinned pages, [cursor, splitCursor] and
+ *   [splitCursor, endCursor], which together cover the same rows;
+ * - a page that replaces others (pinned, or a half of a split) shares a stand-in with
+ *   the other pages replacing the same one: the rows shown before. Until every page
+ *   sharing it has a result, the stand-in is shown once in their place, so a replacement
+ *   never shows a gap, a row twice, or a flicker;
+ * - a partial answer (SplitRequired) is never shown: the page keeps showing what it
+ *   showed, and is split at once;
  * - pages are subscribed while the store has subscribers, and all dropped when it has none.
  *
  * Status, from the pages' results:
@@ -22,8 +30,8 @@ import type { PaginationOptions, PaginationResult } from "../functions/index.js"
  *   Exhausted          the last page reached the end of the range
  *   CanLoadMore        otherwise: `loadMore(n)` adds a page
  *
- * A page that fails (its query throws; a pinned page grew past QUERY_PAGE_ITEMS_MAX) puts
- * the whole store in error until its query answers again.
+ * A page that fails (its query throws) puts the whole store in error until its query
+ * answers again.
  */
 
 export type PaginationStatus = "LoadingFirstPage" | "CanLoadMore" | "LoadingMore" | "Exhausted";
@@ -43,12 +51,17 @@ export type SubscribePage<Item> = (
 
 interface Page<Item> {
   readonly options: PaginationOptions;
-  /** The answer to `options`, latest first; null until it comes. */
+  /** The latest complete answer to `options`; null until one comes. */
   result: PaginationResult<Item> | null;
-  /** What the page showed before it was pinned: the same rows, shown until `result` comes. */
-  readonly shownBefore: PaginationResult<Item> | null;
+  /** Shown in place of this page and the others sharing it, until each has a result; then null. */
+  standIn: StandIn<Item> | null;
   error: CairnError | null;
   unsubscribe: (() => void) | null;
+}
+
+/** The rows one page showed before it was replaced (pinned, or split), shared by the pages replacing it. */
+interface StandIn<Item> {
+  readonly shown: PaginationResult<Item>;
 }
 
 export class PaginatedPages<Item> {
@@ -78,15 +91,10 @@ export class PaginatedPages<Item> {
   readonly loadMore = (numItems: number): boolean => {
     if (this.state.status !== "CanLoadMore") return false;
     const last = this.pages[this.pages.length - 1]!;
-    const shown = last.result ?? last.shownBefore!;
-    detach(last);
-    const pinned = newPage<Item>({ ...last.options, endCursor: shown.continueCursor }, shown);
+    const shown = last.standIn?.shown ?? last.result!;
+    const pinned = newPage<Item>({ ...last.options, endCursor: shown.continueCursor }, last.standIn ?? { shown });
     const next = newPage<Item>({ cursor: shown.continueCursor, numItems }, null);
-    this.pages = [...this.pages.slice(0, -1), pinned, next];
-    if (this.listeners.size > 0) {
-      this.attach(pinned);
-      this.attach(next);
-    }
+    this.replace(last, [pinned, next]);
     this.changed();
     return true;
   };
@@ -105,8 +113,7 @@ export class PaginatedPages<Item> {
       page.options,
       (result) => {
         if (!live()) return;
-        page.result = result;
-        page.error = null;
+        this.answered(page, result);
         this.changed();
       },
       (error) => {
@@ -118,14 +125,56 @@ export class PaginatedPages<Item> {
     if (!attached) stop();
   }
 
+  private answered(page: Page<Item>, result: PaginationResult<Item>): void {
+    page.error = null;
+    // A partial page (its range holds more than one read returns) is never shown: what the page showed stays until its halves answer.
+    if (result.pageStatus !== "SplitRequired") page.result = result;
+    this.settle(page.standIn);
+    if (splits(page.options, result)) this.split(page, result.splitCursor!);
+  }
+
+  /** Once every page sharing `standIn` has a result, they show their own. */
+  private settle(standIn: StandIn<Item> | null): void {
+    if (standIn === null) return;
+    const sharing = this.pages.filter((other) => other.standIn === standIn);
+    if (sharing.every((other) => other.result !== null)) for (const other of sharing) other.standIn = null;
+  }
+
+  /**
+   * Replaces a pinned page by its two halves, which show what it showed until both
+   * answer: its result, or, while it still stands in for an earlier page with others, that
+   * page's rows (the halves join the others).
+   */
+  private split(page: Page<Item>, splitCursor: string): void {
+    const shown = page.standIn ?? (page.result === null ? null : { shown: page.result });
+    const first = newPage<Item>({ ...page.options, endCursor: splitCursor }, shown);
+    const second = newPage<Item>({ ...page.options, cursor: splitCursor }, shown);
+    this.replace(page, [first, second]);
+  }
+
+  private replace(page: Page<Item>, by: readonly Page<Item>[]): void {
+    detach(page);
+    const at = this.pages.indexOf(page);
+    this.pages = [...this.pages.slice(0, at), ...by, ...this.pages.slice(at + 1)];
+    if (this.listeners.size > 0) for (const added of by) this.attach(added);
+  }
+
   private changed(): void {
     this.state = stateOf(this.pages);
     for (const listener of [...this.listeners]) listener();
   }
 }
 
-function newPage<Item>(options: PaginationOptions, shownBefore: PaginationResult<Item> | null): Page<Item> {
-  return { options, result: null, shownBefore, error: null, unsubscribe: null };
+/** Whether `result` asks to split its pinned page at a position strictly inside it (never a page that would split into itself). */
+function splits(options: PaginationOptions, result: PaginationResult<unknown>): boolean {
+  const { cursor, endCursor } = options;
+  const { splitCursor, pageStatus } = result;
+  if (endCursor === undefined || endCursor === null || pageStatus === undefined) return false;
+  return typeof splitCursor === "string" && splitCursor !== cursor && splitCursor !== endCursor;
+}
+
+function newPage<Item>(options: PaginationOptions, standIn: StandIn<Item> | null): Page<Item> {
+  return { options, result: null, standIn, error: null, unsubscribe: null };
 }
 
 function detach(page: Page<unknown>): void {
@@ -137,11 +186,19 @@ function detach(page: Page<unknown>): void {
 function stateOf<Item>(pages: readonly Page<Item>[]): PaginatedState<Item> {
   const error = pages.find((page) => page.error !== null)?.error ?? null;
   const results: Item[] = [];
+  let previous: StandIn<Item> | null = null;
   for (const page of pages) {
-    const shown = page.result ?? page.shownBefore;
-    if (shown === null) return { results, status: page === pages[0] ? "LoadingFirstPage" : "LoadingMore", error };
-    results.push(...shown.page);
+    const standIn = page.standIn;
+    if (standIn !== null) {
+      // The pages sharing a stand-in are next to each other: show it once, for all of them.
+      if (standIn !== previous) results.push(...standIn.shown.page);
+    } else if (page.result === null) {
+      return { results, status: page === pages[0] ? "LoadingFirstPage" : "LoadingMore", error };
+    } else {
+      results.push(...page.result.page);
+    }
+    previous = standIn;
   }
   const last = pages[pages.length - 1]!;
-  return { results, status: (last.result ?? last.shownBefore)!.isDone ? "Exhausted" : "CanLoadMore", error };
+  return { results, status: (last.standIn?.shown ?? last.result)!.isDone ? "Exhausted" : "CanLoadMore", error };
 }

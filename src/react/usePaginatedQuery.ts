@@ -38,8 +38,8 @@ const skippedStore = { subscribe: () => () => {}, getSnapshot: () => SKIPPED, lo
 /**
  * The loaded pages of a paginated query, live, as one list. Pages stay live and gapless
  * under concurrent writes: a row inserted anywhere among the loaded rows appears there
- * (the page holding it grows), a row deleted disappears, and no row is shown twice
- * (PaginatedPages says how). `args` ("skip": nothing) without `paginationOpts`; when
+ * (the page holding it grows; one grown past 2 × its numItems is split in two, out of
+ * sight), a row deleted disappears, and no row is shown twice (PaginatedPages says how). `args` ("skip": nothing) without `paginationOpts`; when
  * they change by content, the pages start over. A failed page throws its CairnError
  * during render, for the nearest error boundary.
  *

@@ -1,9 +1,10 @@
 /**
  * The app of the pagination tests: numbered items with a tag, an index by number and one
  * by tag then number, paginated queries over each (taking `paginationOpts` as
- * usePaginatedQuery sends it), and mutations that insert and delete in bulk.
+ * usePaginatedQuery sends it; one declares what it returns), and mutations that insert
+ * and delete in bulk.
  */
-import { defineSchema, defineTable, functionsFor, paginationOptsValidator, v } from "../../src/functions/index.js";
+import { defineSchema, defineTable, functionsFor, paginationOptsValidator, paginationResultValidator, v } from "../../src/functions/index.js";
 
 export const schema = defineSchema({
   items: defineTable({ n: v.number(), tag: v.string() }).index("by_n", ["n"]).index("by_tag", ["tag", "n"]),
@@ -17,6 +18,11 @@ const items = {
   page: query({
     args: { paginationOpts: paginationOptsValidator, order },
     handler: async (ctx, { paginationOpts, order }) => ctx.db.query("items").withIndex("by_n").order(order ?? "asc").paginate(paginationOpts),
+  }),
+  pageReturned: query({
+    args: { paginationOpts: paginationOptsValidator },
+    returns: paginationResultValidator(v.object({ _id: v.id("items"), _creationTime: v.number(), n: v.number(), tag: v.string() })),
+    handler: async (ctx, { paginationOpts }) => ctx.db.query("items").withIndex("by_n").paginate(paginationOpts),
   }),
   pageOfTag: query({
     args: { paginationOpts: paginationOptsValidator, tag: v.string() },

@@ -10,6 +10,9 @@
  *   row and inside page 2, and deletes a row; then a third page, more inserts at the new
  *   boundary and past the end. Every list the page ever rendered is checked: ordered, no
  *   row twice, and no row missing before the last one shown;
+ * - page splitting: a burst of 24 inserts into page 1 (numItems 5) grows it past 2 × 5;
+ *   the page is split (more live page subscriptions), and no list rendered meanwhile has
+ *   a gap, a duplicate, or a row out of order;
  * - skip, live detail and errors: the detail page is skipped until a task is chosen,
  *   follows a rename by the other client, and shows a failing query's error both through
  *   useQueryState and through an error boundary around useQuery;
@@ -92,6 +95,9 @@ describe.skipIf(!available)("cairn/react in Chromium", () => {
   const shownRanks = async () => page.getByTestId("task").evaluateAll((items) => items.map((item) => Number((item as unknown as { dataset: { rank: string } }).dataset.rank)));
   const addTask = async (rank: number) => ids.set(rank, await other.mutation(api.tasks.add, { title: `task ${rank}`, rank }));
 
+  const renders = async () => page.evaluate(() => (globalThis as { shownRanks?: number[][] }).shownRanks ?? []);
+  const livePageSubscriptions = async () => page.evaluate(() => (globalThis as { livePageSubscriptions?: number }).livePageSubscriptions ?? 0);
+
   async function screenshot(name: string): Promise<void> {
     mkdirSync(screenshots, { recursive: true });
     await page.screenshot({ path: join(screenshots, `${name}.png`) });
@@ -139,6 +145,38 @@ describe.skipIf(!available)("cairn/react in Chromium", () => {
       const throughout = [10, 20, 40, 50, 60, 70, 80, 90, 100, 110, 120].filter((rank) => rank <= last && render.length > 1);
       for (const rank of throughout) expect(render).toContain(rank);
     }
+  });
+
+  it("splits a loaded page that a burst of inserts grows past 2 × its numItems, never showing a gap or a duplicate", async () => {
+    // Four pages are loaded (5 rows each when loaded); page 1 is pinned at rank 50 and holds 7 rows.
+    const before = await other.query(api.tasks.ranks);
+    await poll(shownRanks).toEqual(before);
+    const subscriptionsBefore = await livePageSubscriptions();
+    expect(subscriptionsBefore).toBe(4);
+    const from = (await renders()).length;
+
+    // 24 rows between 40 and 45 (inside page 1), in parallel bursts of 6: page 1 grows to 31 rows, past 2 × 5.
+    const burst = Array.from({ length: 24 }, (_, i) => 40 + (i + 1) * 0.2);
+    for (let at = 0; at < burst.length; at += 6) await Promise.all(burst.slice(at, at + 6).map(addTask));
+    const everything = await other.query(api.tasks.ranks);
+    expect(everything).toHaveLength(before.length + burst.length);
+    await poll(shownRanks).toEqual(everything);
+    // The page was split (and its halves again): more live page subscriptions than pages loaded.
+    await poll(livePageSubscriptions).toBeGreaterThan(subscriptionsBefore);
+    const subscriptionsAfter = await livePageSubscriptions();
+    await screenshot("after-split");
+
+    // Every list rendered during the burst: in order, no row twice, and every row that existed before it.
+    const during = (await renders()).slice(from);
+    expect(during.length).toBeGreaterThan(1);
+    for (const render of during) {
+      expect(render).toEqual([...render].sort((a, b) => a - b));
+      expect(new Set(render).size).toBe(render.length);
+      for (const rank of before) expect(render).toContain(rank);
+      for (const rank of render) expect(everything).toContain(rank);
+    }
+    // 31 rows could not stay in one page of at most 2 × 5.
+    expect(subscriptionsAfter).toBeGreaterThanOrEqual(subscriptionsBefore + 2);
   });
 
   it("skips the detail query until a task is chosen, follows it live, and shows a failing query's error", async () => {
