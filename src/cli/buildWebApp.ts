@@ -3,6 +3,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { build, type Metafile } from "esbuild";
 import { CairnError } from "../base/index.js";
 import { appImports, bundleFailed } from "../functions/index.js";
+import { writePrecompressedFiles } from "../server/index.js";
 
 /** What a build of an app's page wrote. */
 export interface WebBuild {
@@ -10,6 +11,18 @@ export interface WebBuild {
   readonly assets: readonly string[];
   /** Every source file the bundles read (absolute paths): a change to one of them calls for a rebuild. */
   readonly inputs: readonly string[];
+  /** The compressed copies written beside the files (`assets/main-5XK2Q3.js.br`), when asked for. */
+  readonly precompressed: readonly string[];
+}
+
+export interface WebBuildOptions {
+  readonly minify: boolean;
+  /**
+   * Write `<file>.br` and `<file>.gz` beside each compressible file of at least 1 KiB, at
+   * the best levels, for the server to send as they are. For production builds: brotli's
+   * best level takes about a second per MB, too slow for `cairn dev`'s rebuilds.
+   */
+  readonly precompress?: boolean;
 }
 
 /** `<script type="module" src="./main.ts">` (attributes in any order): a page's entry scripts. */
@@ -24,14 +37,16 @@ const FILE_LOADERS = Object.fromEntries([".png", ".jpg", ".jpeg", ".gif", ".webp
  * `cairn/react` resolving to this Cairn — into `<out>/assets/<name>-<hash>.js` (and the
  * CSS they import into a `.css` beside it), the page rewritten to load them, and
  * `<web>/public/` copied as is. Hashed names let the server mark them immutable
- * (`cairn serve --static <out>`); the page itself is revalidated.
+ * (`cairn serve --static <out>`); the page itself is revalidated. With `precompress`,
+ * brotli and gzip copies of the compressible files sit beside them (writePrecompressedFiles),
+ * which the server sends without compressing anything.
  *
  * The output is replaced as a whole: built in a fresh directory beside `out`, then
  * renamed over it, so a server serving `out` meanwhile never sends half a build (a
  * request in the instant between the two finds no page and is answered 404). A build
  * that fails (APP_LOAD_FAILED with file:line:column) leaves `out` as it was.
  */
-export async function buildWebApp(web: string, out: string, options: { readonly minify: boolean }): Promise<WebBuild> {
+export async function buildWebApp(web: string, out: string, options: WebBuildOptions): Promise<WebBuild> {
   const webDirectory = resolve(web);
   const page = join(webDirectory, "index.html");
   if (!existsSync(page)) throw new CairnError("INVALID_ARGUMENT", `${webDirectory} has no index.html: a page's directory holds index.html and the scripts it loads`);
@@ -82,12 +97,14 @@ export async function buildWebApp(web: string, out: string, options: { readonly 
     writeFileSync(join(staging, "index.html"), rewritten);
     const publicDirectory = join(webDirectory, "public");
     if (existsSync(publicDirectory)) cpSync(publicDirectory, staging, { recursive: true });
+    const precompressed = options.precompress === true ? await writePrecompressedFiles(staging) : [];
     rmSync(finalDirectory, { recursive: true, force: true });
     mkdirSync(dirname(finalDirectory), { recursive: true });
     renameSync(staging, finalDirectory);
     return {
       assets: Object.keys(metafile.outputs).map((output) => relative(staging, resolve(output))).filter((name) => !name.endsWith(".map")),
       inputs: Object.keys(metafile.inputs).map((input) => resolve(input)),
+      precompressed,
     };
   } finally {
     rmSync(staging, { recursive: true, force: true });

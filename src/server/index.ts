@@ -7,6 +7,7 @@ export { RemoteJwks, type RemoteJwksOptions } from "./RemoteJwks.js";
 export type { WebApp } from "./WebAssets.js";
 export { CorsPolicy, isLocalhostOrigin, LOCALHOST_ORIGINS, parseCorsOrigins, type CorsOrigin, type LocalhostOrigins } from "./CorsPolicy.js";
 export { StaticFiles } from "./StaticFiles.js";
+export { writePrecompressedFiles } from "./precompressedFiles.js";
 export { localNodeId } from "./localNodeId.js";
 export { MAX_CLOCK_SKEW_MS_DEFAULT, startNode, type NodeOptions, type RunningNode } from "./startNode.js";
 export { startNodeAcrossReshards } from "./startNodeAcrossReshards.js";

@@ -6,7 +6,7 @@
  * NUL, hidden files, and symlinks pointing out of the directory — never reach a file
  * outside it; Cairn's own routes are not shadowed by files of the same name. Compressible
  * files go out as brotli or gzip (decoding to the file, a big one compressed while it is
- * sent), with Vary; ETags give 304s and change when a file does; hashed assets are
+ * sent), with Vary; ETags (one per encoding) give 304s and change when a file does; hashed assets are
  * cached as immutable, index.html revalidated. Without a static directory, `/` is a
  * status page that names no file path and no function. A directory that does not exist
  * or has no index.html stops the start with INVALID_ARGUMENT, in the node and in the CLI;
@@ -208,8 +208,11 @@ describe("a node serving a static directory", () => {
     expect(again.body.byteLength).toBe(0);
     expect(again.headers["etag"]).toBe(etag);
     expect(again.headers["cache-control"]).toBe("public, max-age=31536000, immutable");
-    expect((await rawRequest(url, `/${HASHED}`, { headers: { "if-none-match": `"other", ${etag}` } })).status).toBe(304);
-    expect((await rawRequest(url, `/${HASHED}`, { headers: { "if-none-match": `W/"other"` } })).status).toBe(200);
+    expect((await rawRequest(url, `/${HASHED}`, { headers: { "accept-encoding": "br", "if-none-match": `"other", ${etag}` } })).status).toBe(304);
+    expect((await rawRequest(url, `/${HASHED}`, { headers: { "accept-encoding": "br", "if-none-match": `W/"other"` } })).status).toBe(200);
+    // Each encoding has its own ETag: the brotli body's does not confirm the gzip or the uncompressed one.
+    expect((await rawRequest(url, `/${HASHED}`, { headers: { "accept-encoding": "gzip", "if-none-match": etag } })).status).toBe(200);
+    expect((await rawRequest(url, `/${HASHED}`, { headers: { "if-none-match": etag } })).status).toBe(200);
     // Names without a content hash are revalidated every time.
     for (const target of ["/", "/assets/logo.png", "/robots.txt"]) {
       expect((await rawRequest(url, target, { headers: page })).headers["cache-control"], target).toBe("no-cache");
@@ -217,7 +220,7 @@ describe("a node serving a static directory", () => {
 
     // A redeploy rewrites index.html: the old ETag no longer matches, and the compressed variant is the new content's.
     const index = await rawRequest(url, "/", { headers: { ...page, "accept-encoding": "gzip" } });
-    expect((await rawRequest(url, "/", { headers: { ...page, "if-none-match": index.headers["etag"]! } })).status).toBe(304);
+    expect((await rawRequest(url, "/", { headers: { ...page, "accept-encoding": "gzip", "if-none-match": index.headers["etag"]! } })).status).toBe(304);
     const redeployed = INDEX.replace("the single-page app", "the single-page app, version two");
     writeFileSync(join(site, "index.html"), redeployed);
     try {
