@@ -150,10 +150,11 @@ export const ERROR_CODES = {
   /** The outbox could not be read or written (disk, quota, no IndexedDB or Web Locks): its mutations wait until a write succeeds. */
   OUTBOX_UNAVAILABLE: "Unavailable",
   /**
-   * Mutations restored from the outbox were issued under another identity than the one
-   * the client is signed in as now (details.seqs, details.issuedAs): they are held, never
-   * sent under it. Sign in as their identity to send them, or drop them with
-   * `discardPendingMutations`; retrying changes nothing.
+   * Mutations not answered (restored from the outbox, or made in this session as a user)
+   * were issued under another identity than the one the client is signed in as now
+   * (details.seqs, details.issuedAs): they are held, never sent under it. Sign in as
+   * their identity to send them, or drop them with `discardPendingMutations` (one of this
+   * session then rejects with this code, details.discarded); retrying changes nothing.
    */
   OUTBOX_IDENTITY_MISMATCH: "InvalidInput",
   /** The server is stopping; reconnect (to it after restart, or to another node). */

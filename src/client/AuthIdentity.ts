@@ -34,6 +34,12 @@ export function sameIdentity(left: AuthIdentity, right: AuthIdentity): boolean {
   return left.issuer === right.issuer && left.subject === right.subject;
 }
 
+/** Whether two identities are written the same (unlike `sameIdentity`, unknown equals unknown): what an outbox record holds. */
+export function equalIdentities(left: AuthIdentity, right: AuthIdentity): boolean {
+  if (left.kind !== "user" || right.kind !== "user") return left.kind === right.kind;
+  return left.issuer === right.issuer && left.subject === right.subject;
+}
+
 /** The identity in messages: "anonymous", "user ada (issuer https://auth.example)", "an unknown identity". */
 export function describeIdentity(identity: AuthIdentity): string {
   switch (identity.kind) {

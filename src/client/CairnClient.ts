@@ -59,11 +59,13 @@ export interface CairnClientOptions {
    * before wait for it. A problem with it (locked, unreadable) is reported through
    * `onError`. Default: none (unanswered mutations end with the page or process).
    *
-   * Each mutation is stored with the identity it was issued under (anonymous, or the
-   * `iss` and `sub` of the token set then), and a restored one is sent only once the
-   * server accepted a token of that identity (anonymous: while no token is set): never as
-   * another user. While the client's auth is another identity it shows as
-   * `waitingForAuth`, and later mutations wait behind it; see `discardPendingMutations`.
+   * Each mutation is stored with the identity it is sent under (anonymous, or the `iss`
+   * and `sub` of the token set then; one made anonymously and not sent yet becomes the
+   * identity of the session it first goes out in, saved before it goes), and a restored
+   * one is sent only once the server accepted a token of that identity (anonymous: while
+   * no token is set): never as another user. While the client's auth is another identity
+   * it shows as `waitingForAuth`, and later mutations wait behind it, as does one made
+   * as a user before the app signed out or in as another; see `discardPendingMutations`.
    */
   readonly outbox?: OutboxStore;
 }
@@ -130,7 +132,7 @@ export class CairnClient {
 
   /** Reads the outbox, restores its mutations, then connects (the Connect carries the outbox's client id). */
   private async restoreOutbox(store: OutboxStore): Promise<void> {
-    const outbox = new MutationOutbox(store, this.timers, (error) => this.report(error), (throughSeq) => this.step(() => this.state.mutationsSaved(throughSeq)));
+    const outbox = new MutationOutbox(store, this.timers, (error) => this.report(error), (saved) => this.step(() => this.state.mutationsSaved(saved)));
     this.outbox = outbox;
     const loaded = await outbox.load();
     this.outboxLoading = null;
@@ -165,12 +167,12 @@ export class CairnClient {
   }
 
   /**
-   * Drops the mutations restored from the outbox that wait for auth (state
-   * `waitingForAuth`: issued under another identity than the client's auth, reported as
-   * OUTBOX_IDENTITY_MISMATCH) and that `filter` picks (default: all of them), unsent.
-   * Resolves with them once the outbox no longer holds them (rejects with
-   * OUTBOX_UNAVAILABLE if the client closes first). A mutation on its way is never
-   * dropped; nobody awaits a restored one, so nothing else is told.
+   * Drops the mutations that wait for auth (state `waitingForAuth`: issued under another
+   * identity than the client's auth, reported as OUTBOX_IDENTITY_MISMATCH) and that
+   * `filter` picks (default: all of them), unsent. Resolves with them once the outbox no
+   * longer holds them (rejects with OUTBOX_UNAVAILABLE if the client closes first). A
+   * mutation on its way is never dropped; nobody awaits a restored one, and one made in
+   * this session rejects with OUTBOX_IDENTITY_MISMATCH (`details.discarded`).
    */
   async discardPendingMutations(filter: (mutation: PendingMutationView) => boolean = () => true): Promise<readonly PendingMutationView[]> {
     if (this.outboxLoading !== null) await this.outboxLoading;

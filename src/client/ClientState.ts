@@ -2,7 +2,7 @@ import { CairnError, invalidArgument, AUTH_TOKEN_CHARS_MAX, MESSAGE_BYTES_MAX, S
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
 import { errorFromPayload, type ServerMessage, type Version } from "../sync/protocol.js";
-import { ANONYMOUS, identityOfToken, UNKNOWN_IDENTITY, type AuthIdentity } from "./AuthIdentity.js";
+import { ANONYMOUS, equalIdentities, identityOfToken, UNKNOWN_IDENTITY, type AuthIdentity } from "./AuthIdentity.js";
 import { AuthRequests, type AuthWaiter } from "./AuthRequests.js";
 import { BroadcastTopics, checkTopic, type BroadcastListener, type BroadcastRegistration } from "./BroadcastTopics.js";
 import { noEffects, type Effects } from "./Effects.js";
@@ -15,7 +15,7 @@ import { sameResult, type QueryResult } from "./QueryResult.js";
 import { QuerySet, type QueryListener, type Subscription } from "./QuerySet.js";
 import { settleDecoded } from "./settleDecoded.js";
 import type { QueryToken } from "./QueryToken.js";
-import { batchRestoredMutations, identityMismatch, restoredMutationFailed } from "./restoredMutations.js";
+import { batchRestoredMutations, discardedUnsent, identityMismatch, restoredMutationFailed } from "./restoredMutations.js";
 import { FRAME_OVERHEAD_BYTES, MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_BACKOFF_MAX_MS, MUTATION_RESENDS_MAX } from "./limits.js";
 
 /**
@@ -48,16 +48,23 @@ import { FRAME_OVERHEAD_BYTES, MUTATION_RESEND_BACKOFF_BASE_MS, MUTATION_RESEND_
  *   the same seq after a backoff, up to MUTATION_RESENDS_MAX times, until the receipt
  *   answers: it is never rejected while it may be durable, unless those run out;
  * - with an outbox (`restoreOutbox`), a mutation is sent only after the driver reports
- *   the outbox holds it (`mutationsSaved`); mutations restored from the outbox go out
- *   first, as MutationBatch frames, and their failures are reported (nobody awaits them);
- * - a restored mutation goes out only once the server answered the connection's SetAuth
- *   frames and the session runs as the identity it was issued under (anonymous: no token;
- *   a user: a token of its iss and sub, accepted): a token the server refuses leaves the
- *   session anonymous, so the client waits for the AuthResponse rather than send after
- *   the SetAuth. While the app's auth (its last `setAuth`, anonymous before any) is
- *   another identity it waits for auth, reported once (OUTBOX_IDENTITY_MISMATCH) unless
- *   no `setAuth` was made yet; no later mutation overtakes it; `discardWaitingForAuth`
- *   drops it unsent;
+ *   the outbox holds it as it is (`mutationsSaved`); mutations restored from the outbox
+ *   go out first, as MutationBatch frames, and their failures are reported (nobody
+ *   awaits them);
+ * - a mutation's `issuedAs` is the identity it is sent under, so a reload sends it as
+ *   that identity and the server answers it from its receipt. It goes out only once the
+ *   server answered the connection's SetAuth frames and the session runs as that identity
+ *   (anonymous: no token; a user: a token of its iss and sub, accepted): a token the
+ *   server refuses leaves the session anonymous, so the client waits for the AuthResponse
+ *   rather than send after the SetAuth. One made anonymously and never sent is claimed by
+ *   the session it first goes out in (the app signed in before it left: it is theirs),
+ *   and with an outbox goes only once a save holding the new identity landed. Any other
+ *   (issued as a user, or sent once) is never sent as another identity: while the app's
+ *   auth (its last `setAuth`, anonymous before any) is another identity it waits for
+ *   auth, reported once (OUTBOX_IDENTITY_MISMATCH) unless no `setAuth` was made yet; no
+ *   later mutation overtakes it; `discardWaitingForAuth` drops it unsent (one of this
+ *   session rejects). Made under a token the client cannot read (unknown), one of this
+ *   session goes under such a token as before: the client cannot tell two apart;
  * - a call or subscription whose frame would exceed MESSAGE_BYTES_MAX fails at once with
  *   MESSAGE_TOO_LARGE and leaves nothing behind (no optimistic update, nothing queued):
  *   the server would close the connection on it, and the client re-send it forever.
@@ -146,13 +153,20 @@ export class ClientState {
   }
 
   /**
-   * Removes the restored mutations waiting for auth that `chosen` picks, unsent (the
-   * outbox drops them at its next save); returns them. Nobody awaits them: nothing is
-   * rejected or reported.
+   * Removes the mutations waiting for auth that `chosen` picks, unsent (the outbox drops
+   * them at its next save); returns them. Nobody awaits a restored one; one of this
+   * session rejects (OUTBOX_IDENTITY_MISMATCH, `details.discarded`).
    */
   discardWaitingForAuth(chosen: (mutation: PendingMutation) => boolean): readonly PendingMutation[] {
     if (this.phase === "closed") return [];
     const discarded = this.mutations.discardWaitingForAuth(chosen);
+    let updatesDropped = false;
+    for (const mutation of discarded) {
+      if (mutation.restored) continue;
+      updatesDropped = this.optimistic.drop(mutation.requestId) || updatesDropped;
+      this.outbox.callbacks.push(() => mutation.reject(discardedUnsent(mutation)));
+    }
+    if (updatesDropped) this.refreshVisible();
     if (discarded.length > 0) this.sendWaitingRequests();
     return discarded;
   }
@@ -166,10 +180,10 @@ export class ClientState {
     return this.mutations.record();
   }
 
-  /** The outbox holds every mutation up to `throughSeq` durably: send those that waited for it. */
-  mutationsSaved(throughSeq: number): void {
+  /** The outbox holds `saved` durably (a record `outboxRecord` gave): send the mutations that waited for it. */
+  mutationsSaved(saved: OutboxRecord): void {
     if (this.phase === "closed") return;
-    if (this.mutations.saved(throughSeq)) this.sendWaitingRequests();
+    if (this.mutations.saved(saved)) this.sendWaitingRequests();
   }
 
   /** Mutations whose promise has not settled, in seq order (restored ones included). */
@@ -482,10 +496,15 @@ export class ClientState {
   private sendWaitingRequests(): void {
     this.holdForAuth();
     if (this.phase !== "ready") return;
+    const session = this.sessionIdentity();
+    // A mutation made anonymously goes as the app's auth, never in a session whose token
+    // expired or was refused meanwhile; claimed, it is saved so before it goes (`saving` again).
+    const claimant = session !== null && equalIdentities(session, this.chosenIdentity ?? ANONYMOUS) ? session : null;
+    this.mutations.claim(claimant, this.durable);
     const budget = SESSION_REQUESTS_IN_FLIGHT_MAX - this.mutations.inFlightCount() - this.actions.inFlightCount();
     if (budget <= 0) return;
     const waiting = [
-      ...this.mutations.sendable(this.sessionIdentity()).map((mutation) => ({ requestId: mutation.requestId, send: () => this.mutations.send(mutation) })),
+      ...this.mutations.sendable(session, claimant).map((mutation) => ({ requestId: mutation.requestId, send: () => this.mutations.send(mutation) })),
       ...this.actions.waiting().map((action) => ({ requestId: action.requestId, send: () => this.actions.send(action) })),
     ];
     waiting.sort((left, right) => left.requestId - right.requestId);
@@ -494,7 +513,7 @@ export class ClientState {
   }
 
   /**
-   * Restored mutations wait for auth while the app's auth is not their identity; those
+   * Mutations wait for auth while the app's auth is not an identity they may go as; those
    * issued as another identity than one the app set (or as an unknown one) are reported, once.
    */
   private holdForAuth(): void {

@@ -10,8 +10,9 @@ import type { Timers } from "./Timers.js";
  *
  * Invariants:
  * - saves never overlap; a record handed in during a save replaces any other waiting
- *   one (only the newest matters), and `onSaved(throughSeq)` follows each save that
- *   landed, with every seq below the saved record's nextSeq;
+ *   one (only the newest matters), and `onSaved(record)` follows each save that landed,
+ *   with the record it wrote (the client checks each mutation's seq and identity in it:
+ *   a mutation whose identity changed during a save is not held as it is by that one);
  * - a failed save is reported once per run of failures and retried after
  *   OUTBOX_SAVE_RETRY_MS (or at the next record): nothing it holds is announced saved
  *   until then;
@@ -50,7 +51,7 @@ export class MutationOutbox {
     private readonly store: OutboxStore,
     private readonly timers: Timers,
     private readonly report: (error: unknown) => void,
-    private readonly onSaved: (throughSeq: number) => void,
+    private readonly onSaved: (saved: OutboxRecord) => void,
   ) {}
 
   /** Takes the store and reads its record (once); problems are reported, never thrown. */
@@ -126,7 +127,7 @@ export class MutationOutbox {
         const text = record.mutations.length === 0 ? null : encodeOutboxRecord(record);
         if (text !== this.savedText && !(await this.write(text, handed))) return;
         this.wrote(handed.number);
-        this.onSaved(record.nextSeq - 1);
+        this.onSaved(record);
       }
     } finally {
       this.saving = false;

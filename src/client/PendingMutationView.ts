@@ -12,9 +12,9 @@ export interface PendingMutationView {
   /**
    * `saving`: being written to the outbox; `sending`: on its way, or waiting for a
    * connection (or, restored, for the server to accept the token it needs);
-   * `waitingForAuth`: restored, issued under another identity than the client's auth
-   * now — sent once that identity signs in, never as another (`discardPendingMutations`
-   * drops it); `committed`: applied, waiting for the subscriptions to show it.
+   * `waitingForAuth`: issued under another identity than the client's auth now
+   * (restored, or made as a user before the app signed out or in as another) — sent once
+   * that identity signs in, never as another (`discardPendingMutations` drops it); `committed`: applied, waiting for the subscriptions to show it.
    */
   readonly state: "saving" | "sending" | "waitingForAuth" | "committed";
   /** The identity it was issued under: anonymous, a user (the `iss` and `sub` of the token then), or unknown. */

@@ -2,7 +2,7 @@ import { assert, MUTATION_BATCH_ENTRIES_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import type { JsonValue } from "../model/ValueJson.js";
 import type { ClientMessage } from "../sync/protocol.js";
-import { sameIdentity, type AuthIdentity } from "./AuthIdentity.js";
+import { equalIdentities, sameIdentity, type AuthIdentity } from "./AuthIdentity.js";
 import type { OutboxMutation, OutboxRecord } from "./OutboxRecord.js";
 import { settleDecoded } from "./settleDecoded.js";
 
@@ -14,10 +14,11 @@ import { settleDecoded } from "./settleDecoded.js";
  * A mutation's lifecycle:
  *
  *   status          event                                              next
- *   saving          the outbox holds it durably (`saved`)              waiting  (only with an outbox)
- *   waitingForAuth  (restored) the app's auth is its `issuedAs`        waiting
- *   waiting         (restored) the app's auth is another identity      waitingForAuth
+ *   saving          the outbox holds it durably, as it is (`saved`)    waiting  (only with an outbox)
+ *   waitingForAuth  the app's auth is an identity it may go as         waiting
+ *   waiting         the app's auth is an identity it may not go as     waitingForAuth
  *   waitingForAuth  discarded by the app                               (removed, nothing sent)
+ *   waiting         claimed by the session's identity (`claim`)        saving   (with an outbox; without: stays waiting)
  *   waiting         sent (after ConnectAck, within the in-flight bound)  inFlight
  *   inFlight        connection lost                                    waiting  (re-sent with the same seq)
  *   inFlight        MutationResponse success / replayed                committed(ts)
@@ -31,14 +32,22 @@ import { settleDecoded } from "./settleDecoded.js";
  * (a crash before then loses it unsent, never sent and forgotten); mutations restored
  * from an outbox start `waitingForAuth` (`matchAuth` moves those of the app's identity
  * on), count as sent (the server may know them: they are held in Connect) and are
- * `restored` (nobody awaits them: their failure is reported). A restored mutation goes
- * out only under the identity it was issued as (`issuedAs`): `sendable` stops at one
- * waiting for auth, or whose identity the connection's session has not confirmed, so no
- * later mutation overtakes it.
+ * `restored` (nobody awaits them: their failure is reported).
+ *
+ * Identity: `issuedAs` is always the identity a mutation was, or will be, sent under, so
+ * that a reload sends it as that identity and the server answers it from its receipt.
+ * A mutation made anonymously and never sent is `claimable`: the session it first goes
+ * out in claims it (`claim` sets `issuedAs` to the session's identity; with an outbox it
+ * is `saving` again until a save holding the new identity lands, so it is never on the
+ * wire under an identity the outbox does not hold). Any other mutation — issued as a
+ * user, or sent once — goes out only as its own identity (`mayGoAs`): while the app's
+ * auth is another, it waits for auth, whether it was restored or made in this session.
+ * `sendable` stops at the first mutation held for auth, saving, or whose identity the
+ * session has not confirmed, so no later mutation overtakes it.
  *
  * Invariants: the map holds mutations in seq order (insertion order), so the first one
  * not answered bounds `ackedThrough`; `revision` changes whenever the set of mutations,
- * the saved ones or the answered ones change (the outbox is saved and
+ * the saved ones, the answered ones or an identity (a claim) change (the outbox is saved and
  * `pendingMutations` listeners told).
  */
 
@@ -58,8 +67,10 @@ export interface PendingMutation {
   readonly seq: number;
   readonly path: string;
   readonly args: JsonValue;
-  /** The identity the client held when it was made (restored: as the outbox recorded it). */
-  readonly issuedAs: AuthIdentity;
+  /** The identity it was, or will be, sent under (restored: as the outbox recorded it). */
+  issuedAs: AuthIdentity;
+  /** Made anonymously and never sent: the session it first goes out in may claim it (`claim`). */
+  claimable: boolean;
   status: MutationStatus;
   /** Whether OUTBOX_IDENTITY_MISMATCH named it already (it is reported once). */
   mismatchReported: boolean;
@@ -97,7 +108,8 @@ export class PendingMutations {
     return new Promise<Value>((resolve, reject) => {
       const seq = this.nextSeq++;
       const status: MutationStatus = { state: durable ? "saving" : "waiting" };
-      this.byRequestId.set(requestId, { requestId, seq, path, args, issuedAs, status, mismatchReported: false, everSent: false, resends: 0, restored: false, resolve, reject });
+      const claimable = issuedAs.kind === "anonymous";
+      this.byRequestId.set(requestId, { requestId, seq, path, args, issuedAs, claimable, status, mismatchReported: false, everSent: false, resends: 0, restored: false, resolve, reject });
       this.changes++;
     });
   }
@@ -114,7 +126,7 @@ export class PendingMutations {
       const { requestId, resolve, reject } = handlersOf(mutation);
       const { seq, path, args, issuedAs } = mutation;
       const status: MutationStatus = { state: "waitingForAuth" };
-      this.byRequestId.set(requestId, { requestId, seq, path, args, issuedAs, status, mismatchReported: false, everSent: true, resends: 0, restored: true, resolve, reject });
+      this.byRequestId.set(requestId, { requestId, seq, path, args, issuedAs, claimable: false, status, mismatchReported: false, everSent: true, resends: 0, restored: true, resolve, reject });
     }
     this.changes++;
   }
@@ -126,11 +138,18 @@ export class PendingMutations {
     return { clientId: this.clientId, nextSeq: this.nextSeq, mutations };
   }
 
-  /** The outbox holds every mutation up to `throughSeq`: those saving may be sent; whether there were any. */
-  saved(throughSeq: number): boolean {
+  /**
+   * The outbox holds `saved` durably: the mutations saving that it holds as they are (same
+   * seq and identity: a save begun before a claim holds the old one) may be sent; whether
+   * there were any.
+   */
+  saved(saved: OutboxRecord): boolean {
+    const held = new Map(saved.mutations.map((mutation) => [mutation.seq, mutation.issuedAs]));
     let any = false;
     for (const mutation of this.byRequestId.values()) {
-      if (mutation.status.state !== "saving" || mutation.seq > throughSeq) continue;
+      if (mutation.status.state !== "saving") continue;
+      const issuedAs = held.get(mutation.seq);
+      if (issuedAs === undefined || !equalIdentities(issuedAs, mutation.issuedAs)) continue;
       mutation.status = { state: "waiting" };
       any = true;
     }
@@ -148,15 +167,15 @@ export class PendingMutations {
   }
 
   /**
-   * Restored mutations not on the wire wait for auth unless the client's auth (`current`)
-   * is their identity; whether any changed.
+   * Mutations not on the wire wait for auth unless they may go as the client's auth
+   * (`current`); whether any changed.
    */
   matchAuth(current: AuthIdentity): boolean {
     let any = false;
     for (const mutation of this.byRequestId.values()) {
       const { state } = mutation.status;
-      if (!mutation.restored || (state !== "waiting" && state !== "waitingForAuth")) continue;
-      const next = sameIdentity(mutation.issuedAs, current) ? "waiting" : "waitingForAuth";
+      if (state !== "waiting" && state !== "waitingForAuth") continue;
+      const next = mayGoAs(mutation, current) ? "waiting" : "waitingForAuth";
       if (next === state) continue;
       mutation.status = { state: next };
       any = true;
@@ -166,16 +185,44 @@ export class PendingMutations {
   }
 
   /**
-   * The mutations that may be sent now, in seq order: waiting ones, up to the first held
-   * for auth — waiting for it, or restored with an identity `session` (the identity the
-   * connection's session runs as, null while not confirmed) is not — so none overtakes it.
+   * The waiting mutations `sendable` would reach that are claimable and not of
+   * `claimant` (the identity the connection's session runs as, when it is the app's
+   * auth; null: none) take it as theirs; with `durable` they are saving again, until the
+   * outbox holds them so. Whether any changed.
    */
-  sendable(session: AuthIdentity | null): PendingMutation[] {
+  claim(claimant: AuthIdentity | null, durable: boolean): boolean {
+    if (claimant === null) return false;
+    let any = false;
+    for (const mutation of this.byRequestId.values()) {
+      const { state } = mutation.status;
+      if (state === "waitingForAuth" || state === "saving") break;
+      if (state !== "waiting") continue;
+      if (!mutation.claimable) {
+        if (!mayGoIn(mutation, claimant)) break;
+        continue;
+      }
+      if (equalIdentities(mutation.issuedAs, claimant)) continue;
+      mutation.issuedAs = claimant;
+      if (durable) mutation.status = { state: "saving" };
+      any = true;
+    }
+    if (any) this.changes++;
+    return any;
+  }
+
+  /**
+   * The mutations that may be sent now, in seq order: waiting ones, up to the first held
+   * — waiting for auth, saving, or of another identity than `session` (the identity the
+   * connection's session runs as, null while not confirmed) — so none overtakes it.
+   * Claim first (`claim`): a claimable mutation not of `claimant` is held here.
+   */
+  sendable(session: AuthIdentity | null, claimant: AuthIdentity | null): PendingMutation[] {
     const sendable: PendingMutation[] = [];
     for (const mutation of this.byRequestId.values()) {
-      if (mutation.status.state === "waitingForAuth") break;
-      if (mutation.status.state !== "waiting") continue;
-      if (mutation.restored && (session === null || !sameIdentity(mutation.issuedAs, session))) break;
+      const { state } = mutation.status;
+      if (state === "waitingForAuth" || state === "saving") break;
+      if (state !== "waiting") continue;
+      if (mutation.claimable ? claimant === null || !equalIdentities(mutation.issuedAs, claimant) : !mayGoIn(mutation, session)) break;
       sendable.push(mutation);
     }
     return sendable;
@@ -213,6 +260,7 @@ export class PendingMutations {
   send(mutation: PendingMutation): MutationFrame {
     mutation.status = { state: "inFlight" };
     mutation.everSent = true;
+    mutation.claimable = false;
     const { requestId, path, args, seq } = mutation;
     const ackedThrough = this.ackedThrough();
     return { type: "Mutation", requestId, path, args, clientId: this.clientId, seq, ...(ackedThrough > 0 ? { ackedThrough } : {}) };
@@ -300,6 +348,28 @@ export class PendingMutations {
     this.changes++;
     return all;
   }
+}
+
+/**
+ * Whether `mutation` may go out while the app's auth is `identity`: a claimable one as
+ * any identity (it takes it), a restored one only as its own. One made in this session
+ * under a token the client cannot read (unknown) may go under such a token, as it always
+ * did: the client cannot tell two of them apart (after a reload it is held).
+ */
+function mayGoAs(mutation: PendingMutation, identity: AuthIdentity): boolean {
+  if (mutation.claimable) return true;
+  if (!mutation.restored && mutation.issuedAs.kind === "unknown") return identity.kind === "unknown";
+  return sameIdentity(mutation.issuedAs, identity);
+}
+
+/**
+ * Whether a mutation not claimable may go in a session running as `session` (null: a
+ * SetAuth not answered yet). One of an unknown identity made in this session goes unless
+ * the session is known to run as anonymous or a user.
+ */
+function mayGoIn(mutation: PendingMutation, session: AuthIdentity | null): boolean {
+  if (!mutation.restored && mutation.issuedAs.kind === "unknown") return session === null || session.kind === "unknown";
+  return session !== null && sameIdentity(mutation.issuedAs, session);
 }
 
 /** The callback that resolves a committed mutation with its decoded result (or rejects if it does not decode). */

@@ -9,7 +9,8 @@ import type { OutboxMutation } from "./OutboxRecord.js";
  * failure (the rest answer MUTATION_NOT_RUN and are re-sent), so a reload never applies
  * a later mutation before an earlier one that failed on the way. Nobody awaits them, so
  * a definitive failure is reported through the client's onError instead, as is a
- * mutation held because the client is signed in as another identity than its own.
+ * mutation held because the client is signed in as another identity than its own (a
+ * mutation of this session held so is reported the same way).
  */
 
 type Frame = ClientMessage;
@@ -41,14 +42,27 @@ export function restoredMutationFailed(mutation: OutboxMutation, error: unknown)
   });
 }
 
-/** The report of restored mutations held because the app's auth (`signedInAs`) is not the identity they were issued as. */
+/**
+ * The report of mutations held because the app's auth (`signedInAs`) is not the identity
+ * they were issued as: restored ones, or this session's made as a user (or sent once)
+ * before the app signed out or in as another.
+ */
 export function identityMismatch(mutations: readonly Pick<OutboxMutation, "seq" | "path" | "issuedAs">[], signedInAs: AuthIdentity): CairnError {
   const issuedAs = [...new Set(mutations.map((mutation) => describeIdentity(mutation.issuedAs)))].join(", ");
   const seqs = mutations.map((mutation) => mutation.seq);
   return new CairnError(
     "OUTBOX_IDENTITY_MISMATCH",
-    `${mutations.length} mutation(s) restored from the outbox (seqs ${seqs.join(", ")}) were issued as ${issuedAs} and the client is signed in as ${describeIdentity(signedInAs)}: they are held, never sent as another identity; sign in as theirs to send them, or drop them with discardPendingMutations`,
+    `${mutations.length} mutation(s) not answered (seqs ${seqs.join(", ")}) were issued as ${issuedAs} and the client is signed in as ${describeIdentity(signedInAs)}: they are held, never sent as another identity; sign in as theirs to send them, or drop them with discardPendingMutations`,
     { details: { seqs, paths: mutations.map((mutation) => mutation.path), issuedAs: mutations.map((mutation) => mutation.issuedAs), signedInAs } },
+  );
+}
+
+/** What a discarded mutation of this session rejects with: it was held for its identity and never sent as another. */
+export function discardedUnsent(mutation: Pick<OutboxMutation, "seq" | "path" | "issuedAs">): CairnError {
+  return new CairnError(
+    "OUTBOX_IDENTITY_MISMATCH",
+    `the mutation ${mutation.path} (seq ${mutation.seq}) was issued as ${describeIdentity(mutation.issuedAs)}, held while the client was signed in as another identity, and discarded unsent by discardPendingMutations`,
+    { details: { seqs: [mutation.seq], paths: [mutation.path], issuedAs: [mutation.issuedAs], discarded: true } },
   );
 }
 

@@ -10,6 +10,10 @@
  *   them once (OUTBOX_IDENTITY_MISMATCH), even the one the node applied under x whose
  *   answer was lost; a later reload as x applies them once (the applied one answered from
  *   its receipt); y's mutation left behind is discarded, and no later reload sees it.
+ * - A mutation made anonymously while offline, whose process then got x's token, goes out
+ *   under x once the node accepted it: the outbox records it as x's before it is sent. The
+ *   node applies it under x and the process is killed before the answer; a reload as x
+ *   sends it as x and it is answered from x's receipt (applied once), nothing reported.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -191,6 +195,39 @@ describe("a restored outbox and the identity its mutations were issued as", () =
     expect(mutationSeqs(again.sent)).toEqual([]);
     expect(again.errors).toEqual([]);
     expect(await log("doc")).toEqual(["x:one", "x:two"]);
+  });
+});
+
+describe("a mutation made before the token arrived", () => {
+  it("is recorded as the identity it went out under, so a reload as that user is answered from its receipt", async () => {
+    const { relay, outboxPath, directory, log } = await setup();
+    const child = startChild(relay.url, outboxPath, directory);
+    await child.line("connected");
+    relay.cut();
+    child.send("append doc early");
+    await child.line("saved 1");
+    expect(decodeOutboxRecord(readFileSync(outboxPath, "utf8"), "test").mutations.map((mutation) => mutation.issuedAs)).toEqual([{ kind: "anonymous" }]);
+    // The token arrives while offline; back online, the node applies the mutation but its answer is lost.
+    child.send(`auth ${await sign("x")}`);
+    await child.line("auth-set");
+    relay.restore();
+    relay.muteReplies(["MutationResponse"]);
+    await until(async () => (await log("doc")).length === 1, "the node applied the mutation");
+    expect(await log("doc")).toEqual(["x:early"]);
+    // Written as x's before it went out: the outbox never holds an identity it was not sent under.
+    expect(decodeOutboxRecord(readFileSync(outboxPath, "utf8"), "test").mutations).toEqual([{ seq: 1, path: "log:append", args: { name: "doc", line: "early" }, issuedAs: X }]);
+    await child.kill();
+    relay.restore();
+
+    const reloaded = open(relay.url, { outbox: fileOutbox(outboxPath) });
+    await until(() => reloaded.client.pendingMutations().length === 1, "the outbox restored");
+    expect(pendingOf(reloaded.client)).toEqual([{ seq: 1, state: "waitingForAuth", issuedAs: X }]);
+    expect(await reloaded.client.setAuth(await sign("x"))).toBe("x");
+    await until(() => reloaded.client.pendingMutations().length === 0, "the restored mutation answered");
+    expect(mutationSeqs(reloaded.sent)).toEqual([1]);
+    expect(await log("doc")).toEqual(["x:early"]);
+    expect(reloaded.errors).toEqual([]);
+    expect(existsSync(outboxPath)).toBe(false);
   });
 });
 

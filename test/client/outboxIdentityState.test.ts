@@ -49,7 +49,7 @@ describe("restored mutations and the identity they were issued as", () => {
     expect(mutationSeqs(client.takeSent())).toEqual([1]);
     expect(states(client)).toEqual([[1, "inFlight"], [2, "waitingForAuth"], [3, "waitingForAuth"]]);
     const later = client.mutate("log:append", { line: "later" });
-    client.step((state) => state.mutationsSaved(4));
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
     expect(mutationSeqs(client.takeSent())).toEqual([]);
 
     // A token claiming X that the server refuses: the session stays anonymous, nothing goes.
@@ -59,14 +59,19 @@ describe("restored mutations and the identity they were issued as", () => {
     expect(await outcomeOf(forged)).toMatchObject({ state: "rejected", error: { code: "UNAUTHENTICATED" } });
     expect(mutationSeqs(client.takeSent())).toEqual([]);
 
-    // X's token accepted: X's mutations go after its AuthResponse, not after its SetAuth, then the later one.
+    // X's token accepted: X's mutations go after its AuthResponse, not after its SetAuth. The
+    // later one, made anonymously and never sent, is X's now: saved so before it goes after them.
     client.step((state) => state.setAuth(tokenX));
     expect(client.takeSent()).toEqual([{ type: "SetAuth", token: tokenX }]);
     expect(states(client)).toEqual([[1, "inFlight"], [2, "waiting"], [3, "waiting"], [4, "waiting"]]);
     client.receive({ type: "AuthResponse", success: true, subject: "x" });
     const sent = client.takeSent();
-    expect(sent.map((frame) => frame.type)).toEqual(["MutationBatch", "Mutation"]);
-    expect(mutationSeqs(sent)).toEqual([2, 3, 4]);
+    expect(sent.map((frame) => frame.type)).toEqual(["MutationBatch"]);
+    expect(mutationSeqs(sent)).toEqual([2, 3]);
+    expect(states(client)).toEqual([[1, "inFlight"], [2, "inFlight"], [3, "inFlight"], [4, "saving"]]);
+    expect(client.state.outboxRecord().mutations.map((mutation) => mutation.issuedAs)).toEqual([ANONYMOUS, X, X, X]);
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    expect(client.takeSent()).toEqual([expect.objectContaining({ type: "Mutation", seq: 4 })]);
     expect(client.errors).toEqual([]);
     expect(await outcomeOf(later)).toEqual({ state: "pending" });
   });
@@ -98,28 +103,33 @@ describe("restored mutations and the identity they were issued as", () => {
     client.connect();
     client.receive({ type: "AuthResponse", success: true, subject: "y" });
     const made = client.mutate("log:append", { line: "as y" });
-    client.step((state) => state.mutationsSaved(3));
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
     expect(mutationSeqs(client.takeSent())).toEqual([]);
-    // Reconnecting, then signing out, sends nothing of X's and reports nothing again.
+    // Reconnecting sends nothing of X's and reports nothing again; signing out holds y's too
+    // (made as y, never sent as anyone else), reported once on its own.
     client.lose();
     client.connect();
     client.receive({ type: "AuthResponse", success: true, subject: "y" });
+    expect(client.errors).toHaveLength(1);
     client.step((state) => state.setAuth(null));
     client.receive({ type: "AuthResponse", success: true, subject: null });
     expect(mutationSeqs(client.takeSent())).toEqual([]);
-    expect(client.errors).toHaveLength(1);
-    expect(states(client)).toEqual([[1, "waitingForAuth"], [2, "waitingForAuth"], [3, "waiting"]]);
+    expect(client.errors).toEqual([expect.anything(), expect.objectContaining({ code: "OUTBOX_IDENTITY_MISMATCH", details: expect.objectContaining({ seqs: [3], signedInAs: ANONYMOUS }) })]);
+    expect(states(client)).toEqual([[1, "waitingForAuth"], [2, "waitingForAuth"], [3, "waitingForAuth"]]);
 
-    // Discarding only drops mutations held for auth: seq 1 first, then the rest; the later one goes.
+    // Discarding only drops mutations held for auth: seq 1 first, then X's rest; y's goes once y signs in again.
     const first = client.step((state) => state.discardWaitingForAuth((mutation) => mutation.seq === 1));
     expect(first.map((mutation) => mutation.seq)).toEqual([1]);
     expect(client.state.outboxRecord().mutations.map((mutation) => mutation.seq)).toEqual([2, 3]);
     expect(mutationSeqs(client.takeSent())).toEqual([]);
-    const rest = client.step((state) => state.discardWaitingForAuth(() => true));
+    const rest = client.step((state) => state.discardWaitingForAuth((mutation) => mutation.issuedAs.kind === "user" && mutation.issuedAs.subject === "x"));
     expect(rest.map((mutation) => mutation.seq)).toEqual([2]);
-    expect(client.takeSent()).toEqual([expect.objectContaining({ type: "Mutation", seq: 3, ackedThrough: 2 })]);
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    client.step((state) => state.setAuth(tokenY));
+    client.receive({ type: "AuthResponse", success: true, subject: "y" });
+    expect(client.takeSent()).toEqual([expect.objectContaining({ type: "SetAuth" }), expect.objectContaining({ type: "Mutation", seq: 3, ackedThrough: 2 })]);
     expect(client.state.outboxRecord().mutations.map((mutation) => mutation.seq)).toEqual([3]);
-    expect(client.errors).toHaveLength(1);
+    expect(client.errors).toHaveLength(2);
     expect(await outcomeOf(made)).toEqual({ state: "pending" });
   });
 
@@ -173,5 +183,137 @@ describe("restored mutations and the identity they were issued as", () => {
       const signed = `cairn-outbox 2 ${crc32(text).toString(16).padStart(8, "0")}\n${text}`;
       expect(() => decodeOutboxRecord(signed, "test"), text).toThrow(expect.objectContaining({ code: "OUTBOX_INVALID" }));
     }
+  });
+});
+
+/**
+ * Scenario: mutations made in this session while the app's auth changes before they go
+ * out. The outbox must always hold, for each mutation, the identity it is sent under —
+ * else a reload would send it as another identity than the one its receipt is owned by.
+ * - Made anonymously before the app's token was accepted: the session it first goes out
+ *   in (X's) claims it, and it goes only once a save holding X landed (a save begun
+ *   before the claim does not count). Once sent, its identity is fixed.
+ * - Made as X, then the app signs out before it goes: it is held (never sent
+ *   anonymously), reported once, and no later mutation overtakes it; it goes once X signs
+ *   in again, or the app discards it (its promise rejects).
+ */
+describe("this session's mutations and the identity they are sent under", () => {
+  const issued = (client: StateHarness) => client.state.outboxRecord().mutations.map((mutation) => mutation.issuedAs);
+
+  it("records a mutation made anonymously as X when X's session is the one it goes out in, durably before it goes", async () => {
+    const client = new StateHarness("provisional");
+    client.step((state) => state.restoreOutbox(null));
+    const made = client.mutate("log:append", { line: "before the token" });
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    expect(issued(client)).toEqual([ANONYMOUS]);
+    // The token arrives while offline; on the next connection the mutation waits for its answer.
+    client.step((state) => state.setAuth(tokenX));
+    client.connect();
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    const savedBefore = client.state.outboxRecord();
+    client.receive({ type: "AuthResponse", success: true, subject: "x" });
+    expect(issued(client)).toEqual([X]);
+    expect(states(client)).toEqual([[1, "saving"]]);
+    // A save that began before the claim holds it as anonymous: it must not go on that one.
+    client.step((state) => state.mutationsSaved(savedBefore));
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    expect(mutationSeqs(client.takeSent())).toEqual([1]);
+    expect(client.errors).toEqual([]);
+
+    // Sent as X, its identity is fixed: after a sign-out it is held, never re-sent anonymously.
+    client.lose();
+    client.step((state) => state.setAuth(null));
+    client.connect();
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    expect(states(client)).toEqual([[1, "waitingForAuth"]]);
+    expect(issued(client)).toEqual([X]);
+    expect(client.errors).toEqual([expect.objectContaining({ code: "OUTBOX_IDENTITY_MISMATCH", details: expect.objectContaining({ seqs: [1], issuedAs: [X], signedInAs: ANONYMOUS }) })]);
+    expect(await outcomeOf(made)).toEqual({ state: "pending" });
+  });
+
+  it("without an outbox, sends a mutation made anonymously as the session's identity at once", () => {
+    const client = new StateHarness();
+    client.step((state) => state.setAuth(tokenX));
+    void client.step((state) => state.setAuth(null));
+    void client.mutate("log:append", { line: "anonymous" });
+    client.step((state) => state.setAuth(tokenX));
+    client.connect();
+    client.receive({ type: "AuthResponse", success: true, subject: "x" });
+    expect(mutationSeqs(client.takeSent())).toEqual([1]);
+    expect(client.state.pendingMutations().map((mutation) => mutation.issuedAs)).toEqual([X]);
+  });
+
+  it("holds a mutation made as X when the app signs out before it goes, lets nothing overtake it, and sends it once X is back", async () => {
+    const client = new StateHarness("provisional");
+    client.step((state) => state.restoreOutbox(null));
+    client.step((state) => state.setAuth(tokenX));
+    client.connect();
+    client.receive({ type: "AuthResponse", success: true, subject: "x" });
+    client.lose();
+    const asX = client.mutate("log:append", { line: "as x" });
+    client.step((state) => state.setAuth(null));
+    const anonymous = client.mutate("log:append", { line: "signed out" });
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    expect(issued(client)).toEqual([X, ANONYMOUS]);
+    expect(client.errors).toEqual([expect.objectContaining({ code: "OUTBOX_IDENTITY_MISMATCH", details: expect.objectContaining({ seqs: [1], issuedAs: [X], signedInAs: ANONYMOUS }) })]);
+    client.connect();
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    expect(states(client)).toEqual([[1, "waitingForAuth"], [2, "waiting"]]);
+
+    // X signs in again: X's goes as X; the one made signed out was never sent, so it is X's too (saved so first).
+    client.step((state) => state.setAuth(tokenX));
+    client.receive({ type: "AuthResponse", success: true, subject: "x" });
+    expect(mutationSeqs(client.takeSent())).toEqual([1]);
+    expect(issued(client)).toEqual([X, X]);
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    expect(mutationSeqs(client.takeSent())).toEqual([2]);
+    expect(client.errors).toHaveLength(1);
+    expect(await outcomeOf(asX)).toEqual({ state: "pending" });
+    expect(await outcomeOf(anonymous)).toEqual({ state: "pending" });
+  });
+
+  it("rejects a held mutation of this session that the app discards, and sends the later one as the session's identity", async () => {
+    const client = new StateHarness("provisional");
+    client.step((state) => state.restoreOutbox(null));
+    client.step((state) => state.setAuth(tokenX));
+    const asX = client.mutate("log:append", { line: "as x" });
+    client.step((state) => state.setAuth(null));
+    const anonymous = client.mutate("log:append", { line: "signed out" });
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    client.connect();
+    client.receive({ type: "AuthResponse", success: true, subject: null });
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    const discarded = client.step((state) => state.discardWaitingForAuth(() => true));
+    expect(discarded.map((mutation) => mutation.seq)).toEqual([1]);
+    expect(await outcomeOf(asX)).toMatchObject({ state: "rejected", error: { code: "OUTBOX_IDENTITY_MISMATCH", details: { seqs: [1], discarded: true } } });
+    expect(client.takeSent()).toEqual([expect.objectContaining({ type: "Mutation", seq: 2 })]);
+    expect(issued(client)).toEqual([ANONYMOUS]);
+    expect(await outcomeOf(anonymous)).toEqual({ state: "pending" });
+  });
+
+  it("sends nothing in a session whose re-sent token the server refused: neither X's mutation nor one made before the token", () => {
+    const client = new StateHarness("provisional");
+    client.step((state) => state.restoreOutbox(null));
+    void client.mutate("log:append", { line: "before the token" });
+    client.step((state) => state.setAuth(tokenX));
+    void client.mutate("log:append", { line: "as x" });
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    client.connect();
+    // Sent only after the AuthResponse, not right after the SetAuth: the token may be refused.
+    const onConnect = client.takeSent();
+    expect(onConnect).toContainEqual({ type: "SetAuth", token: tokenX });
+    expect(mutationSeqs(onConnect)).toEqual([]);
+    client.receive({ type: "AuthResponse", success: false, subject: null, error: { code: "UNAUTHENTICATED", kind: "InvalidInput", message: "expired" } });
+    // The session is anonymous now, the app's auth still X: the first is not claimed as anonymous, the second waits.
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    expect(issued(client)).toEqual([ANONYMOUS, X]);
+    // A fresh token of X: both go as X, the first once saved so.
+    client.step((state) => state.setAuth(tokenX));
+    client.receive({ type: "AuthResponse", success: true, subject: "x" });
+    expect(issued(client)).toEqual([X, X]);
+    expect(mutationSeqs(client.takeSent())).toEqual([]);
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
+    expect(mutationSeqs(client.takeSent())).toEqual([1, 2]);
   });
 });

@@ -6,11 +6,12 @@ import WebSocket, { WebSocketServer } from "ws";
  * A WebSocket relay between clients and a node, frame by frame, that a test can break
  * the ways a network does: `cut` drops every connection and refuses new ones (the server
  * is unreachable), `muteReplies` keeps carrying the client's frames to the node but
- * drops the node's answers (an ack lost on the way back).
+ * drops the node's answers (an ack lost on the way back), all or those of some types.
  */
 export class OutboxRelay {
   private refusing = false;
-  private muted = false;
+  /** Which of the node's frames are dropped (by their text); null: none. */
+  private muted: ((frame: string) => boolean) | null = null;
   private readonly pairs = new Set<{ readonly client: WebSocket; readonly node: WebSocket }>();
 
   private constructor(
@@ -38,12 +39,12 @@ export class OutboxRelay {
 
   restore(): void {
     this.refusing = false;
-    this.muted = false;
+    this.muted = null;
   }
 
-  /** The node's frames are dropped from now on (the client's still reach it). */
-  muteReplies(): void {
-    this.muted = true;
+  /** The node's frames (of `types` only, when given) are dropped from now on (the client's still reach it). */
+  muteReplies(types?: readonly string[]): void {
+    this.muted = types === undefined ? () => true : (frame) => types.includes((JSON.parse(frame) as { type: string }).type);
   }
 
   async close(): Promise<void> {
@@ -69,7 +70,7 @@ export class OutboxRelay {
       for (const frame of early.splice(0)) node.send(frame);
     });
     node.on("message", (data) => {
-      if (!this.muted && client.readyState === WebSocket.OPEN) client.send(String(data));
+      if (this.muted?.(String(data)) !== true && client.readyState === WebSocket.OPEN) client.send(String(data));
     });
     const end = () => this.drop(pair);
     client.on("close", end);

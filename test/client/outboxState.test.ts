@@ -37,7 +37,7 @@ describe("a client state restored from an outbox", () => {
     const made = client.mutate("counters:bump", { name: "new" });
     expect(client.takeSent()).toEqual([]);
     expect(client.state.outboxRecord()).toMatchObject({ nextSeq: 10, mutations: [{ seq: 5 }, { seq: 7 }, { seq: 9 }] });
-    client.step((state) => state.mutationsSaved(9));
+    client.step((state) => state.mutationsSaved(state.outboxRecord()));
     expect(client.takeSent()).toEqual([{ type: "Mutation", requestId: 4, path: "counters:bump", args: { name: "new" }, clientId: "persisted-client", seq: 9, ackedThrough: 4 }]);
     client.receive({ type: "MutationResponse", requestId: 4, success: true, value: 2, ts: 5 });
     expect(client.state.outboxRecord().mutations.map((mutation) => mutation.seq)).toEqual([5, 7]);
