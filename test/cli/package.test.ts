@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { chromium } from "playwright-core";
+import { chromium, type Page } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
@@ -36,6 +36,38 @@ afterAll(() => {
 });
 
 const npm = (args: readonly string[], cwd: string) => run("npm", [...args], { cwd, env: { ...process.env, npm_config_fund: "false", npm_config_audit: "false", npm_config_update_notifier: "false" }, maxBuffer: 64 << 20 });
+
+/** `cairn serve` (the installed bin) in `cwd`, resolved with its URL once it serves; `stop` sends SIGTERM and resolves with the exit code. */
+async function serveInstalled(bin: string, cwd: string, args: readonly string[]) {
+  const serve = spawn(bin, ["serve", ...args, "--port", "0"], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(serve);
+  let output = "";
+  serve.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  serve.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  await expect.poll(() => output, { timeout: 60_000, interval: 100 }).toMatch(/serving at http:\/\/\S+\//);
+  return {
+    url: /serving at (http:\/\/\S+\/)/.exec(output)![1]!,
+    output: () => output,
+    stop: () => {
+      const exited = new Promise<number | null>((done) => serve.once("exit", (code) => done(code)));
+      serve.kill("SIGTERM");
+      return exited;
+    },
+  };
+}
+
+/** A 390 px wide Chromium page collecting its errors, closed (with the browser) after `use`. */
+async function withPhonePage(use: (page: Page, errors: string[]) => Promise<void>): Promise<void> {
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 390, height: 700 } });
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    await use(page, errors);
+  } finally {
+    await browser.close();
+  }
+}
 
 describe("the package, installed into a fresh project", () => {
   const project = join(root, "my-app");
@@ -98,20 +130,10 @@ describe("the package, installed into a fresh project", () => {
   }, 120_000);
 
   it.skipIf(!browserAvailable)("serves the page and the app with plain node; the page lists tasks live in Chromium", async () => {
-    const serve = spawn(bin, ["serve", "--app", "cairn/app.ts", "--static", "dist", "--port", "0"], { cwd: project, stdio: ["ignore", "pipe", "pipe"] });
-    children.push(serve);
-    let output = "";
-    serve.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    serve.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    await expect.poll(() => output, { timeout: 60_000, interval: 100 }).toMatch(/serving at http:\/\/\S+\//);
-    expect(output).not.toMatch(/tsx/);
-    const url = /serving at (http:\/\/\S+\/)/.exec(output)![1]!;
-
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
-    try {
-      const page = await browser.newPage({ viewport: { width: 390, height: 700 } });
-      const errors: string[] = [];
-      page.on("pageerror", (error) => errors.push(error.message));
+    const serve = await serveInstalled(bin, project, ["--app", "cairn/app.ts", "--static", "dist"]);
+    expect(serve.output()).not.toMatch(/tsx/);
+    const url = serve.url;
+    await withPhonePage(async (page, errors) => {
       await page.goto(`${url}some/route/of/the/app`);
       await page.locator("#text").fill("buy milk");
       await page.locator("#add button").click();
@@ -133,12 +155,8 @@ describe("the package, installed into a fresh project", () => {
       mkdirSync(join(REPO, "test-artifacts"), { recursive: true });
       await page.screenshot({ path: join(REPO, "test-artifacts", "package-scaffold-390.png") });
       expect(errors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
-    const exited = new Promise<number | null>((done) => serve.once("exit", (code) => done(code)));
-    serve.kill("SIGTERM");
-    expect(await exited).toBe(0);
+    });
+    expect(await serve.stop()).toBe(0);
   }, 120_000);
 
   it.skipIf(!browserAvailable)("scaffolds a React page with cairn init --react that builds, type-checks and runs over the installed cairn/react", async () => {
@@ -156,19 +174,9 @@ describe("the package, installed into a fresh project", () => {
     const typecheck = await run(process.execPath, [join(project, "node_modules/typescript/bin/tsc"), "--noEmit", "-p", app], { cwd: project }).catch((error: { stdout: string }) => error);
     expect(typecheck.stdout).toBe("");
 
-    const serve = spawn(bin, ["serve", "--app", "cairn/app.ts", "--static", "dist", "--port", "0"], { cwd: app, stdio: ["ignore", "pipe", "pipe"] });
-    children.push(serve);
-    let output = "";
-    serve.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    serve.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    await expect.poll(() => output, { timeout: 60_000, interval: 100 }).toMatch(/serving at http:\/\/\S+\//);
-    const url = /serving at (http:\/\/\S+\/)/.exec(output)![1]!;
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
-    try {
-      const page = await browser.newPage({ viewport: { width: 390, height: 700 } });
-      const errors: string[] = [];
-      page.on("pageerror", (error) => errors.push(error.message));
-      await page.goto(url);
+    const serve = await serveInstalled(bin, app, ["--app", "cairn/app.ts", "--static", "dist"]);
+    await withPhonePage(async (page, errors) => {
+      await page.goto(serve.url);
       await page.locator("#text").fill("learn react");
       await page.locator("#add button").click();
       await expect.poll(() => page.locator("#tasks li span").allTextContents(), { timeout: 15_000 }).toEqual(["learn react"]);
@@ -176,12 +184,8 @@ describe("the package, installed into a fresh project", () => {
       await expect.poll(() => page.locator("#tasks li").first().getAttribute("class"), { timeout: 15_000 }).toBe("done");
       await page.screenshot({ path: join(REPO, "test-artifacts", "package-react-scaffold-390.png") });
       expect(errors).toEqual([]);
-    } finally {
-      await browser.close();
-    }
-    const exited = new Promise<number | null>((done) => serve.once("exit", (code) => done(code)));
-    serve.kill("SIGTERM");
-    expect(await exited).toBe(0);
+    });
+    expect(await serve.stop()).toBe(0);
   }, 120_000);
 
   it("starts a node inside a program of the project's own with cairn/server, on the same store", async () => {
