@@ -292,11 +292,11 @@ describe("this session's mutations and the identity they are sent under", () => 
     expect(await outcomeOf(anonymous)).toEqual({ state: "pending" });
   });
 
-  it("sends nothing in a session whose re-sent token the server refused: neither X's mutation nor one made before the token", () => {
+  it("sends nothing in a session whose re-sent token the server refused: neither X's mutation nor one made before the token", async () => {
     const client = new StateHarness("provisional");
     client.step((state) => state.restoreOutbox(null));
     void client.mutate("log:append", { line: "before the token" });
-    client.step((state) => state.setAuth(tokenX));
+    const refusedToken = client.step((state) => state.setAuth(tokenX));
     void client.mutate("log:append", { line: "as x" });
     client.step((state) => state.mutationsSaved(state.outboxRecord()));
     client.connect();
@@ -305,6 +305,7 @@ describe("this session's mutations and the identity they are sent under", () => 
     expect(onConnect).toContainEqual({ type: "SetAuth", token: tokenX });
     expect(mutationSeqs(onConnect)).toEqual([]);
     client.receive({ type: "AuthResponse", success: false, subject: null, error: { code: "UNAUTHENTICATED", kind: "InvalidInput", message: "expired" } });
+    await expect(refusedToken).rejects.toMatchObject({ code: "UNAUTHENTICATED" });
     // The session is anonymous now, the app's auth still X: the first is not claimed as anonymous, the second waits.
     expect(mutationSeqs(client.takeSent())).toEqual([]);
     expect(issued(client)).toEqual([ANONYMOUS, X]);
