@@ -73,7 +73,7 @@ function milliseconds(value: string): number {
 withAuth(withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards (or, with --replica/--standby, follow it)", { isDefault: true })))
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
   .option("--node-id <id>", "this node's id in the manifests (default: a random id kept in the local directory)")
-  .option("--app <file>", "the app module (schema and functions) to serve, a .ts file (default: the demo app)")
+  .option("--app <file>", "the app module (schema and functions) to serve, a .ts or .js file (default: cairn/app.ts if there is one here, as `cairn init` makes it; else the demo app)")
   .option("--static <dir>", "serve your web app's built files from this directory (with its index.html at / and for the app's routes) instead of the status page")
   .option("--cors-origin <origin...>", "let pages of this origin (https://app.example.com; repeatable or a comma list; * for any) call the API and open the sync socket (default: same-origin only)")
   .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)

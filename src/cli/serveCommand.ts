@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CairnError, systemRandom } from "../base/index.js";
 import { isNodeId, NODE_ID_FORM } from "../model/index.js";
@@ -38,7 +40,15 @@ export interface ServeOptions extends AuthFlags {
   readonly engineTuning?: string;
 }
 
-/** The demo app that ships with Cairn, served when no --app is given. */
+/** Where `cairn init` puts a project's app: `cairn serve` in that project serves it without --app. */
+export const PROJECT_APP_PATH = "cairn/app.ts";
+
+/** A project's own app (cairn/app.ts here), else the demo. */
+function defaultAppPath(): string {
+  return existsSync(PROJECT_APP_PATH) ? resolve(PROJECT_APP_PATH) : DEMO_APP_PATH;
+}
+
+/** The demo app that ships with Cairn, served when no --app is given outside a project. */
 export const DEMO_APP_PATH = fileURLToPath(new URL("../../demo/app.ts", import.meta.url));
 /** The demo's browser page, served at `/` with the demo app. */
 export const DEMO_WEB_APP: WebApp = {
@@ -67,7 +77,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   // Checked here too (the node checks it again): a missing build stops startup before the bucket is touched.
   if (options.static !== undefined) await StaticFiles.open(options.static);
   // The app first: a broken app stops startup before anything touches the bucket.
-  const appPath = options.app ?? DEMO_APP_PATH;
+  const appPath = options.app ?? defaultAppPath();
   const app = await loadApp(appPath);
   say(`app ${app.source}: ${app.paths.length} function(s): ${app.paths.join(", ")}`);
   const localLock = await lockLocalDirectory(options.local);

@@ -35,6 +35,13 @@ describe("cairn init", () => {
     expect(result.stdout).toMatch(/npm run dev/);
   });
 
+  it("makes a project whose app `cairn serve` serves without --app", async () => {
+    const folder = join(root, "My App");
+    const served = await runCairn(["serve", "--port", "0"], { stream: "stdout", pattern: /serving at/, signal: "SIGINT" }, { cwd: folder });
+    expect(served.code, served.stderr).toBe(0);
+    expect(served.stdout).toContain(`app ${join(folder, "cairn/app.ts")}: 4 function(s): tasks:add, tasks:list, tasks:remove, tasks:toggle`);
+  });
+
   it("scaffolds a React page with --react, depending on React at the versions Cairn is tested with", async () => {
     const folder = join(root, "react-app");
     expect((await runCairn(["init", "--react", folder])).code).toBe(0);

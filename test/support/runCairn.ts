@@ -1,4 +1,9 @@
 import { spawn } from "node:child_process";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const REPO = fileURLToPath(new URL("../..", import.meta.url));
+const TSX_LOADER = pathToFileURL(`${REPO}node_modules/tsx/dist/loader.mjs`).href;
+const CLI_MAIN = `${REPO}src/cli/main.ts`;
 
 /** What a `cairn` child process printed, and how it ended. */
 export interface CairnRun {
@@ -21,10 +26,11 @@ export interface CairnSignalRule {
  * with `signalWhen`, signalled once its output matches (SIGINT to stop a server, SIGKILL
  * to kill a command midway).
  */
-export function runCairn(args: readonly string[], signalWhen?: CairnSignalRule): Promise<CairnRun> {
+export function runCairn(args: readonly string[], signalWhen?: CairnSignalRule, options: { readonly cwd?: string } = {}): Promise<CairnRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
-      cwd: process.cwd(),
+    // Absolute paths: a run in another folder (a project's) finds tsx and the CLI all the same.
+    const child = spawn(process.execPath, ["--import", TSX_LOADER, CLI_MAIN, ...args], {
+      cwd: options.cwd ?? process.cwd(),
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true" },
     });
     const output = { stdout: "", stderr: "" };
