@@ -90,12 +90,16 @@ function client(url: string): CairnClient {
   return made;
 }
 
-/** Waits until `predicate` holds (polled every 20 ms), failing after `timeoutMs`: a bound on a hang, not a timing assertion. */
-async function eventually(predicate: () => boolean | Promise<boolean>, options: { timeoutMs?: number } = {}): Promise<void> {
+/**
+ * Waits until `predicate` holds (polled every 20 ms), failing after `timeoutMs`: a bound on
+ * a hang, not a timing assertion. `explain` adds what the failure report should show (the
+ * nodes' output), for a failure seen once in a CI-sized run and never alone.
+ */
+async function eventually(predicate: () => boolean | Promise<boolean>, options: { timeoutMs?: number; explain?: () => string } = {}): Promise<void> {
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   for (;;) {
     if (await predicate()) return;
-    if (Date.now() > deadline) throw new Error(`condition never became true: ${predicate.toString().slice(0, 200)}`);
+    if (Date.now() > deadline) throw new Error(`condition never became true: ${predicate.toString().slice(0, 200)}${options.explain ? `\n${options.explain()}` : ""}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -266,7 +270,10 @@ describe("a replica over a directory bucket, tried where it breaks", () => {
     const oldEpoch = (await health(writer)).shards[0]!.epoch;
 
     writer.pause();
-    await eventually(async () => (await health(standby)).role === "writer", { timeoutMs: 30_000 });
+    await eventually(async () => (await health(standby)).role === "writer", {
+      timeoutMs: 30_000,
+      explain: () => `the standby printed:\n${standby.output}\nthe paused writer had printed:\n${writer.output}`,
+    });
     await client(standby.url).mutation(api.notes.add, { channel: "p", body: "by the new writer" });
     writer.resume();
 
