@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from "commander";
+import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "../server/index.js";
 import { serveCommand } from "./serveCommand.js";
 import { inspectCommand } from "./inspectCommand.js";
 import { verifyCommand } from "./verifyCommand.js";
@@ -13,8 +14,6 @@ import { buildCommand } from "./buildCommand.js";
  * `cairn` — the command-line entry. `npm start` runs `cairn serve` on the embedded
  * default: a directory in ./.cairn as the bucket, one shard.
  */
-export const DEFAULT_STORE_URL = ".cairn/bucket";
-export const DEFAULT_LOCAL_DIRECTORY = ".cairn/local";
 export const DEFAULT_PORT = 3210;
 
 function port(value: string): number {

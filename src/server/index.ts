@@ -11,4 +11,4 @@ export { writePrecompressedFiles } from "./precompressedFiles.js";
 export { localNodeId } from "./localNodeId.js";
 export { MAX_CLOCK_SKEW_MS_DEFAULT, startNode, type NodeOptions, type RunningNode } from "./startNode.js";
 export { startNodeAcrossReshards } from "./startNodeAcrossReshards.js";
-export { startServer, type ServerOptions } from "./startServer.js";
+export { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL, startServer, type ServerOptions } from "./startServer.js";

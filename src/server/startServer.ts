@@ -7,6 +7,10 @@ import type { CorsOrigin } from "./CorsPolicy.js";
 import { localNodeId } from "./localNodeId.js";
 import { startNode, type NodeOptions, type RunningNode } from "./startNode.js";
 
+/** Where `cairn serve` and `startServer` keep a deployment by default: a directory bucket and the local files, under `.cairn/`. */
+export const DEFAULT_STORE_URL = ".cairn/bucket";
+export const DEFAULT_LOCAL_DIRECTORY = ".cairn/local";
+
 /** What `startServer` needs: an app, and whatever differs from `cairn serve`'s defaults. */
 export interface ServerOptions {
   /** The app: a module file (TypeScript compiled on load) or one already loaded. */
@@ -41,28 +45,21 @@ export interface ServerOptions {
  */
 export async function startServer(options: ServerOptions): Promise<RunningNode> {
   const app = typeof options.app === "string" ? await loadApp(options.app) : options.app;
-  const localDirectory = resolve(options.localDirectory ?? ".cairn/local");
-  const opened = typeof options.store === "object" ? null : await openObjectStore(options.store ?? ".cairn/bucket");
+  const localDirectory = resolve(options.localDirectory ?? DEFAULT_LOCAL_DIRECTORY);
+  const opened = typeof options.store === "object" ? null : await openObjectStore(options.store ?? DEFAULT_STORE_URL);
   const store = opened ?? (options.store as ObjectStore);
   try {
     if (opened !== null) await assertConditionalWrites(opened);
     const node = await startNode({
       nodeId: localNodeId(localDirectory, systemRandom),
-      port: 0,
-      host: "127.0.0.1",
-      adminKey: null,
-      verifier: null,
+      port: options.port ?? 0,
+      host: options.host ?? "127.0.0.1",
+      adminKey: options.adminKey ?? null,
+      verifier: options.verifier ?? null,
       webApp: null,
-      log: (line) => process.stderr.write(`cairn: ${line}\n`),
-      ...withoutUndefined({
-        port: options.port,
-        host: options.host,
-        adminKey: options.adminKey,
-        verifier: options.verifier,
-        staticDir: options.staticDir,
-        corsOrigins: options.corsOrigins,
-        log: options.log,
-      }),
+      staticDir: options.staticDir ?? null,
+      corsOrigins: options.corsOrigins ?? [],
+      log: options.log ?? ((line) => process.stderr.write(`cairn: ${line}\n`)),
       ...options.node,
       app,
       store,
@@ -82,8 +79,4 @@ export async function startServer(options: ServerOptions): Promise<RunningNode> 
     await opened?.close();
     throw error;
   }
-}
-
-function withoutUndefined<T extends Record<string, unknown>>(values: T): Partial<T> {
-  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
