@@ -390,6 +390,10 @@ export const TOPIC_CHARS_MAX = 256;
 /** Longest function path, session id, client id or token a frame may carry (characters). */
 export const PROTOCOL_NAME_CHARS_MAX = 256;
 export const AUTH_TOKEN_CHARS_MAX = 16 * 1024;
+/** The longest admin key a session may present (AdminAuth). */
+export const ADMIN_KEY_CHARS_MAX = 1024;
+/** Wrong admin keys a session may present before it is ended (guessing costs a connection each few tries). */
+export const SESSION_ADMIN_KEY_REFUSALS_MAX = 3;
 /**
  * Ping interval; a connection that missed two pongs in a row is closed. 30 s keeps NAT
  * and proxy mappings alive and finds a dead peer within ~1 minute.

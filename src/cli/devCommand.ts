@@ -3,15 +3,18 @@ import { join, resolve, sep } from "node:path";
 import { CairnError, systemClock, systemRandom } from "../base/index.js";
 import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { LOCALHOST_ORIGINS, localNodeId, parseCorsOrigins, startNode, type RunningNode } from "../server/index.js";
+import { LOCALHOST_ORIGINS, localNodeId, LoginCodes, parseCorsOrigins, startNode, type RunningNode } from "../server/index.js";
 import { buildWebApp } from "./buildWebApp.js";
 import { markDevBuild } from "./devPageReload.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
+import { nodeLogging, type LogFormat } from "./logFormat.js";
 import { progressReporter } from "./progressReporter.js";
 import { ProjectWatcher } from "./ProjectWatcher.js";
 import { stopSignal } from "./stopSignal.js";
 import { tokenVerifierOf, type AuthFlags } from "./tokenVerifierOf.js";
 import { TypeChecker } from "./TypeChecker.js";
+import { devAdminKey } from "./devAdminKey.js";
+import { openInBrowser } from "./openInBrowser.js";
 
 export interface DevOptions extends AuthFlags {
   readonly app: string;
@@ -23,6 +26,10 @@ export interface DevOptions extends AuthFlags {
   readonly corsOrigin?: readonly string[];
   /** commander's --no-typecheck. */
   readonly typecheck?: boolean;
+  /** --log-format (default text). */
+  readonly logFormat?: LogFormat;
+  /** --open: open the dashboard in the desktop's browser, logged in. */
+  readonly open?: boolean;
 }
 
 /** Where `cairn dev` writes the page it builds from --web (served as the node's static directory). */
@@ -37,7 +44,8 @@ export const DEV_WEB_OUTPUT = ".cairn/web";
  * rebuilt on its changes and served at `/`; TypeScript checks run beside it (TypeChecker).
  */
 export async function devCommand(options: DevOptions): Promise<void> {
-  const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
+  const logging = nodeLogging(options.logFormat ?? "text", systemClock);
+  const say = logging.log;
   const project = process.cwd();
   const appPath = resolve(options.app);
   const webDirectory = resolve(options.web);
@@ -71,6 +79,10 @@ export async function devCommand(options: DevOptions): Promise<void> {
     let app = await loadUntilGood(appPath, say, stopRequested);
     if (app === null) return;
     const nodeId = localNodeId(options.local, systemRandom);
+    // The dashboard's key: the environment's, or one kept in the local directory (never printed).
+    const given = process.env["CAIRN_ADMIN_KEY"] || null;
+    const admin = given !== null ? { key: given, path: null } : devAdminKey(options.local, systemRandom);
+    const loginCodes = new LoginCodes(systemClock, systemRandom);
     node = await startNode({
       role: "writer",
       store,
@@ -79,12 +91,15 @@ export async function devCommand(options: DevOptions): Promise<void> {
       nodeId,
       port: options.port,
       host: options.host,
-      adminKey: process.env["CAIRN_ADMIN_KEY"] || null,
+      adminKey: admin.key,
+      loginCodes,
       verifier,
       webApp: null,
       staticDir: hasWeb ? webOutput : null,
       corsOrigins,
       log: say,
+      ...(logging.onFunctionLog !== undefined ? { onFunctionLog: logging.onFunctionLog } : {}),
+      echoFunctionConsole: logging.echoFunctionConsole,
       onEngineEvent: progressReporter(say),
     });
     const running = node;
@@ -120,6 +135,10 @@ export async function devCommand(options: DevOptions): Promise<void> {
     );
     await watcher.ready();
     say(`dev: serving at ${running.url}${hasWeb ? " (the page from " + options.web + ")" : ""}, sync at ${running.url.replace(/^http/, "ws")}api/sync; watching ${project} for changes. Ctrl-C stops.`);
+    // A one-time code, not the key: the link logs the dashboard in once and is spent.
+    const dashboardLink = `${running.url}_dashboard#login=${loginCodes.issue()}`;
+    say(`dashboard: ${dashboardLink} (a one-time login link; afterwards log in with the admin key ${admin.path === null ? "in CAIRN_ADMIN_KEY" : `in ${admin.path}`})`);
+    if (options.open === true) openInBrowser(dashboardLink, say);
     const signal = await stopRequested;
     say(`stopping (${signal})`);
   } finally {

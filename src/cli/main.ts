@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, InvalidArgumentError } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "../server/index.js";
 import { serveCommand } from "./serveCommand.js";
 import { inspectCommand } from "./inspectCommand.js";
@@ -9,6 +9,7 @@ import { reshardCommand } from "./reshardCommand.js";
 import { initCommand } from "./initCommand.js";
 import { devCommand } from "./devCommand.js";
 import { buildCommand } from "./buildCommand.js";
+import { LOG_FORMATS } from "./logFormat.js";
 
 /**
  * `cairn` — the command-line entry. `npm start` runs `cairn serve` on the embedded
@@ -52,6 +53,15 @@ function withAuth(command: Command): Command {
     .option("--jwt-audience <aud>", "require this `aud` in client tokens");
 }
 
+/** --log-format: text for people, JSON lines (node lines and each function call with what it printed) for log shippers. */
+function withLogFormat(command: Command): Command {
+  return command.addOption(
+    new Option("--log-format <format>", "text, or json: one JSON object per line on stdout (node lines; each function call with its console lines, outcome and duration)")
+      .choices(LOG_FORMATS)
+      .default("text"),
+  );
+}
+
 function withLocal(command: Command): Command {
   return command.option("--local <dir>", "directory for the local SQLite materialization", DEFAULT_LOCAL_DIRECTORY);
 }
@@ -69,7 +79,7 @@ function milliseconds(value: string): number {
   return parsed;
 }
 
-withAuth(withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards (or, with --replica/--standby, follow it)", { isDefault: true })))
+withLogFormat(withAuth(withLocal(storeCommand("serve", "open (or create) the deployment and become the writer of its shards (or, with --replica/--standby, follow it)", { isDefault: true }))))
   .option("--shards <n>", "shard count of a new deployment (an existing one must match)", positiveInteger)
   .option("--node-id <id>", "this node's id in the manifests (default: a random id kept in the local directory)")
   .option("--app <file>", "the app module (schema and functions) to serve, a .ts or .js file (default: cairn/app.ts if there is one here, as `cairn init` makes it; else the demo app)")
@@ -103,13 +113,14 @@ program
   .option("--react", "make the page a React app (cairn/react; adds react and react-dom to package.json)")
   .action(initCommand);
 
-withAuth(withLocal(storeCommand("dev", "serve the project's app and page on the embedded store, reload them on every change, type-check beside it")))
+withLogFormat(withAuth(withLocal(storeCommand("dev", "serve the project's app and page on the embedded store, reload them on every change, type-check beside it"))))
   .option("--app <file>", "the app module", "cairn/app.ts")
   .option("--web <dir>", "the page's folder (index.html and the scripts it loads), built and served at /", "web")
   .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)
   .option("--host <address>", "address to listen on", "127.0.0.1")
   .option("--cors-origin <origin...>", "origins whose pages may call the API (default: any localhost page)")
   .option("--no-typecheck", "do not run tsc --watch beside the server")
+  .option("--open", "open the dashboard (logged in) in the desktop's browser")
   .action(devCommand);
 
 program

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CairnError, systemRandom } from "../base/index.js";
+import { CairnError, systemClock, systemRandom } from "../base/index.js";
 import { isNodeId, NODE_ID_FORM } from "../model/index.js";
 import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
@@ -9,6 +9,7 @@ import { localNodeId, parseCorsOrigins, StaticFiles, startNodeAcrossReshards, ty
 import { resolveTuning, type ShardEngineTuning } from "../shard/index.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
+import { nodeLogging, type LogFormat, type NodeLogging } from "./logFormat.js";
 import { progressReporter } from "./progressReporter.js";
 import { stopSignal } from "./stopSignal.js";
 import { tokenVerifierOf, type AuthFlags } from "./tokenVerifierOf.js";
@@ -38,6 +39,8 @@ export interface ServeOptions extends AuthFlags {
   /** commander's --no-wake-hints. */
   readonly wakeHints?: boolean;
   readonly engineTuning?: string;
+  /** --log-format (default text). */
+  readonly logFormat?: LogFormat;
 }
 
 /** Where `cairn init` puts a project's app: `cairn serve` in that project serves it without --app. */
@@ -62,7 +65,8 @@ export const DEMO_WEB_APP: WebApp = {
  * stops accepting, drains, relinquishes the leases and exits 0.
  */
 export async function serveCommand(options: ServeOptions): Promise<void> {
-  const say = (line: string) => process.stdout.write(`cairn: ${line}\n`);
+  const logging = nodeLogging(options.logFormat ?? "text", systemClock);
+  const say = logging.log;
   const verifier = await tokenVerifierOf(options, say);
   const role = roleOf(options);
   if (options.nodeId !== undefined && !isNodeId(options.nodeId)) {
@@ -82,7 +86,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   say(`app ${app.source}: ${app.paths.length} function(s): ${app.paths.join(", ")}`);
   const localLock = await lockLocalDirectory(options.local);
   try {
-    await serveLocked(options, { app, appPath, role, verifier, engineTuning, adminKey, corsOrigins }, say);
+    await serveLocked(options, { app, appPath, role, verifier, engineTuning, adminKey, corsOrigins }, logging);
   } finally {
     await localLock.release();
   }
@@ -101,7 +105,8 @@ interface ServeInputs {
 }
 
 /** The rest of `serve`, while this process holds the local directory. */
-async function serveLocked(options: ServeOptions, { app, appPath, role, verifier, engineTuning, adminKey, corsOrigins }: ServeInputs, say: (line: string) => void): Promise<void> {
+async function serveLocked(options: ServeOptions, { app, appPath, role, verifier, engineTuning, adminKey, corsOrigins }: ServeInputs, logging: NodeLogging): Promise<void> {
+  const say = logging.log;
   const store = await openObjectStore(options.store);
   try {
     const probe = await assertConditionalWrites(store);
@@ -135,14 +140,17 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
       ...(options.static !== undefined ? { staticDir: options.static } : {}),
       corsOrigins,
       log: say,
+      ...(logging.onFunctionLog !== undefined ? { onFunctionLog: logging.onFunctionLog } : {}),
+      echoFunctionConsole: logging.echoFunctionConsole,
       onEngineEvent: progressReporter(say),
     });
-    say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks / --jwks-url)" : "JWTs verified"}; admin API ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
+    say(`auth: ${verifier === null ? "anonymous only (no --jwt-secret / --jwks / --jwks-url)" : "JWTs verified"}; admin API and dashboard ${adminKey === null ? "disabled (set CAIRN_ADMIN_KEY)" : "enabled"}`);
     const page = options.static !== undefined ? `the app in ${options.static}` : appPath === DEMO_APP_PATH ? "the demo's page" : "a status page";
     const origins = corsOrigins.length === 0 ? "none (same-origin only; see --cors-origin)" : corsOrigins.map((origin) => (typeof origin === "string" ? origin : "any localhost")).join(", ");
     say(`web: ${page} at /; pages of other origins allowed: ${origins}`);
     if (role !== "writer" && role !== "fleet" && adminKey === null) say("warning: no CAIRN_ADMIN_KEY: this node cannot forward writes to the writer nor take wake hints");
     say(`node ${nodeId} ${node.role() === "fleet" ? "is a fleet node" : `is the ${node.role()}`}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync), pid ${process.pid}. Ctrl-C or \`kill ${process.pid}\` stops.`);
+    if (adminKey !== null) say(`dashboard: ${node.url}_dashboard (log in with CAIRN_ADMIN_KEY)`);
     const signal = await stopRequested;
     say(`stopping (${signal}): draining requests, ending sessions, releasing leases`);
     await node.stop();

@@ -3,7 +3,7 @@ import type { Value } from "../model/Value.js";
 import { encodeValue } from "../model/ValueJson.js";
 import { encodeMessage, parseServerMessage, type ClientMessage } from "../sync/protocol.js";
 import type { ActionReference, ArgsOf, ArgsParameter, MutationReference, QueryReference, ResultOf } from "./api.js";
-import { ClientState } from "./ClientState.js";
+import { ClientState, type LogListener } from "./ClientState.js";
 import {
   initialConnectionState,
   nextConnectionState,
@@ -279,6 +279,27 @@ export class CairnClient {
   publish(topic: string, event: Value): void {
     const encoded = encodeValue(event);
     this.step(() => this.state.publish(topic, encoded));
+  }
+
+  /**
+   * Makes this connection and every later one an admin's with the deployment's admin key
+   * (null: no longer): internal functions and the system functions (`_system:*`, see
+   * docs/admin-api.md) may then be called and subscribed to, and the node's function logs
+   * followed. Rejects with FORBIDDEN when the server refuses the key (then forgotten).
+   * Never put the key in a page for users: it gives every power over the deployment.
+   */
+  setAdminKey(key: string | null): Promise<void> {
+    return this.step(() => this.state.setAdminKey(key));
+  }
+
+  /**
+   * Follows the node's function logs (an admin's connection, see setAdminKey): `listener`
+   * gets the newest entries at once, then each batch as calls end, and how many this
+   * connection missed by falling behind. Returns the function that stops it.
+   */
+  subscribeLogs(listener: LogListener): () => void {
+    this.step(() => this.state.addLogListener(listener));
+    return () => this.step(() => this.state.removeLogListener(listener));
   }
 
   /** Calls `listener` with each event broadcast to `topic`. Returns the function that stops it. */

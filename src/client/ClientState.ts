@@ -1,7 +1,8 @@
-import { CairnError, invalidArgument, AUTH_TOKEN_CHARS_MAX, MESSAGE_BYTES_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX } from "../base/index.js";
+import { CairnError, invalidArgument, ADMIN_KEY_CHARS_MAX, AUTH_TOKEN_CHARS_MAX, MESSAGE_BYTES_MAX, SESSION_REQUESTS_IN_FLIGHT_MAX } from "../base/index.js";
 import type { Value } from "../model/Value.js";
 import { decodeValue, type JsonValue } from "../model/ValueJson.js";
-import { errorFromPayload, type ServerMessage, type Version } from "../sync/protocol.js";
+import { errorFromPayload, type LogEntry, type ServerMessage, type Version } from "../sync/protocol.js";
+import { AdminKeyRequests } from "./AdminKeyRequests.js";
 import { ANONYMOUS, equalIdentities, identityOfToken, UNKNOWN_IDENTITY, type AuthIdentity } from "./AuthIdentity.js";
 import { AuthRequests, type AuthWaiter } from "./AuthRequests.js";
 import { BroadcastTopics, checkTopic, type BroadcastListener, type BroadcastRegistration } from "./BroadcastTopics.js";
@@ -90,6 +91,9 @@ export interface OptimisticCall {
   readonly args: unknown;
 }
 
+/** Gets each batch of the node's function log entries, and how many this session missed so far. */
+export type LogListener = (entries: readonly LogEntry[], dropped: number) => void;
+
 export class ClientState {
   private readonly reportError: (error: unknown) => void;
   private readonly onAuthLost: (error: CairnError) => void;
@@ -102,6 +106,9 @@ export class ClientState {
   private readonly mutations: PendingMutations;
   private readonly actions = new PendingActions();
   private readonly auth = new AuthRequests();
+  private readonly adminKey = new AdminKeyRequests();
+  /** Listeners of the node's function logs (an admin's; SubscribeLogs while there are any). */
+  private readonly logListeners = new Set<LogListener>();
   private readonly topics = new BroadcastTopics();
   private visible = new Map<QueryToken, QueryResult>();
   private outbox: Effects = noEffects();
@@ -213,6 +220,7 @@ export class ClientState {
     this.version = { querySet: 0, ts: 0 };
     this.mutations.connectionLost();
     this.auth.connectionLost();
+    this.adminKey.connectionLost();
     this.confirmedSubject = null;
     this.holdForAuth();
     for (const action of this.actions.takeInFlight()) {
@@ -232,6 +240,8 @@ export class ClientState {
     }
     for (const action of this.actions.takeAll()) this.outbox.callbacks.push(() => action.reject(error));
     for (const waiter of this.auth.takeAll()) this.outbox.callbacks.push(() => waiter.reject(error));
+    for (const waiter of this.adminKey.takeAll()) this.outbox.callbacks.push(() => waiter.reject(error));
+    this.logListeners.clear();
   }
 
   receive(message: ServerMessage): void {
@@ -254,6 +264,11 @@ export class ClientState {
         return this.sendWaitingRequests();
       case "Broadcast":
         return this.onBroadcast(message);
+      case "AdminAuthResponse":
+        return this.onAdminAuthResponse(message);
+      case "LogEntries":
+        for (const listener of this.logListeners) this.outbox.callbacks.push(() => listener(message.entries as LogEntry[], message.dropped));
+        return;
       case "ProtocolError":
         return this.onProtocolError(message);
       case "FatalError":
@@ -351,6 +366,30 @@ export class ClientState {
     if (this.phase === "ready") this.outbox.send.push({ type: "Publish", topic, event });
   }
 
+  /** Makes this and every later session an admin's (null: no longer); resolves once the server accepted the key. */
+  setAdminKey(key: string | null): Promise<void> {
+    if (this.phase === "closed") return Promise.reject(connectionLost("the client is closed"));
+    if (key !== null && (key.length === 0 || key.length > ADMIN_KEY_CHARS_MAX)) {
+      return Promise.reject(invalidArgument(`an admin key is 1 to ${ADMIN_KEY_CHARS_MAX} characters`, { adminKeyCharsMax: ADMIN_KEY_CHARS_MAX }));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const frame = this.adminKey.set(key, { resolve, reject }, this.phase === "ready");
+      if (frame !== null) this.outbox.send.push(frame);
+    });
+  }
+
+  /** Follows the node's function logs (an admin session's); `listener` gets each LogEntries frame. */
+  addLogListener(listener: LogListener): void {
+    if (this.phase === "closed") throw connectionLost("the client is closed");
+    this.logListeners.add(listener);
+    if (this.logListeners.size === 1 && this.phase === "ready") this.outbox.send.push({ type: "SubscribeLogs" });
+  }
+
+  removeLogListener(listener: LogListener): void {
+    if (!this.logListeners.delete(listener)) return;
+    if (this.logListeners.size === 0 && this.phase === "ready") this.outbox.send.push({ type: "UnsubscribeLogs" });
+  }
+
   addBroadcastListener(topic: string, listener: BroadcastListener): BroadcastRegistration {
     if (this.phase === "closed") throw connectionLost("the client is closed");
     const { registration, first } = this.topics.add(topic, listener);
@@ -388,6 +427,10 @@ export class ClientState {
     const { frame, anonymous } = this.auth.resend();
     if (frame !== null) this.outbox.send.push(frame);
     for (const waiter of anonymous) this.outbox.callbacks.push(() => waiter.resolve(null));
+    const admin = this.adminKey.resend();
+    if (admin.frame !== null) this.outbox.send.push(admin.frame);
+    for (const waiter of admin.answered) this.outbox.callbacks.push(() => waiter.resolve());
+    if (this.logListeners.size > 0) this.outbox.send.push({ type: "SubscribeLogs" });
     const topics = this.topics.topics();
     if (topics.length > 0) this.outbox.send.push({ type: "ModifyTopics", add: topics, remove: [] });
     // Sent even when empty: its Transition brings the ts that settles the ConnectAck's known mutations.
@@ -462,6 +505,17 @@ export class ClientState {
     }
     // The session's identity may be settled now: restored mutations of it may go.
     this.sendWaitingRequests();
+  }
+
+  private onAdminAuthResponse(response: Extract<ServerMessage, { type: "AdminAuthResponse" }>): void {
+    const waiters = this.adminKey.answered(response.success);
+    if (response.success) {
+      for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.resolve());
+      return;
+    }
+    const error = response.error !== undefined ? errorFromPayload(response.error) : new CairnError("FORBIDDEN", "the admin key was refused");
+    if (waiters.length === 0) this.report(error);
+    for (const waiter of waiters) this.outbox.callbacks.push(() => waiter.reject(error));
   }
 
   private onBroadcast(broadcast: Extract<ServerMessage, { type: "Broadcast" }>): void {

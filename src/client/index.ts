@@ -17,6 +17,8 @@ export {
 } from "./api.js";
 export { CairnClient, type CairnClientOptions, type ConnectionListener, type MutationFunction, type PendingMutationsListener } from "./CairnClient.js";
 export type { OutboxStore } from "./OutboxStore.js";
+export type { LogListener } from "./ClientState.js";
+export type { LogEntry } from "../sync/protocol.js";
 export { indexedDbOutbox, type IndexedDbOutboxOptions } from "./indexedDbOutbox.js";
 export type { PendingMutationView } from "./PendingMutationView.js";
 export type { AuthIdentity } from "./AuthIdentity.js";

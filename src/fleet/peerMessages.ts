@@ -104,6 +104,8 @@ export const forwardedCallSchema = z.strictObject({
   ...functionCallFields,
   /** The caller's identity as the forwarding node verified it (null: anonymous). */
   identity: z.looseObject({ subject: z.string().min(1), issuer: z.string().optional() }).nullable(),
+  /** An admin's call (internal and system functions allowed): only admins' calls are forwarded with it, and peers hold the admin key. */
+  internal: z.boolean().optional(),
 });
 
 export interface ForwardedCall {
@@ -111,6 +113,7 @@ export interface ForwardedCall {
   /** Arguments in Cairn's JSON value encoding. */
   readonly args: unknown;
   readonly identity: { readonly subject: string; readonly issuer?: string } | null;
+  readonly internal?: boolean;
   readonly clientId?: string;
   readonly seq?: number;
   readonly ackedThrough?: number;

@@ -1,6 +1,7 @@
 import { CairnError } from "../base/index.js";
 import { isRegisteredFunction, type AnyFunction, type FunctionKind } from "./registration.js";
 import { isSchemaDefinition, type AnySchema } from "./schema.js";
+import { SYSTEM_MODULE, systemFunction } from "./systemFunctions.js";
 
 /**
  * An app: one module exporting `schema` (from defineSchema) and `functions`, a map from
@@ -37,6 +38,7 @@ export class App {
     const functions = new Map<string, AnyFunction>();
     for (const [moduleName, members] of Object.entries(map)) {
       if (!MODULE_NAME.test(moduleName)) throw appInvalid(source, `module name ${JSON.stringify(moduleName)} is not an identifier path`);
+      if (moduleName === SYSTEM_MODULE) throw appInvalid(source, `module name ${SYSTEM_MODULE} is reserved for Cairn's system functions`);
       // A flat map ({ list, send }) would otherwise be read as modules of no functions, and served as an app of none.
       if (isRegisteredFunction(members)) {
         throw appInvalid(
@@ -59,13 +61,18 @@ export class App {
     return [...this.functions.keys()].sort();
   }
 
+  /** Every function with its path, in path order (the admin API lists them). */
+  entries(): [string, AnyFunction][] {
+    return [...this.functions.entries()].sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
+  }
+
   /**
    * The function at `path`, which must be of `kind`; FUNCTION_NOT_FOUND for an unknown
    * path, another kind, or an internal function when `internal` calls are not allowed
    * (clients are told it does not exist, as for any name they cannot call).
    */
   lookup(path: unknown, kind: FunctionKind, options: { readonly internal: boolean }): AnyFunction {
-    const found = typeof path === "string" ? this.functions.get(path) : undefined;
+    const found = typeof path === "string" ? (this.functions.get(path) ?? systemFunction(path)) : undefined;
     if (found === undefined || (found.visibility === "internal" && !options.internal)) {
       throw new CairnError("FUNCTION_NOT_FOUND", `no ${options.internal ? "" : "public "}function ${JSON.stringify(path)} in the app`, {
         details: { path },

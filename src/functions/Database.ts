@@ -8,7 +8,7 @@ import {
   type Value,
   encodeIndexKey,
 } from "../model/index.js";
-import type { TableInfo } from "./catalog.js";
+import type { Catalog, TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
 import type { PendingWrites } from "./PendingWrites.js";
 import { QueryChain } from "./QueryChain.js";
@@ -25,6 +25,11 @@ import { laneOfDocument, routeForDocument } from "./routing.js";
  */
 export class DatabaseReader {
   constructor(protected readonly reads: SnapshotReads) {}
+
+  /** The deployment's tables (the system functions read any table by name; apps name theirs in code). */
+  get catalog(): Catalog {
+    return this.reads.catalog;
+  }
 
   async get(id: DocumentId): Promise<DocumentObject | null> {
     return this.reads.document(id).document;

@@ -28,7 +28,8 @@ import { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
 import { routeOfValue } from "./routing.js";
-import { currentFunctionCall, prefixConsoleInFunctions, runAsFunctionCall } from "./functionCalls.js";
+import { currentFunctionCall, prefixConsoleInFunctions, reportWhenSettled, runAsFunctionCall, type CallStart } from "./functionCalls.js";
+import type { FunctionLogEntry } from "./FunctionLogEntry.js";
 
 /**
  * Runs an app's functions against the deployment's shards (DESIGN.md §7, §10).
@@ -105,6 +106,18 @@ export interface FunctionRuntimeOptions {
   readonly actionRunMsMax?: number;
   /** Where a function's failure is logged with its stack and request id (default: stderr). */
   readonly log?: (line: string) => void;
+  /**
+   * Called once per top-level call as it settles (before its caller learns the outcome),
+   * with its log entry: what it printed (its nested calls' lines included), its outcome
+   * and duration. Calls an action makes report nothing of their own. Must not throw (what
+   * it throws is logged and the call's outcome stands).
+   */
+  readonly onCallEnded?: (entry: FunctionLogEntry) => void;
+  /**
+   * Whether what functions print also goes to the console, prefixed with path and request
+   * id (default true). Off when the entries carry the lines instead (`--log-format json`).
+   */
+  readonly echoConsole?: boolean;
 }
 
 export interface CallOptions {
@@ -202,6 +215,8 @@ export class FunctionRuntime {
   private readonly running = new Set<{ readonly deadlineMs: number; readonly expire: () => void }>();
   private watchdog: Promise<void> | null = null;
   private readonly log: (line: string) => void;
+  private readonly callStart: CallStart;
+  private readonly callEnded: (entry: FunctionLogEntry) => void;
 
   constructor(options: FunctionRuntimeOptions) {
     this.currentApp = options.app;
@@ -213,6 +228,15 @@ export class FunctionRuntime {
     this.functionRunMsMax = checkDuration(options.functionRunMsMax ?? FUNCTION_RUN_MS_MAX, "functionRunMsMax");
     this.actionRunMsMax = checkDuration(options.actionRunMsMax ?? ACTION_RUN_MS_MAX, "actionRunMsMax");
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
+    this.callStart = { owner: this, clock: this.clock, echo: options.echoConsole ?? true, newRequestId: () => this.newRequestId() };
+    const onCallEnded = options.onCallEnded;
+    this.callEnded = (entry) => {
+      try {
+        onCallEnded?.(entry);
+      } catch (error) {
+        this.log(`the log entry of ${entry.path} (request ${entry.requestId}) was not taken: ${(error as Error)?.message ?? String(error)}`);
+      }
+    };
     prefixConsoleInFunctions();
   }
 
@@ -294,7 +318,11 @@ export class FunctionRuntime {
    * (the failure may depend on it). Never rejects for the query's own errors.
    */
   runQueryRecorded(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<RecordedQueryRun> {
-    return runAsFunctionCall(path, () => this.newRequestId(), () => this.runQueryRecordedInCall(path, args, options));
+    return runAsFunctionCall(path, "query", this.callStart, (record) =>
+      reportWhenSettled(record, { path, kind: "query" }, this.runQueryRecordedInCall(path, args, options), this.callEnded, (run) =>
+        run.outcome.kind === "failed" ? { error: run.outcome.error } : null,
+      ),
+    );
   }
 
   private async runQueryRecordedInCall(path: string, args: unknown, options: QueryCallOptions): Promise<RecordedQueryRun> {
@@ -314,7 +342,9 @@ export class FunctionRuntime {
   }
 
   runMutation(path: string, args: unknown = {}, options: MutationCallOptions = {}): Promise<MutationRun> {
-    return runAsFunctionCall(path, () => this.newRequestId(), () => this.runMutationInCall(path, args, options));
+    return runAsFunctionCall(path, "mutation", this.callStart, (record) =>
+      reportWhenSettled(record, { path, kind: "mutation" }, this.runMutationInCall(path, args, options), this.callEnded),
+    );
   }
 
   private async runMutationInCall(path: string, args: unknown, options: MutationCallOptions): Promise<MutationRun> {
@@ -337,7 +367,9 @@ export class FunctionRuntime {
   }
 
   runAction(path: string, args: unknown = {}, options: CallOptions = {}): Promise<ActionRun> {
-    return runAsFunctionCall(path, () => this.newRequestId(), () => this.runActionInCall(path, args, options));
+    return runAsFunctionCall(path, "action", this.callStart, (record) =>
+      reportWhenSettled(record, { path, kind: "action" }, this.runActionInCall(path, args, options), this.callEnded),
+    );
   }
 
   private async runActionInCall(path: string, args: unknown, options: CallOptions): Promise<ActionRun> {
@@ -585,6 +617,15 @@ export class FunctionRuntime {
   private placementOf(path: string, fn: AnyFunction, args: unknown, receiptWritten: boolean): Placement {
     const shardBy = fn.shardBy;
     if (shardBy === null) return { lane: 0, route: null };
+    if (shardBy.kind === "route") {
+      let route: Uint8Array | null;
+      try {
+        route = shardBy.of(args, this.catalog);
+      } catch (error) {
+        throw new CairnError("INVALID_ARGUMENT", `mutation ${path}: ${(error as Error).message}`, { cause: error, details: { path } });
+      }
+      return route === null ? { lane: 0, route: null } : { lane: shardOfRoute(route, this.shards.shards.length), route };
+    }
     // Evaluated with one shard too, so that a shardBy that fails shows in development.
     let value: unknown;
     try {

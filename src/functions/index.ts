@@ -55,3 +55,26 @@ export {
   type ShardSet,
 } from "./FunctionRuntime.js";
 export { writeRangesOf } from "./writeRanges.js";
+export {
+  describeFunctions,
+  describeTables,
+  type FunctionInfo,
+  type IndexDescription,
+  type JsonSchema,
+  type TableDescription,
+  type TableWithDocuments,
+} from "./describeFunctions.js";
+export {
+  CONSOLE_LEVELS,
+  LOG_ENTRY_LEVELS,
+  LOG_LINES_PER_CALL_MAX,
+  LOG_TEXT_CHARS_MAX,
+  type ConsoleLevel,
+  type FunctionLogEntry,
+  type FunctionLogError,
+  type FunctionLogLine,
+  type LogEntryLevel,
+} from "./FunctionLogEntry.js";
+export { decodeDocument } from "./documents.js";
+export { laneOfId } from "./routing.js";
+export { SYSTEM_MODULE } from "./systemFunctions.js";

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CairnError } from "../base/index.js";
 import type { DocumentId } from "../model/index.js";
+import type { Catalog } from "./catalog.js";
 import type { QueryChain } from "./QueryChain.js";
 import type { AnySchema, Doc, NewDoc, TableNames } from "./schema.js";
 import type { Id, ObjectShape } from "./values.js";
@@ -85,7 +86,11 @@ export interface FunctionDefinition<Kind extends FunctionKind, S extends AnySche
 }
 
 /** How a mutation picks its shard: an argument's value, or a function of the arguments. */
-export type ShardBy = { readonly kind: "arg"; readonly name: string } | { readonly kind: "function"; readonly of: (args: unknown) => unknown };
+export type ShardBy =
+  | { readonly kind: "arg"; readonly name: string }
+  | { readonly kind: "function"; readonly of: (args: unknown) => unknown }
+  /** The system functions' (systemFunctions.ts): the route itself, from the arguments and the catalog (null: shard 0). */
+  | { readonly kind: "route"; readonly of: (args: unknown, catalog: Catalog) => Uint8Array | null };
 
 export interface RegisteredFunction<Kind extends FunctionKind = FunctionKind, Args = unknown, Result = unknown, V extends Visibility = Visibility> {
   readonly kind: Kind;

@@ -140,6 +140,19 @@ export interface StoredRows {
   readonly receipts: number;
 }
 
+/** One revision of a document in the store's history: value null is a deletion. */
+export interface StoredRevision {
+  readonly ts: number;
+  readonly value: string | null;
+}
+
+/**
+ * The most revisions one `revisionsOf` call returns (the admin API's history bound):
+ * each costs one seek in the overlay or the file and carries a whole document value (up
+ * to DOCUMENT_BYTES_MAX), so one call is at most 100 seeks on the caller's thread.
+ */
+export const LOCAL_HISTORY_REVISIONS_MAX = 100;
+
 type Lifecycle = "open" | "restoring" | "closed";
 
 /** A document version as the file or the overlay holds it (value null: a deletion). */
@@ -337,6 +350,32 @@ export class LocalStore {
     checkReadTs(ts, this.currentMeta);
     const version = this.overlay.document(id, ts) ?? this.statements.getDocument.get(id, ts);
     return version === undefined || version.value === null ? null : { value: version.value, ts: version.ts };
+  }
+
+  /**
+   * The revisions of `id` the store holds, newest first, at most `limit`
+   * (1..LOCAL_HISTORY_REVISIONS_MAX), deletions included. The overlay and the file are
+   * merged exactly as `get` merges them: the walk is `get` at the ts just below the last
+   * revision found, without hiding deletions. What pruning dropped is gone: below
+   * `meta().minReadableTs` at most the one revision a read at the floor sees is left.
+   * An id of no document (or any other string) has no revisions.
+   */
+  revisionsOf(id: DocumentId, limit: number): StoredRevision[] {
+    this.assertOpen();
+    checkDocumentId(id);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > LOCAL_HISTORY_REVISIONS_MAX) {
+      throw invalidArgument(`limit must be an integer in 1..${LOCAL_HISTORY_REVISIONS_MAX}, not ${String(limit)}`, { limit });
+    }
+    const revisions: StoredRevision[] = [];
+    // Timestamps are non-negative integers, so the next older revision is the newest at or below ts - 1.
+    let atOrBelow = Number.MAX_SAFE_INTEGER;
+    while (revisions.length < limit && atOrBelow >= 0) {
+      const version: StoredVersion | undefined = this.overlay.document(id, atOrBelow) ?? this.fileDocument(id, atOrBelow);
+      if (version === undefined) break;
+      revisions.push({ ts: version.ts, value: version.value });
+      atOrBelow = version.ts - 1;
+    }
+    return revisions;
   }
 
   /** `get` for each id, in one statement for those the overlay does not answer; one entry per id, in order. */

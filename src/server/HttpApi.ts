@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { CairnError, CONNECT_FRONTIER_WAIT_MS } from "../base/index.js";
+import { CairnError, CONNECT_FRONTIER_WAIT_MS, systemClock, type Clock } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
 import { announcementSchema, asBaseUrl, PEER_ROUTES, forwardedCallSchema, functionCallFields, wakeHintsSchema, type Announcement } from "../fleet/index.js";
 import type { WakeHint } from "../replica/index.js";
 import { decodeValue, encodeValue } from "../model/index.js";
-import { errorPayload, isInternalError, type ErrorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import { errorPayload, isInternalError, sameSecret, type ErrorPayload, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import type { AdminApi } from "./AdminApi.js";
 import { httpStatusOf } from "./httpStatus.js";
 import { readBody } from "./readBody.js";
 
@@ -33,12 +33,25 @@ export interface HttpApiOptions {
   readonly frontierWaitMs?: number;
   /** Where an Internal failure's stack goes (the client gets only its code). */
   readonly log?: (line: string) => void;
+  /** The admin API's reads (`/api/admin/*` beyond status and calls; docs/admin-api.md). */
+  readonly admin?: AdminApi;
+  /** Times admin calls (default the system clock). */
+  readonly clock?: Clock;
 }
 
 /** A public call; a query may name the lowest ts the caller accepts (the newest it has seen): a replica behind it waits. */
 const callSchema = z.strictObject({ ...functionCallFields, minTs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });
+/** An admin's call may run as a given user instead (the dashboard's "run as"). */
+const adminCallSchema = callSchema.extend({ identity: z.looseObject({ subject: z.string().min(1), issuer: z.string().optional() }).optional() });
 
 type Call = z.infer<typeof callSchema>;
+
+/** What a call cost, for the admin's runner: its time and its read or write set as key ranges. */
+interface CallStats {
+  readonly durationMs: number;
+  readonly readRanges?: number;
+  readonly writeRanges?: number;
+}
 type Kind = "query" | "mutation" | "action";
 
 /**
@@ -89,17 +102,27 @@ export class HttpApi {
     if (path.startsWith("/api/internal/")) return this.internal(request, response, path);
     const publicCall = /^\/api\/(query|mutation|action)$/.exec(path);
     const adminCall = /^\/api\/admin\/(query|mutation|action)$/.exec(path);
+    // The one-time login code is the credential there (cairn dev's dashboard link).
+    if (path === "/api/admin/login" && this.options.admin !== undefined) return this.options.admin.login(request, response);
     if (path.startsWith("/api/admin/")) this.checkAdmin(request);
     if (path === "/api/admin/status") {
       if (this.expectMethod(request, response, "GET")) sendJson(response, 200, this.options.adminStatus());
       return;
     }
+    if (adminCall === null && this.options.admin !== undefined && (await this.options.admin.handle(request, response, path))) return;
     const kind = (publicCall ?? adminCall)?.[1] as Kind | undefined;
     if (kind === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
     if (!this.expectMethod(request, response, "POST")) return;
-    const call = parseCall(await readBody(request));
-    const identity = adminCall !== null ? null : await this.identityOf(request);
-    sendJson(response, 200, await this.run(kind, call, identity, adminCall !== null));
+    if (adminCall === null) {
+      const call = parseCall(callSchema, await readBody(request));
+      sendJson(response, 200, (await this.run(kind, call, await this.identityOf(request), false)).answer);
+      return;
+    }
+    const { identity, ...call } = parseCall(adminCallSchema, await readBody(request));
+    const clock = this.options.clock ?? systemClock;
+    const startedMs = clock.monotonicMs();
+    const { answer, stats } = await this.run(kind, call, (identity as UserIdentity | undefined) ?? null, true);
+    sendJson(response, 200, { ...answer, stats: { durationMs: Math.round((clock.monotonicMs() - startedMs) * 1000) / 1000, ...stats } });
   }
 
   /** Node-to-node calls, all with the admin key: forwarded writes and wake hints. */
@@ -158,19 +181,19 @@ export class HttpApi {
   private async runForwarded(kind: "mutation" | "action", message: unknown): Promise<unknown> {
     const parsed = forwardedCallSchema.safeParse(message);
     if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid forwarded call: ${z.prettifyError(parsed.error)}`);
-    const { identity, ...call } = parsed.data;
-    // Client functions only: a forwarded call is a client's call, whatever key carried it.
-    return this.run(kind, call, identity as UserIdentity | null, false, this.options.forwardedTo);
+    const { identity, internal, ...call } = parsed.data;
+    // A client's call, or an admin's (internal): the forwarding node marked which, and only peers with the admin key reach here.
+    return (await this.run(kind, call, identity as UserIdentity | null, internal === true, this.options.forwardedTo)).answer;
   }
 
-  private async run(kind: Kind, call: Call, identity: UserIdentity | null, internal: boolean, backend = this.options.backend): Promise<unknown> {
+  private async run(kind: Kind, call: Call, identity: UserIdentity | null, internal: boolean, backend = this.options.backend): Promise<{ answer: object; stats: Omit<CallStats, "durationMs"> }> {
     const args = decodeValue(call.args ?? {});
     switch (kind) {
       case "query": {
         if (call.minTs !== undefined && call.minTs > backend.readTs) await this.waitForFrontier(call.minTs, backend);
         const run = await backend.runQuery(call.path, args, { identity, internal, readTs: backend.readTs });
         if (run.outcome.kind === "failed") throw run.outcome.error;
-        return { value: encodeValue(run.outcome.value), ts: run.readTs };
+        return { answer: { value: encodeValue(run.outcome.value), ts: run.readTs }, stats: { readRanges: run.readRanges.length } };
       }
       case "mutation": {
         const receipt = {
@@ -179,10 +202,10 @@ export class HttpApi {
           ...(call.ackedThrough !== undefined ? { ackedThrough: call.ackedThrough } : {}),
         };
         const run = await backend.runMutation(call.path, args, { identity, internal, ...receipt });
-        return { value: encodeValue(run.value), ts: run.ts, ...(run.replayed ? { replayed: true } : {}) };
+        return { answer: { value: encodeValue(run.value), ts: run.ts, ...(run.replayed ? { replayed: true } : {}) }, stats: { writeRanges: run.writeRanges.length } };
       }
       case "action":
-        return { value: encodeValue((await backend.runAction(call.path, args, { identity, internal })).value) };
+        return { answer: { value: encodeValue((await backend.runAction(call.path, args, { identity, internal })).value) }, stats: {} };
     }
   }
 
@@ -227,16 +250,10 @@ function parseJson(text: string): unknown {
   }
 }
 
-function parseCall(text: string): Call {
-  const parsed = callSchema.safeParse(parseJson(text));
+function parseCall<Schema extends z.ZodType>(schema: Schema, text: string): z.infer<Schema> {
+  const parsed = schema.safeParse(parseJson(text));
   if (!parsed.success) throw new CairnError("PROTOCOL_INVALID", `invalid request: ${z.prettifyError(parsed.error)}`);
   return parsed.data;
-}
-
-function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(expected);
-  return a.byteLength === b.byteLength && timingSafeEqual(a, b);
 }
 
 export function sendJson(response: ServerResponse, status: number, body: unknown): void {

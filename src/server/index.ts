@@ -9,6 +9,7 @@ export { CorsPolicy, isLocalhostOrigin, LOCALHOST_ORIGINS, parseCorsOrigins, typ
 export { StaticFiles } from "./StaticFiles.js";
 export { writePrecompressedFiles } from "./precompressedFiles.js";
 export { localNodeId } from "./localNodeId.js";
+export { LoginCodes } from "./LoginCodes.js";
 export { MAX_CLOCK_SKEW_MS_DEFAULT, startNode, type NodeOptions, type RunningNode } from "./startNode.js";
 export { startNodeAcrossReshards } from "./startNodeAcrossReshards.js";
 export { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL, startServer, type ServerOptions } from "./startServer.js";

@@ -21,7 +21,8 @@ export interface NodeBackendOptions {
   /** The deployment's shard count. */
   readonly shards: number;
   /** The shard a client's call of mutation `path` runs on (throws what the call would: unknown function, bad args). */
-  readonly mutationShard: (path: string, args: Value) => number;
+  /** The shard a mutation runs on (after the call's own checks; `internal`: an admin's call). */
+  readonly mutationShard: (path: string, args: Value, internal: boolean) => number;
   /** Whether this node writes `shard` now (its role is "writing": not acquiring, not handing over). */
   readonly writes: (shard: number) => boolean;
   /** Forwards to the writer of `shard`. */
@@ -104,7 +105,7 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     if (!keyed && callOptions.ackedThrough !== undefined) throw new CairnError("INVALID_ARGUMENT", "ackedThrough is given only with clientId and seq");
     const receipt = keyed ? { clientId: callOptions.clientId!, seq: callOptions.seq! } : { clientId: forwardedClientId, seq: forwardedSeq++ };
     const acked = callOptions.ackedThrough !== undefined ? { ackedThrough: callOptions.ackedThrough } : {};
-    const call = { path, args: encodeValue(args), identity: callOptions.identity, ...receipt, ...acked };
+    const call = { path, args: encodeValue(args), identity: callOptions.identity, ...(callOptions.internal === true ? { internal: true } : {}), ...receipt, ...acked };
     const forwarder = options.forwarder(shard);
     const startedMs = options.clock.monotonicMs();
     const failures: RouteFailure[] = [];
@@ -147,11 +148,10 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
     },
     runQuery: (path, args, callOptions) => local.runQuery(path, args, callOptions),
     runMutation: async (path, args, callOptions) => {
-      // Admin calls of internal functions run where they are sent: forwarding is for client calls.
-      if (callOptions.internal === true) return local.runMutation(path, args, callOptions);
       // With several shards the arguments are validated here to route the call (and again
-      // where it runs); with one there is nothing to route.
-      const shard = options.shards === 1 ? 0 : options.mutationShard(path, args);
+      // where it runs); with one there is nothing to route. An admin's call is routed like
+      // a client's (a dashboard's edit on a follower goes to the writer), as an admin's.
+      const shard = options.shards === 1 ? 0 : options.mutationShard(path, args, callOptions.internal === true);
       if (!(await writesHere(shard))) return forwardMutation(shard, path, args, callOptions);
       try {
         return await local.runMutation(path, args, callOptions);
@@ -164,8 +164,8 @@ export function nodeBackend(options: NodeBackendOptions): SyncBackend {
       }
     },
     runAction: async (path, args, callOptions) => {
-      if (callOptions.internal === true || (await writesEvery())) return local.runAction(path, args, callOptions);
-      const answer = await options.forwarder(0).action({ path, args: encodeValue(args), identity: callOptions.identity });
+      if (await writesEvery()) return local.runAction(path, args, callOptions);
+      const answer = await options.forwarder(0).action({ path, args: encodeValue(args), identity: callOptions.identity, ...(callOptions.internal === true ? { internal: true } : {}) });
       return { value: decodeValue(answer.value) };
     },
     receipt: (clientId, seq, identity) => local.receipt(clientId, seq, identity),

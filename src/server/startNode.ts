@@ -6,7 +6,14 @@ import { isLeaseLive, type Manifest } from "../manifest/index.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { LayoutWatcher, type LayoutRetired, LeaseWatcher, ShardTailer, type TailerTuning } from "../replica/index.js";
 import { resolveTuning, type ShardEngineTuning, type EngineEvent, type ShardEngine, ShardedStore } from "../shard/index.js";
-import { runtimeBackend, SyncHandler, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import { LogFeed, LogRing, runtimeBackend, SyncHandler, type LogEntriesFrame, type LogEntry, type SyncBackend, type TokenVerifier } from "../sync/index.js";
+import { AdminApi } from "./AdminApi.js";
+import { adminSources } from "./adminSources.js";
+import { followerWatermarks } from "./followerWatermarks.js";
+import type { LoginCodes } from "./LoginCodes.js";
+import { MaintenanceLog } from "./MaintenanceLog.js";
+import { MetricsHistory } from "./MetricsHistory.js";
+import { StoreRequestWindow } from "./storeCost.js";
 import { CairnServer } from "./CairnServer.js";
 import { FRONTIER_STALL_WARN_MS, FrontierWatch } from "./FrontierWatch.js";
 import { HttpApi } from "./HttpApi.js";
@@ -95,6 +102,12 @@ export interface NodeOptions {
   readonly frontierStallWarnMs?: number;
   /** Runs just before the node listens: startNodeAcrossReshards frees the port there. */
   readonly beforeListen?: () => Promise<void>;
+  /** Each function call's log entry as it ends (`--log-format json` prints them); the node's ring keeps them anyway. */
+  readonly onFunctionLog?: (entry: LogEntry) => void;
+  /** Whether functions' console lines are also printed as they happen (default true; false when entries are printed whole). */
+  readonly echoFunctionConsole?: boolean;
+  /** One-time dashboard login codes (`cairn dev`); default none. */
+  readonly loginCodes?: LoginCodes | null;
 }
 
 export interface RunningNode {
@@ -215,7 +228,19 @@ class CairnNode implements RunningNode {
     // Filled in as the parts come up: an engine event during open finds none of them yet.
     const late: { node?: CairnNode; roles?: ShardRoles; sync?: SyncHandler; discovery?: PeerDiscovery; serverUrl?: string } = {};
     const metrics = new ServerMetrics(() => late.sync!.stats());
-    const store = new ObservedObjectStore(options.store, (call) => metrics.storeCall(call), () => clock.monotonicMs());
+    const history = new MetricsHistory({ clock, random: systemRandom, transitionsCommitted: () => late.sync?.stats().transitionsCommitted ?? 0 });
+    shutdown.add("metrics history", () => history.stop());
+    const maintenance = new MaintenanceLog(clock);
+    const storeRequests = new StoreRequestWindow(clock);
+    const store = new ObservedObjectStore(
+      options.store,
+      (call) => {
+        metrics.storeCall(call);
+        history.storeCall();
+        storeRequests.record(call.operation);
+      },
+      () => clock.monotonicMs(),
+    );
     const advertisedUrl = () => options.advertiseUrl ?? late.serverUrl ?? null;
     const sharded = await ShardedStore.open({
       store,
@@ -231,6 +256,8 @@ class CairnNode implements RunningNode {
       tuning: { clockSkewMsMax: maxClockSkewMs, ...options.engineTuning },
       onEvent: (event) => {
         metrics.engineEvent(event);
+        if (event.type === "flushed" && event.kind === "data") history.commitsApplied(event.units);
+        maintenance.engineEvent(event);
         options.onEngineEvent?.(event);
         late.roles?.engineEvent(event);
         late.node?.engineEvent(event);
@@ -241,7 +268,19 @@ class CairnNode implements RunningNode {
     const catalog: Catalog = writes ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
     log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);
     const engines = sharded.engines;
-    const runtime = new FunctionRuntime({ app, catalog, log, shards: { shards: engines, get readTs() { return sharded.readTs; } } });
+    // Every call's log entry: kept in the node's ring (the dashboard's logs), and handed on.
+    const logs = new LogRing();
+    const runtime = new FunctionRuntime({
+      app,
+      catalog,
+      log,
+      shards: { shards: engines, get readTs() { return sharded.readTs; } },
+      onCallEnded: (entry) => {
+        const numbered = logs.add(entry);
+        options.onFunctionLog?.(numbered);
+      },
+      echoConsole: options.echoFunctionConsole ?? true,
+    });
     log(`functions run on ${engines.length} shard(s); tables: ${[...runtime.catalog.tables].map((table) => `${table.name} (#${table.number}${table.shardKey === null ? "" : `, sharded by ${table.shardKey}`})`).join(", ")}`);
 
     const roles = new ShardRoles({ engines, nodeId, clock });
@@ -272,7 +311,7 @@ class CairnNode implements RunningNode {
       nodeBackend({
         local,
         shards: engines.length,
-        mutationShard: (path, args) => runtime.mutationShard(path, args),
+        mutationShard: (path, args, internal) => runtime.mutationShard(path, args, { internal }),
         writes: (shard) => roles.role(shard) === "writing",
         forwarder: (shard) => forwarders[shard]!,
         becomingWriter: (shard) => roles.acquiring(shard) || startupAcquires.has(shard) || engines[shard]!.manifestCurrent.writer?.nodeId === nodeId,
@@ -287,9 +326,17 @@ class CairnNode implements RunningNode {
         takeoverWaitMs: maxClockSkewMs + FORWARD_TAKEOVER_GRACE_MS,
       }),
       metrics,
+      history,
       clock,
     ));
-    const sync = new SyncHandler({ backend, verifier: options.verifier, log, clock, ...(options.frontierWaitMs !== undefined ? { connectFrontierWaitMs: options.frontierWaitMs } : {}) });
+    const logSource = {
+      follow: (send: (frame: LogEntriesFrame) => void) => {
+        const feed = new LogFeed(logs, clock, send);
+        feed.start();
+        return feed;
+      },
+    };
+    const sync = new SyncHandler({ backend, verifier: options.verifier, log, clock, adminKey: options.adminKey, logs: logSource, ...(options.frontierWaitMs !== undefined ? { connectFrontierWaitMs: options.frontierWaitMs } : {}) });
     late.sync = sync;
     shutdown.add("sessions", () => sync.close(0));
     // Once the tailers stopped, the frontier never moves again: waits for it end now.
@@ -379,7 +426,28 @@ class CairnNode implements RunningNode {
         process: processStatus(),
       }),
       metrics,
-      forwardedTo: retiredLayoutGuard(isRetired, meteredBackend(local, metrics, clock)),
+      clock,
+      admin: new AdminApi(
+        adminSources({
+          sharded,
+          runtime,
+          sync,
+          discovery,
+          logs,
+          metrics: history,
+          maintenance,
+          followers: followerWatermarks({ store, random: systemRandom, clock, numShards: sharded.numShards }),
+          storeRequests,
+          health: () => late.node!.health(),
+          url: advertisedUrl,
+          adminKey: options.adminKey,
+          loginCodes: options.loginCodes ?? null,
+          store,
+          clock,
+          random: systemRandom,
+        }),
+      ),
+      forwardedTo: retiredLayoutGuard(isRetired, meteredBackend(local, metrics, history, clock)),
       waitForTs: (ts, timeoutMs) => sync.waitForTs(ts, timeoutMs),
       peerJoined: (peer) => discovery.peerJoined(peer),
       ...(options.frontierWaitMs !== undefined ? { frontierWaitMs: options.frontierWaitMs } : {}),
@@ -699,7 +767,7 @@ function writerOf(manifest: Manifest): WriterLocation | null {
 }
 
 /** Times every mutation from call to durable answer (the commit latency clients see, minus the network). */
-function meteredBackend(backend: SyncBackend, metrics: ServerMetrics, clock: Clock): SyncBackend {
+function meteredBackend(backend: SyncBackend, metrics: ServerMetrics, history: MetricsHistory, clock: Clock): SyncBackend {
   return {
     deploymentId: backend.deploymentId,
     get readTs() {
@@ -709,7 +777,11 @@ function meteredBackend(backend: SyncBackend, metrics: ServerMetrics, clock: Clo
     runMutation: async (path, args, options) => {
       const startedMs = clock.monotonicMs();
       const run = await backend.runMutation(path, args, options);
-      if (!run.replayed) metrics.mutationFinished(clock.monotonicMs() - startedMs);
+      if (!run.replayed) {
+        const durationMs = clock.monotonicMs() - startedMs;
+        metrics.mutationFinished(durationMs);
+        history.mutationFinished(durationMs);
+      }
       return run;
     },
     runAction: (path, args, options) => backend.runAction(path, args, options),

@@ -9,6 +9,7 @@ import {
   SESSION_REMOVED_UNSENT_MAX,
   SESSION_REQUESTS_IN_FLIGHT_MAX,
   SESSION_TOPICS_MAX,
+  SESSION_ADMIN_KEY_REFUSALS_MAX,
 } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
 import { type IntervalHandle, type KeyRange, type Value, decodeValue, encodeValue } from "../model/index.js";
@@ -20,11 +21,17 @@ import type { RecentCommits } from "./RecentCommits.js";
 import type { SyncBackend } from "./SyncBackend.js";
 import type { TokenVerifier, VerifiedToken } from "./TokenVerifier.js";
 import { resultHash } from "./resultHash.js";
+import { sameSecret } from "./sameSecret.js";
 
 /** The socket under a session. `close` sends a close frame after what was sent; `terminate` drops it. */
 export interface SessionTransport extends FrameSink {
   close(code: number, reason: string): void;
   terminate(): void;
+}
+
+/** A node's function logs as a session follows them: `send` gets LogEntries frames until `stop`. */
+export interface LogSource {
+  follow(send: (frame: Extract<ServerMessage, { type: "LogEntries" }>) => void): { stop(): void };
 }
 
 /** What a session needs from the handler that owns it. */
@@ -38,6 +45,10 @@ export interface SessionHost {
   readonly connectFrontierWaitMs: number;
   /** The newest ts announced to the handler: every session's results are valid there. */
   readonly currentTs: number;
+  /** The deployment's admin key (null: no session can become an admin's). */
+  readonly adminKey: string | null;
+  /** The node's function logs, for admin sessions (null: none kept). */
+  readonly logs: LogSource | null;
   /** Resolves true once `currentTs >= ts`, false after `timeoutMs`. */
   waitForTs(ts: number, timeoutMs: number): Promise<boolean>;
   register(session: Session, queryId: number, ranges: readonly KeyRange[]): IntervalHandle[];
@@ -91,12 +102,20 @@ type WorkItem =
 
 interface Identity {
   readonly user: UserIdentity | null;
-  /** Subscriptions are shared between sessions with equal keys (a token hash; "" is anonymous). */
+  /** The token's hash ("" anonymous). */
+  readonly tokenKey: string;
+  /** Subscriptions are shared between sessions with equal keys: the token's, marked for an admin's. */
   readonly key: string;
   readonly expiresAtMs: number | null;
+  /** An admin session (AdminAuth): internal and system functions may be called, logs followed. */
+  readonly admin: boolean;
 }
 
-const ANONYMOUS: Identity = { user: null, key: "", expiresAtMs: null };
+const ANONYMOUS: Identity = { user: null, tokenKey: "", key: "", expiresAtMs: null, admin: false };
+
+function identityOf(user: UserIdentity | null, tokenKey: string, expiresAtMs: number | null, admin: boolean): Identity {
+  return { user, tokenKey, key: admin ? `admin:${tokenKey}` : tokenKey, expiresAtMs, admin };
+}
 
 /**
  * One client connection's state: its query set, its identity, its requests and its
@@ -161,6 +180,10 @@ export class Session {
   running: Promise<void> | null = null;
   private requestsInFlight = 0;
   private readonly topics = new Set<string>();
+  /** Wrong admin keys presented so far (SESSION_ADMIN_KEY_REFUSALS_MAX ends the session). */
+  private adminKeyRefusals = 0;
+  /** The function logs this admin session follows (null: none). */
+  private logFeed: { stop(): void } | null = null;
   /** Since when (monotonic ms) the session has been over its limits; null when it is not. */
   overLimitsSinceMs: number | null = null;
   sessionId = "";
@@ -239,6 +262,8 @@ export class Session {
   close(reason: string): void {
     if (this.state === "closed") return;
     this.state = "closed";
+    this.logFeed?.stop();
+    this.logFeed = null;
     this.outbox.close();
     for (const query of this.queries.values()) this.host.unregister(query.handles);
     this.queries.clear();
@@ -283,7 +308,7 @@ export class Session {
   expireIdentity(nowMs: number): void {
     const expiresAt = this.identity.expiresAtMs;
     if (this.state !== "open" || expiresAt === null || nowMs < expiresAt) return;
-    this.setIdentity(ANONYMOUS);
+    this.setIdentity(identityOf(null, "", null, this.identity.admin));
     this.respond({ type: "AuthExpired", error: errorPayload(new CairnError("UNAUTHENTICATED", "the session's token expired; send a new one with SetAuth")) });
   }
 
@@ -321,6 +346,12 @@ export class Session {
           return this.publish(message.topic, message.event);
         case "ModifyTopics":
           return this.modifyTopics(message.add, message.remove);
+        case "AdminAuth":
+          return this.adminAuth(message.key);
+        case "SubscribeLogs":
+          return this.followLogs(true);
+        case "UnsubscribeLogs":
+          return this.followLogs(false);
         default:
           return assertNever(message);
       }
@@ -365,8 +396,9 @@ export class Session {
   }
 
   private async setAuth(token: string | null): Promise<void> {
+    const admin = this.identity.admin;
     if (token === null) {
-      this.setIdentity(ANONYMOUS);
+      this.setIdentity(identityOf(null, "", null, admin));
       this.respond({ type: "AuthResponse", success: true, subject: null });
       return;
     }
@@ -376,12 +408,59 @@ export class Session {
       verified = await this.host.verifier.verify(token);
     } catch (error) {
       // A refused token leaves the session anonymous: it never keeps a privilege the client tried to replace.
-      this.setIdentity(ANONYMOUS);
+      this.setIdentity(identityOf(null, "", null, admin));
       this.respond({ type: "AuthResponse", success: false, subject: null, error: errorPayload(error) });
       return;
     }
-    this.setIdentity({ user: verified.identity, key: resultHash(token), expiresAtMs: verified.expiresAtMs });
+    this.setIdentity(identityOf(verified.identity, resultHash(token), verified.expiresAtMs, admin));
     this.respond({ type: "AuthResponse", success: true, subject: verified.identity.subject });
+  }
+
+  /**
+   * AdminAuth: the deployment's admin key makes the session an admin's (null: no longer).
+   * A wrong key changes nothing; SESSION_ADMIN_KEY_REFUSALS_MAX of them end the session,
+   * so that guessing costs a connection each few tries.
+   */
+  private adminAuth(key: string | null): void {
+    const { adminKey } = this.host;
+    const { user, tokenKey, expiresAtMs } = this.identity;
+    if (key === null) {
+      this.followLogs(false);
+      this.setIdentity(identityOf(user, tokenKey, expiresAtMs, false));
+      this.respond({ type: "AdminAuthResponse", success: true });
+      return;
+    }
+    if (adminKey === null || !sameSecret(key, adminKey)) {
+      const refusal =
+        adminKey === null
+          ? new CairnError("FORBIDDEN", "admin sessions are disabled: start the server with CAIRN_ADMIN_KEY set")
+          : new CairnError("FORBIDDEN", "the admin key was refused");
+      this.respond({ type: "AdminAuthResponse", success: false, error: errorPayload(refusal) });
+      if (++this.adminKeyRefusals >= SESSION_ADMIN_KEY_REFUSALS_MAX) {
+        this.fatal(new CairnError("FORBIDDEN", `${SESSION_ADMIN_KEY_REFUSALS_MAX} wrong admin keys: the session ends`));
+      }
+      return;
+    }
+    this.setIdentity(identityOf(user, tokenKey, expiresAtMs, true));
+    this.respond({ type: "AdminAuthResponse", success: true });
+  }
+
+  /** Starts or stops following the node's function logs (admin sessions only). */
+  private followLogs(on: boolean): void {
+    if (!on) {
+      this.logFeed?.stop();
+      this.logFeed = null;
+      return;
+    }
+    const refusal = !this.identity.admin
+      ? new CairnError("FORBIDDEN", "function logs are for admin sessions: send AdminAuth with the deployment's admin key first")
+      : this.host.logs === null
+        ? new CairnError("FUNCTION_NOT_FOUND", "this node keeps no function logs")
+        : null;
+    if (refusal !== null) return this.respond({ type: "ProtocolError", error: errorPayload(refusal) });
+    this.logFeed ??= this.host.logs!.follow((frame) => {
+      if (this.state === "open") this.outbox.droppable(encodeMessage(frame));
+    });
   }
 
   private setIdentity(identity: Identity): void {
@@ -457,6 +536,7 @@ export class Session {
       const args = decodeValue(entry.args);
       const options = {
         identity: identity.user,
+        internal: identity.admin,
         ...(entry.clientId !== undefined ? { clientId: entry.clientId } : {}),
         ...(entry.seq !== undefined ? { seq: entry.seq } : {}),
         ...(entry.ackedThrough !== undefined ? { ackedThrough: entry.ackedThrough } : {}),
@@ -506,7 +586,7 @@ export class Session {
     const identity = this.identity;
     void (async () => {
       try {
-        const run = await this.host.backend.runAction(path, decodeValue(args), { identity: identity.user });
+        const run = await this.host.backend.runAction(path, decodeValue(args), { identity: identity.user, internal: identity.admin });
         this.respond({ type: "ActionResponse", requestId, success: true, value: encodeValue(run.value) });
       } catch (error) {
         this.respond({ type: "ActionResponse", requestId, success: false, error: this.wireError(error, `action ${path}`) });
@@ -718,7 +798,7 @@ export class Session {
     const { path, args } = query;
     const identity = this.queryIdentity;
     return this.host.shared.run(query.digest, identity.key, ts, async () => {
-      const run = await this.host.backend.runQuery(path, args, { identity: identity.user, readTs: ts });
+      const run = await this.host.backend.runQuery(path, args, { identity: identity.user, internal: identity.admin, readTs: ts });
       if (run.outcome.kind === "failed") {
         if (isInternalError(run.outcome.error)) this.wireError(run.outcome.error, `query ${path}`);
         return { ...failedResult(run.outcome.error, ts), readRanges: run.readRanges };

@@ -14,7 +14,7 @@ import type { Segment } from "../segments/index.js";
 import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
 import { CLOSE_CODES } from "./protocol.js";
 import { RecentCommits } from "./RecentCommits.js";
-import { Session, type SessionHost, type SessionTransport } from "./Session.js";
+import { Session, type LogSource, type SessionHost, type SessionTransport } from "./Session.js";
 import { SharedQueryRuns } from "./SharedQueryRuns.js";
 import type { SyncBackend } from "./SyncBackend.js";
 import type { TokenVerifier } from "./TokenVerifier.js";
@@ -33,6 +33,10 @@ export interface SyncHandlerOptions {
   readonly sweepIntervalMs?: number;
   /** How long Connect waits for the frontier to reach the client's maxObservedTs (default CONNECT_FRONTIER_WAIT_MS). */
   readonly connectFrontierWaitMs?: number;
+  /** The deployment's admin key: AdminAuth with it makes a session an admin's (default null: none can). */
+  readonly adminKey?: string | null;
+  /** The node's function logs, which admin sessions may follow (default null: none). */
+  readonly logs?: LogSource | null;
 }
 
 /** What one connection gets from the handler: frames in, and a call when its socket closed. */
@@ -108,7 +112,7 @@ export class SyncHandler {
     this.log = options.log ?? (() => undefined);
     this.overLimitsMsMax = options.overLimitsMsMax ?? SESSION_OVER_LIMITS_MS_MAX;
     this.ts = options.backend.readTs;
-    this.host = this.sessionHost(options.verifier ?? null, options.outboxLimits ?? DEFAULT_OUTBOX_LIMITS, options.connectFrontierWaitMs ?? CONNECT_FRONTIER_WAIT_MS);
+    this.host = this.sessionHost(options);
     this.sweeper = every(this.clock, options.sweepIntervalMs ?? 1_000, () => this.sweep());
   }
 
@@ -302,15 +306,17 @@ export class SyncHandler {
     for (const session of [...this.sessions]) session.fatal(stopping, CLOSE_CODES.goingAway);
   }
 
-  private sessionHost(verifier: TokenVerifier | null, outboxLimits: OutboxLimits, connectFrontierWaitMs: number): SessionHost {
+  private sessionHost(options: SyncHandlerOptions): SessionHost {
     const handler = this;
     return {
       backend: this.backend,
-      verifier,
+      verifier: options.verifier ?? null,
       shared: this.shared,
       recent: this.recent,
-      outboxLimits,
-      connectFrontierWaitMs,
+      outboxLimits: options.outboxLimits ?? DEFAULT_OUTBOX_LIMITS,
+      connectFrontierWaitMs: options.connectFrontierWaitMs ?? CONNECT_FRONTIER_WAIT_MS,
+      adminKey: options.adminKey ?? null,
+      logs: options.logs ?? null,
       get currentTs() {
         return handler.ts;
       },

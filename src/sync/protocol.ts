@@ -4,6 +4,7 @@ import {
   CairnError,
   ERROR_CODES,
   type ErrorCode,
+  ADMIN_KEY_CHARS_MAX,
   AUTH_TOKEN_CHARS_MAX,
   MUTATION_BATCH_ENTRIES_MAX,
   PROTOCOL_NAME_CHARS_MAX,
@@ -101,6 +102,11 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("Action"), requestId: counter, path: name, args: json }),
   z.strictObject({ type: z.literal("SetAuth"), token: z.nullable(z.string().check(z.minLength(1), z.maxLength(AUTH_TOKEN_CHARS_MAX))) }),
   z.strictObject({ type: z.literal("Publish"), topic, event: json }),
+  /** Makes the session an admin's (internal and system functions, logs) with the deployment's admin key; null: no longer. */
+  z.strictObject({ type: z.literal("AdminAuth"), key: z.nullable(z.string().check(z.minLength(1), z.maxLength(ADMIN_KEY_CHARS_MAX))) }),
+  /** Admin sessions: the node's function logs, the newest at once and then as they come (LogEntries). */
+  z.strictObject({ type: z.literal("SubscribeLogs") }),
+  z.strictObject({ type: z.literal("UnsubscribeLogs") }),
   z.strictObject({
     type: z.literal("ModifyTopics"),
     add: z.array(topic).check(z.maxLength(SESSION_TOPICS_MAX)),
@@ -167,12 +173,32 @@ export const serverMessageSchema = z.discriminatedUnion("type", [
   /** The session's token expired: it is anonymous now (not an answer to any SetAuth). */
   z.strictObject({ type: z.literal("AuthExpired"), error: errorPayloadSchema }),
   z.strictObject({ type: z.literal("Broadcast"), topic, event: json }),
+  /** The answer to AdminAuth (in order); a refusal changes nothing of the session. */
+  z.strictObject({ type: z.literal("AdminAuthResponse"), success: z.boolean(), error: z.optional(errorPayloadSchema) }),
+  /** Function log entries (docs/admin-api.md); `dropped`: entries this session missed by falling behind, so far. */
+  z.strictObject({ type: z.literal("LogEntries"), entries: z.array(z.unknown()), dropped: counter }),
   /** A frame the server could not accept; the session goes on. */
   z.strictObject({ type: z.literal("ProtocolError"), error: errorPayloadSchema, requestId: z.optional(counter) }),
   /** The session ends; the socket closes after this frame. */
   z.strictObject({ type: z.literal("FatalError"), error: errorPayloadSchema }),
 ]);
 export type ServerMessage = z.infer<typeof serverMessageSchema>;
+
+/** One function call as it ended, as the admin API and LogEntries frames carry it (docs/admin-api.md). */
+export interface LogEntry {
+  readonly id: number;
+  /** Milliseconds since the Unix epoch. */
+  readonly time: number;
+  readonly requestId: string;
+  readonly path: string;
+  readonly kind: "query" | "mutation" | "action";
+  readonly level: "info" | "warn" | "error";
+  readonly outcome: "ok" | "error";
+  readonly durationMs: number;
+  readonly error?: { readonly code: string; readonly message: string; readonly stack?: string };
+  readonly lines: readonly { readonly level: "log" | "info" | "warn" | "error" | "debug"; readonly text: string; readonly time: number }[];
+  readonly truncatedLines?: number;
+}
 export type TransitionMessage = Extract<ServerMessage, { type: "Transition" }>;
 export type MutationResponseMessage = Extract<ServerMessage, { type: "MutationResponse" }>;
 export type ActionResponseMessage = Extract<ServerMessage, { type: "ActionResponse" }>;

@@ -90,6 +90,22 @@ describe("cairn dev", () => {
     rmSync(project, { recursive: true, force: true });
   });
 
+  it("prints a one-time dashboard login link, never the admin key it keeps in the local directory", async () => {
+    const link = /dashboard: (http:\/\/\S+\/_dashboard#login=([0-9a-f]+))/.exec(output);
+    expect(link, output).not.toBeNull();
+    const key = readFileSync(join(project, ".cairn/local/admin-key"), "utf8").trim();
+    expect(key.length).toBeGreaterThanOrEqual(32);
+    expect(output).not.toContain(key);
+    const exchange = () => fetch(new URL("/api/admin/login", url), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ code: link![2] }) });
+    const first = await exchange();
+    expect(await first.json()).toEqual({ key });
+    // Spent: the same link logs nobody in again.
+    const second = await exchange();
+    expect(second.status).toBe(403);
+    const tables = await fetch(new URL("/api/admin/tables", url), { headers: { authorization: `Admin ${key}` } });
+    expect(tables.status).toBe(200);
+  });
+
   it("reloads an edited function into the running node: the live subscription shows the new code's result", async () => {
     await client.mutation({ path: "tasks:add" }, { text: "write docs" });
     await expect.poll(() => seen.at(-1)?.map((task) => task.text)).toEqual(["write docs"]);

@@ -1,0 +1,110 @@
+import { z } from "zod";
+import { CairnError } from "../base/index.js";
+import { parseDocumentId, routeOfId, type DocumentId, type Value, type ValueObject } from "../model/index.js";
+import type { DatabaseReader, DatabaseWriter } from "./Database.js";
+import type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
+import { paginationOptsValidator } from "./paginationOptsValidator.js";
+import { internalMutation, internalQuery, type AnyFunction, type ShardBy } from "./registration.js";
+import { routeForDocument } from "./routing.js";
+import { v } from "./values.js";
+
+/**
+ * The system functions (`_system:*`): generic reads and writes of any table for admins —
+ * the dashboard's data browser and editor (docs/admin-api.md). They are internal
+ * functions run by the same runtime as the app's: a page is an index range read with its
+ * read set (so a live subscription updates as commits land), and a write goes through
+ * `ctx.db`, validated against the schema, committed with a read set like any mutation,
+ * on the shard its document lives on.
+ */
+export const SYSTEM_MODULE = "_system";
+
+const bound = v.object({ value: v.any(), inclusive: v.boolean() });
+
+/** A page of `table` along `index` (default by_creation): equalities on its first fields, then bounds on the next. */
+const page = internalQuery({
+  args: {
+    table: v.string(),
+    index: v.optional(v.string()),
+    order: v.optional(v.union(v.literal("asc"), v.literal("desc"))),
+    eq: v.optional(v.array(v.any())),
+    lower: v.optional(bound),
+    upper: v.optional(bound),
+    paginationOpts: paginationOptsValidator,
+  },
+  handler: async (ctx, args) => {
+    const db = ctx.db as unknown as DatabaseReader;
+    const table = db.catalog.table(args.table);
+    const indexName = args.index ?? "by_creation";
+    const index = table.indexes.get(indexName);
+    if (index === undefined) {
+      throw new CairnError("INVALID_ARGUMENT", `table ${table.name} has no index ${JSON.stringify(indexName)} (it has ${[...table.indexes.keys()].join(", ")})`);
+    }
+    const equal = args.eq ?? [];
+    const rangeField = index.keyFields[equal.length];
+    if (equal.length > index.keyFields.length || ((args.lower !== undefined || args.upper !== undefined) && rangeField === undefined)) {
+      throw new CairnError("INVALID_ARGUMENT", `index ${table.name}.${indexName} has ${index.keyFields.length} key fields (${index.keyFields.join(", ")}): ${equal.length} equalities${args.lower !== undefined || args.upper !== undefined ? " and a range" : ""} do not fit`);
+    }
+    const range = (q: IndexRangeBuilder) => {
+      equal.forEach((value, position) => q.eq(index.keyFields[position]!, value as Value));
+      if (args.lower !== undefined) q[args.lower.inclusive ? "gte" : "gt"](rangeField!, args.lower.value as Value);
+      if (args.upper !== undefined) q[args.upper.inclusive ? "lte" : "lt"](rangeField!, args.upper.value as Value);
+      return q;
+    };
+    return db.query(table.name).withIndex(indexName, range).order(args.order ?? "asc").paginate(args.paginationOpts);
+  },
+});
+
+const get = internalQuery({
+  args: { id: v.string() },
+  handler: (ctx, args) => (ctx.db as unknown as DatabaseReader).get(args.id as DocumentId),
+});
+
+const insert = internalMutation({
+  args: { table: v.string(), document: z.record(z.string(), v.any()) },
+  handler: (ctx, args) => {
+    for (const name of ["_id", "_creationTime"]) {
+      if (Object.hasOwn(args.document, name)) throw new CairnError("INVALID_ARGUMENT", `a new document may not set the system field ${name}: the database assigns it`);
+    }
+    return (ctx.db as unknown as DatabaseWriter).insert(args.table, args.document as ValueObject);
+  },
+});
+
+const replace = internalMutation({
+  args: { id: v.string(), document: z.record(z.string(), v.any()) },
+  handler: async (ctx, args) => {
+    await (ctx.db as unknown as DatabaseWriter).replace(args.id as DocumentId, args.document as ValueObject);
+    return null;
+  },
+});
+
+const remove = internalMutation({
+  args: { id: v.string() },
+  handler: async (ctx, args) => {
+    await (ctx.db as unknown as DatabaseWriter).delete(args.id as DocumentId);
+    return null;
+  },
+});
+
+/** A write of one document runs on the shard the document lives on: its id's route, or its shard key's. */
+const onDocumentsShard: ShardBy = {
+  kind: "route",
+  of: (args, catalog) => {
+    const { id, table, document } = args as { id?: string; table?: string; document?: Record<string, unknown> };
+    if (id !== undefined) return catalog.tableOfId(id).table.shardKey === null ? null : routeOfId(parseDocumentId(id));
+    return routeForDocument(catalog.table(table), document ?? {});
+  },
+};
+
+const SYSTEM_FUNCTIONS: ReadonlyMap<string, AnyFunction> = new Map<string, AnyFunction>([
+  [`${SYSTEM_MODULE}:page`, page as AnyFunction],
+  [`${SYSTEM_MODULE}:get`, get as AnyFunction],
+  [`${SYSTEM_MODULE}:insert`, { ...(insert as AnyFunction), shardBy: onDocumentsShard }],
+  [`${SYSTEM_MODULE}:replace`, { ...(replace as AnyFunction), shardBy: onDocumentsShard }],
+  [`${SYSTEM_MODULE}:delete`, { ...(remove as AnyFunction), shardBy: onDocumentsShard }],
+]);
+
+/** The system function at `path`, or undefined (not a system path, or no such function). */
+export function systemFunction(path: string): AnyFunction | undefined {
+  return path.startsWith(`${SYSTEM_MODULE}:`) ? SYSTEM_FUNCTIONS.get(path) : undefined;
+}
+
