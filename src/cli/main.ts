@@ -100,7 +100,7 @@ withLogFormat(withAuth(withLocal(storeCommand("serve", "open (or create) the dep
   .option("--engine-tuning <json>", "advanced: shard engine tuning as JSON, e.g. '{\"leaseTtlMs\":5000,\"heartbeatIntervalMs\":1500}' (see src/shard/engineOptions.ts)")
   .addHelpText(
     "after",
-    "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) for `Authorization: Admin <key>`;" +
+    "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) and the dashboard (/_dashboard) for that key;" +
       "\nevery node of a deployment needs the same key for write forwarding and wake hints.",
   )
   .action(serveCommand);

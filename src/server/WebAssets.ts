@@ -6,6 +6,7 @@ import { CairnError, STATIC_COMPRESS_BYTES_MIN } from "../base/index.js";
 import { appImports, packageEntryFile } from "../functions/index.js";
 import { compressAll, CONTENT_ENCODINGS, preferredEncoding, type ContentEncoding } from "./contentEncoding.js";
 import { isCompressible } from "./contentTypes.js";
+import { dashboardFiles } from "./DashboardAssets.js";
 import { appendVary, CACHE_REVALIDATE, notModified } from "./httpCaching.js";
 
 /** A browser app the server serves at `/`: its HTML page and the script it loads as /app.js. */
@@ -28,6 +29,7 @@ export interface WebAsset {
 const CLIENT_ENTRY = packageEntryFile("cairn/client")!;
 const HTML = "text/html; charset=utf-8";
 const SCRIPT = "text/javascript; charset=utf-8";
+const STYLESHEET = "text/css; charset=utf-8";
 
 /**
  * The server's built-in files, built in memory at startup: `/cairn-client.js` (the
@@ -35,11 +37,14 @@ const SCRIPT = "text/javascript; charset=utf-8";
  * `/app.js`; without one, `/` is `statusPage` if given (none when a static directory
  * serves `/`). Bundled for the browser platform, so a Node-only import in the client fails
  * the build (and the server's startup) instead of a page at runtime. Each is compressed
- * once here, in every encoding.
+ * once here, in every encoding. Every node also serves the dashboard (`/_dashboard`,
+ * `/_dashboard/`, `/_dashboard/app.js`, `/_dashboard/app.css`): files without any
+ * deployment data, whose page asks the admin API for everything with the admin key.
  */
 export async function buildWebAssets(webApp: WebApp | null, statusPage: string | null): Promise<Map<string, WebAsset>> {
   const assets = new Map<string, WebAsset>();
   assets.set("/cairn-client.js", await bundle(CLIENT_ENTRY));
+  for (const [path, asset] of await dashboardAssets()) assets.set(path, asset);
   if (webApp === null) {
     if (statusPage !== null) assets.set("/", await webAsset(HTML, Buffer.from(statusPage)));
     return assets;
@@ -47,6 +52,26 @@ export async function buildWebAssets(webApp: WebApp | null, statusPage: string |
   assets.set("/", await webAsset(HTML, readFileSync(webApp.htmlPath)));
   assets.set("/app.js", await bundle(webApp.entryPath));
   return assets;
+}
+
+/** The dashboard's files as assets, built (and compressed) once per process. */
+let dashboard: Promise<ReadonlyMap<string, WebAsset>> | null = null;
+
+function dashboardAssets(): Promise<ReadonlyMap<string, WebAsset>> {
+  if (dashboard === null) {
+    dashboard = (async () => {
+      const files = await dashboardFiles();
+      const page = await webAsset(HTML, files.html);
+      return new Map([
+        ["/_dashboard", page],
+        ["/_dashboard/", page],
+        ["/_dashboard/app.js", await webAsset(SCRIPT, files.script)],
+        ["/_dashboard/app.css", await webAsset(STYLESHEET, files.stylesheet)],
+      ]);
+    })();
+    dashboard.catch(() => (dashboard = null));
+  }
+  return dashboard;
 }
 
 async function webAsset(contentType: string, body: Buffer): Promise<WebAsset> {

@@ -83,6 +83,9 @@ describe("the package, installed into a fresh project", () => {
     expect(paths).toContain("dist/cli/main.js");
     expect(paths).toContain("dist/package/index.d.ts");
     expect(paths).toContain("templates/app/cairn/app.ts");
+    // The dashboard prebuilt: its page and bundles, not its sources.
+    expect(paths).toEqual(expect.arrayContaining(["dist/dashboard/index.html", "dist/dashboard/app.js", "dist/dashboard/app.css"]));
+    expect(paths.filter((path) => path.startsWith("dist/dashboard/") && !/\/(index\.html|app\.js|app\.css)$/.test(path))).toEqual([]);
 
     tarballPath = join(root, tarball!.filename);
     mkdirSync(project);
@@ -93,7 +96,7 @@ describe("the package, installed into a fresh project", () => {
     copyFileSync(join(REPO, native, "better_sqlite3.node"), join(project, native, "better_sqlite3.node"));
     const installed = readdirSync(join(project, "node_modules"));
     // Runtime dependencies only: no test or build tool came with it.
-    for (const tool of ["vitest", "tsx", "typescript", "playwright-core", "minio", "fast-check", "react"]) expect(installed).not.toContain(tool);
+    for (const tool of ["vitest", "tsx", "typescript", "playwright-core", "minio", "fast-check", "react", "preact", "uplot"]) expect(installed).not.toContain(tool);
 
     const entries = await run(
       process.execPath,
@@ -133,6 +136,10 @@ describe("the package, installed into a fresh project", () => {
     const serve = await serveInstalled(bin, project, ["--app", "cairn/app.ts", "--static", "dist"]);
     expect(serve.output()).not.toMatch(/tsx/);
     const url = serve.url;
+    // The dashboard is served from the package's prebuilt files (Preact and uPlot are not installed).
+    const dashboardScript = await fetch(`${url}_dashboard/app.js`);
+    expect(dashboardScript.status).toBe(200);
+    expect(Buffer.from(await dashboardScript.arrayBuffer()).equals(readFileSync(join(project, "node_modules/cairn/dist/dashboard/app.js")))).toBe(true);
     await withPhonePage(async (page, errors) => {
       await page.goto(`${url}some/route/of/the/app`);
       await page.locator("#text").fill("buy milk");

@@ -67,9 +67,10 @@ export const TIME_AND_RANDOMNESS_SOURCES: ReadonlySet<string> = new Set([
   "base/random.ts",
   "client/Timers.ts",
   "client/Random.ts",
+  "dashboard/pageClock.ts",
 ]);
 
-const SOURCE_FILE = /\.(ts|mts|mjs|js)$/;
+const SOURCE_FILE = /\.(ts|tsx|mts|mjs|js)$/;
 
 /** Every source file under `srcRoot`, as paths relative to it ("shard/ShardEngine.ts"). */
 export function sourceFiles(srcRoot: string): string[] {
