@@ -259,7 +259,7 @@ export class ClientState {
         return this.onAuthResponse(message);
       case "AuthExpired":
         // The server's session is anonymous now: forget the token rather than re-send it.
-        this.auth.expired();
+        this.auth.forget();
         this.authLost(errorFromPayload(message.error));
         return this.sendWaitingRequests();
       case "Broadcast":
@@ -424,12 +424,12 @@ export class ClientState {
 
   /** A new connection's session, in order: auth, topics, query set, then the requests waiting. */
   private resendSession(): void {
-    const { frame, anonymous } = this.auth.resend();
-    if (frame !== null) this.outbox.send.push(frame);
-    for (const waiter of anonymous) this.outbox.callbacks.push(() => waiter.resolve(null));
+    const auth = this.auth.resend();
+    if (auth.frame !== null) this.outbox.send.push(auth.frame);
+    for (const waiter of auth.answeredWithout) this.outbox.callbacks.push(() => waiter.resolve(null));
     const admin = this.adminKey.resend();
     if (admin.frame !== null) this.outbox.send.push(admin.frame);
-    for (const waiter of admin.answered) this.outbox.callbacks.push(() => waiter.resolve());
+    for (const waiter of admin.answeredWithout) this.outbox.callbacks.push(() => waiter.resolve());
     if (this.logListeners.size > 0) this.outbox.send.push({ type: "SubscribeLogs" });
     const topics = this.topics.topics();
     if (topics.length > 0) this.outbox.send.push({ type: "ModifyTopics", add: topics, remove: [] });
@@ -583,7 +583,7 @@ export class ClientState {
    */
   private sessionIdentity(): AuthIdentity | null {
     if (this.phase !== "ready" || !this.auth.settled) return null;
-    const token = this.auth.token;
+    const token = this.auth.credential;
     if (token === null) return ANONYMOUS;
     const identity = identityOfToken(token);
     // The server names the subject it verified: a token it reads otherwise than the client matches nothing.

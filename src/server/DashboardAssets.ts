@@ -1,9 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
-import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type Plugin } from "esbuild";
 import { CairnError } from "../base/index.js";
-import { appImports } from "../functions/index.js";
+import { browserBundle } from "./browserBundle.js";
 
 /**
  * The dashboard's three files (`/_dashboard`, its script and its stylesheet). They carry
@@ -60,30 +58,9 @@ export async function buildDashboard(sources: string = DASHBOARD_DIRECTORY): Pro
     throw new CairnError("APP_LOAD_FAILED", `this Cairn has neither the prebuilt dashboard nor its sources in ${directory}`);
   }
   const [script, stylesheet] = await Promise.all([
-    bundled(directory + "main.tsx", [appImports("browser")]),
-    bundled(directory + "app.css", []),
+    browserBundle(directory + "main.tsx", "the dashboard", { jsxImportSource: "preact" }),
+    browserBundle(directory + "app.css", "the dashboard's stylesheet"),
   ]);
   return { html: readFileSync(directory + "index.html"), script, stylesheet };
 }
 
-async function bundled(entry: string, plugins: Plugin[]): Promise<Buffer> {
-  try {
-    const result = await build({
-      entryPoints: [entry],
-      bundle: true,
-      format: "esm",
-      platform: "browser",
-      target: "es2022",
-      minify: true,
-      jsx: "automatic",
-      jsxImportSource: "preact",
-      plugins,
-      write: false,
-      logLevel: "silent",
-      absWorkingDir: dirname(entry),
-    });
-    return Buffer.from(result.outputFiles[0]!.contents);
-  } catch (error) {
-    throw new CairnError("APP_LOAD_FAILED", `cannot build the dashboard (${entry}): ${(error as Error).message}`, { cause: error });
-  }
-}

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { build } from "esbuild";
-import { CairnError, STATIC_COMPRESS_BYTES_MIN } from "../base/index.js";
-import { appImports, packageEntryFile } from "../functions/index.js";
+import { STATIC_COMPRESS_BYTES_MIN } from "../base/index.js";
+import { packageEntryFile } from "../functions/index.js";
+import { browserBundle } from "./browserBundle.js";
 import { compressAll, CONTENT_ENCODINGS, preferredEncoding, type ContentEncoding } from "./contentEncoding.js";
 import { isCompressible } from "./contentTypes.js";
 import { dashboardFiles } from "./DashboardAssets.js";
@@ -115,29 +115,10 @@ const bundles = new Map<string, Promise<WebAsset>>();
 function bundle(entry: string): Promise<WebAsset> {
   let built = bundles.get(entry);
   if (built === undefined) {
-    built = buildBundle(entry).then((body) => webAsset(SCRIPT, body));
+    built = browserBundle(entry, "a page's script").then((body) => webAsset(SCRIPT, body));
     bundles.set(entry, built);
     built.catch(() => bundles.delete(entry));
   }
   return built;
 }
 
-async function buildBundle(entry: string): Promise<Buffer> {
-  try {
-    const result = await build({
-      entryPoints: [entry],
-      bundle: true,
-      format: "esm",
-      platform: "browser",
-      target: "es2022",
-      minify: true,
-      // A page imports the client as an app would, from "cairn/client".
-      plugins: [appImports("browser")],
-      write: false,
-      logLevel: "silent",
-    });
-    return Buffer.from(result.outputFiles[0]!.contents);
-  } catch (error) {
-    throw new CairnError("APP_LOAD_FAILED", `cannot bundle ${entry} for the browser: ${(error as Error).message}`, { cause: error });
-  }
-}
