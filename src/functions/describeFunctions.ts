@@ -1,17 +1,16 @@
 import { z } from "zod";
-import { encodeDocumentId } from "../model/index.js";
 import type { App } from "./App.js";
 import type { Catalog, IndexInfo } from "./catalog.js";
-import { withIdScope } from "./idScope.js";
 import type { FunctionKind, Visibility } from "./registration.js";
 import { SYSTEM_INDEXES } from "./schema.js";
+import { jsonSchemaOfCairnValidator } from "./values.js";
 
 /**
  * What the admin API tells of an app (docs/admin-api.md): its functions with their
  * validators as JSON Schema (FunctionInfo), and its tables with their indexes (Table).
  *
  * Validators become JSON Schema through zod's `toJSONSchema`. Cairn's own validators that
- * zod cannot represent are recognised by what they accept: a `v.id(table)` as
+ * zod cannot represent describe themselves (values.ts): a `v.id(table)` as
  * `{type: "string", format: "cairn-id", table}`, a `v.number()` as `{type: "number"}`.
  * Anything else zod cannot represent (bytes, int64, `v.any()`, a custom check) is `{}`,
  * and a validator zod fails on altogether describes as `{}`: one function's odd validator
@@ -105,48 +104,7 @@ function jsonSchemaOf(validator: z.ZodType, io: "input" | "output"): JsonSchema 
   }
 }
 
-/** What zod cannot represent: Cairn's ids and numbers as themselves, anything else as any value. */
+/** What zod cannot represent: Cairn's ids and numbers as they describe themselves (values.ts), anything else as any value. */
 function describeUnrepresentable(context: { readonly zodSchema: z.core.$ZodType }): JsonSchema | "any" {
-  const schema = context.zodSchema;
-  if (schema._zod.def.type !== "custom") return "any";
-  const table = idTableOf(schema);
-  if (table !== null) return { type: "string", format: "cairn-id", table };
-  return isNumberCheck(schema) ? { type: "number" } : "any";
-}
-
-/** A well-formed id (table number 1) that reaches a `v.id` validator's table lookup. */
-const PROBE_ID = encodeDocumentId({ tableNumber: 1, random: new Uint8Array(16) });
-
-/**
- * The table a `v.id(table)` validator checks against, null for any other check: given a
- * well-formed id, `v.id` asks the id scope for its table's number (values.ts), so a scope
- * that notes the name asked for learns it. The probe accepts nothing (the scope knows no
- * table), and a custom check that throws is no id validator.
- */
-function idTableOf(schema: z.core.$ZodType): string | null {
-  let table: string | null = null;
-  try {
-    withIdScope(
-      (name) => {
-        table ??= name;
-        return undefined;
-      },
-      () => z.safeParse(schema, PROBE_ID),
-    );
-  } catch {
-    return null;
-  }
-  return table;
-}
-
-/** `v.number()`: a check that takes every float64 (NaN and ±Infinity too) and nothing else. */
-function isNumberCheck(schema: z.core.$ZodType): boolean {
-  const accepts = (input: unknown): boolean => {
-    try {
-      return z.safeParse(schema, input).success;
-    } catch {
-      return false;
-    }
-  };
-  return [0, -1.5, Number.NaN, Number.POSITIVE_INFINITY].every(accepts) && !["0", null, 0n, true, [0], { n: 0 }].some(accepts);
+  return jsonSchemaOfCairnValidator(context.zodSchema) ?? "any";
 }

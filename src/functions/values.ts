@@ -24,7 +24,22 @@ export type Validator<T = unknown> = z.ZodType<T>;
 export type Infer<V extends z.ZodType> = z.output<V>;
 export type ObjectShape = Record<string, z.ZodType>;
 
-const number = () => z.custom<number>((input) => typeof input === "number", { error: "expected a number" });
+/**
+ * How Cairn's own validators that zod's `toJSONSchema` cannot represent (custom checks)
+ * describe themselves as JSON Schema, for the admin API's function list (describeFunctions).
+ */
+const describedAs = new WeakMap<object, Readonly<Record<string, unknown>>>();
+
+export function jsonSchemaOfCairnValidator(schema: object): Readonly<Record<string, unknown>> | undefined {
+  return describedAs.get(schema);
+}
+
+function described<T extends object>(schema: T, jsonSchema: Readonly<Record<string, unknown>>): T {
+  describedAs.set(schema, jsonSchema);
+  return schema;
+}
+
+const number = () => described(z.custom<number>((input) => typeof input === "number", { error: "expected a number" }), { type: "number" });
 const bytes = () => z.custom<Uint8Array>((input) => input instanceof Uint8Array, { error: "expected bytes (a Uint8Array)" });
 const int64 = () =>
   z
@@ -33,9 +48,12 @@ const int64 = () =>
     .max(INT64_MAX, { error: "int64 above 2^63-1" });
 
 function id<TableName extends string>(tableName: TableName) {
-  return z.custom<Id<TableName>>((input) => isIdOfTable(input, tableName), {
-    error: `expected a document id of table "${tableName}"`,
-  });
+  return described(
+    z.custom<Id<TableName>>((input) => isIdOfTable(input, tableName), {
+      error: `expected a document id of table "${tableName}"`,
+    }),
+    { type: "string", format: "cairn-id", table: tableName },
+  );
 }
 
 /** One parse per check: ids are validated on every call that takes one. */
