@@ -549,3 +549,48 @@ export const STATIC_COMPRESS_CACHED_FILE_BYTES_MAX = 4 * 1024 * 1024;
  * and page every 10 minutes, and a removed origin stops being allowed within 10 minutes.
  */
 export const CORS_PREFLIGHT_MAX_AGE_S = 600;
+
+// ---- the admin API and the dashboard (docs/admin-api.md) ----
+
+/** 2,000 calls: a few minutes of a busy node's history, what one looks through on a page. */
+export const LOG_RING_ENTRIES_MAX = 2_000;
+/** 8 MiB: 16 entries at the largest (~0.5 MiB each: 64 lines of 8 Ki characters); thousands of typical ones. */
+export const LOG_RING_BYTES_MAX = 8 * 1024 * 1024;
+/** Entries a logs query returns when it names no limit: a page of them. */
+export const LOG_QUERY_DEFAULT_LIMIT = 200;
+/** A page shows at most 1,000 entries; more is a download, not a view. */
+export const LOG_QUERY_LIMIT_MAX = 1_000;
+/** A filter's text is a search term, not a document: 1 Ki characters. */
+export const LOG_QUERY_TERM_CHARS_MAX = 1024;
+/** 250 ms: four frames a second reads as live on a page and costs a busy node four sends, not thousands. */
+export const LOG_FEED_FLUSH_INTERVAL_MS = 250;
+/** Entries in one frame, and in the first (the newest of the ring): a page's worth. */
+export const LOG_FEED_FRAME_ENTRIES_MAX = 200;
+/** 1 MiB: a frame of typical entries never reaches it; two of the largest entries (~0.5 MiB each) do. */
+export const LOG_FEED_FRAME_BYTES_MAX = 1024 * 1024;
+/** Entries waiting for the next frames: 5 frames' worth, past which the subscriber is behind and skips. */
+export const LOG_FEED_PENDING_ENTRIES_MAX = 1_000;
+/** 8 MiB waiting at most per subscriber (the ring's own bound): large entries are skipped by bytes before count. */
+export const LOG_FEED_PENDING_BYTES_MAX = 8 * 1024 * 1024;
+/** 8 Ki characters: a full stack or a page of JSON fits; a 1 MiB dump does not fill the ring by itself. */
+export const LOG_TEXT_CHARS_MAX = 8 * 1024;
+/** Lines one call keeps: enough to follow a call, while a loop printing 10,000 lines costs 64. */
+export const LOG_LINES_PER_CALL_MAX = 64;
+/**
+ * The most revisions one `revisionsOf` call returns (the admin API's history bound):
+ * each costs one seek in the overlay or the file and carries a whole document value (up
+ * to DOCUMENT_BYTES_MAX), so one call is at most 100 seeks on the caller's thread.
+ */
+export const LOCAL_HISTORY_REVISIONS_MAX = 100;
+/** The charts span the last hour. */
+export const METRICS_HISTORY_MS = 60 * 60 * 1000;
+/**
+ * Mutation durations kept per interval: percentiles are exact up to 1,000 mutations/s at
+ * the default interval and drawn from a uniform sample beyond (p99's rank is then off by
+ * well under 1%); 10,000 doubles are 80 KB, allocated once.
+ */
+export const MUTATION_SAMPLES_PER_INTERVAL_MAX = 10_000;
+/** How long a login code stays good: long enough to click the link `cairn dev` printed. */
+export const LOGIN_CODE_TTL_MS = 10 * 60 * 1000;
+/** Codes outstanding at once; issuing more forgets the oldest. */
+export const LOGIN_CODES_MAX = 8;

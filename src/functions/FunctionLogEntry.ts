@@ -1,4 +1,4 @@
-import { hasErrorCode } from "../base/index.js";
+import { hasErrorCode, LOG_TEXT_CHARS_MAX } from "../base/index.js";
 import type { FunctionKind } from "./registration.js";
 
 /**
@@ -21,10 +21,6 @@ export type ConsoleLevel = (typeof CONSOLE_LEVELS)[number];
 export const LOG_ENTRY_LEVELS = ["info", "warn", "error"] as const;
 export type LogEntryLevel = (typeof LOG_ENTRY_LEVELS)[number];
 
-/** 8 Ki characters: a full stack or a page of JSON fits; a 1 MiB dump does not fill the ring by itself. */
-export const LOG_TEXT_CHARS_MAX = 8 * 1024;
-/** Lines one call keeps: enough to follow a call, while a loop printing 10,000 lines costs 64. */
-export const LOG_LINES_PER_CALL_MAX = 64;
 
 /** A line a function printed with `console.<level>`: `util.format` of its arguments, cut; `time` in ms since the epoch. */
 export interface FunctionLogLine {

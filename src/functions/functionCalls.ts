@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { format } from "node:util";
-import type { Clock } from "../base/index.js";
-import { CONSOLE_LEVELS, cutLogText, functionLogEntry, LOG_LINES_PER_CALL_MAX, type ConsoleLevel, type FunctionLogEntry, type FunctionLogLine } from "./FunctionLogEntry.js";
+import { LOG_LINES_PER_CALL_MAX, type Clock } from "../base/index.js";
+import { CONSOLE_LEVELS, cutLogText, functionLogEntry, type ConsoleLevel, type FunctionLogEntry, type FunctionLogLine } from "./FunctionLogEntry.js";
 import type { FunctionKind } from "./registration.js";
 
 /**

@@ -67,8 +67,6 @@ export {
 export {
   CONSOLE_LEVELS,
   LOG_ENTRY_LEVELS,
-  LOG_LINES_PER_CALL_MAX,
-  LOG_TEXT_CHARS_MAX,
   type ConsoleLevel,
   type FunctionLogEntry,
   type FunctionLogError,

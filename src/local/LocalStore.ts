@@ -1,21 +1,6 @@
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
-import {
-  CairnError,
-  invalidArgument,
-  LOCAL_INDEX_SWEEP_INTERVAL_MS,
-  LOCAL_FOLD_DELAY_MS,
-  LOCAL_FOLD_MIN_ROWS,
-  LOCAL_FOLD_MIN_BYTES,
-  LOCAL_OVERLAY_BYTES_MAX,
-  LOCAL_OVERLAY_ROWS_MAX,
-  LOCAL_WAL_RESTART_BYTES,
-  LOCAL_PRUNE_BATCH_ROWS,
-  LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
-  systemClock,
-  type Clock,
-  type Timer,
-} from "../base/index.js";
+import { CairnError, invalidArgument, LOCAL_INDEX_SWEEP_INTERVAL_MS, LOCAL_FOLD_DELAY_MS, LOCAL_FOLD_MIN_ROWS, LOCAL_FOLD_MIN_BYTES, LOCAL_OVERLAY_BYTES_MAX, LOCAL_OVERLAY_ROWS_MAX, LOCAL_WAL_RESTART_BYTES, LOCAL_PRUNE_BATCH_ROWS, LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT, systemClock, type Clock, type Timer, LOCAL_HISTORY_REVISIONS_MAX } from "../base/index.js";
 import {
   compareBytes,
   compareUtf8,
@@ -146,12 +131,6 @@ export interface StoredRevision {
   readonly value: string | null;
 }
 
-/**
- * The most revisions one `revisionsOf` call returns (the admin API's history bound):
- * each costs one seek in the overlay or the file and carries a whole document value (up
- * to DOCUMENT_BYTES_MAX), so one call is at most 100 seeks on the caller's thread.
- */
-export const LOCAL_HISTORY_REVISIONS_MAX = 100;
 
 type Lifecycle = "open" | "restoring" | "closed";
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
-import { CairnError } from "../base/index.js";
+import { CairnError, LOCAL_HISTORY_REVISIONS_MAX } from "../base/index.js";
 import type { LogQuery } from "../sync/index.js";
 import { readBody } from "./readBody.js";
 import { sendJson } from "./HttpApi.js";
@@ -22,8 +22,8 @@ export interface AdminSources {
   readonly loginCodes: LoginCodes | null;
 }
 
+/** Revisions a history request returns when it names no limit (a document's recent past). */
 const HISTORY_LIMIT_DEFAULT = 20;
-const HISTORY_LIMIT_MAX = 100;
 const loginSchema = z.strictObject({ code: z.string().min(1).max(256) });
 
 /**
@@ -79,7 +79,7 @@ const ROUTES: Readonly<Record<string, Route>> = {
   history: (sources, params) => {
     const id = params.get("id");
     if (id === null || id.length === 0) throw new CairnError("INVALID_ARGUMENT", "history needs ?id=<document id>");
-    return sources.history(id, integerParam(params, "limit", HISTORY_LIMIT_DEFAULT, 1, HISTORY_LIMIT_MAX));
+    return sources.history(id, integerParam(params, "limit", HISTORY_LIMIT_DEFAULT, 1, LOCAL_HISTORY_REVISIONS_MAX));
   },
   logs: (sources, params) => {
     const query: { -readonly [Key in keyof LogQuery]: LogQuery[Key] } = {};

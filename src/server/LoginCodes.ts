@@ -1,10 +1,6 @@
-import { randomHex, type Clock, type Random } from "../base/index.js";
+import { randomHex, type Clock, type Random, LOGIN_CODE_TTL_MS, LOGIN_CODES_MAX } from "../base/index.js";
 import { sameSecret } from "../sync/index.js";
 
-/** How long a login code stays good: long enough to click the link `cairn dev` printed. */
-export const LOGIN_CODE_TTL_MS = 10 * 60 * 1000;
-/** Codes outstanding at once; issuing more forgets the oldest. */
-const CODES_MAX = 8;
 
 /**
  * One-time login codes for the dashboard (`cairn dev` prints `/_dashboard#login=<code>`):
@@ -22,7 +18,7 @@ export class LoginCodes {
 
   issue(): string {
     const code = randomHex(this.random, 16);
-    this.codes = [...this.codes.slice(-(CODES_MAX - 1)), { code, expiresAtMs: this.clock.monotonicMs() + LOGIN_CODE_TTL_MS }];
+    this.codes = [...this.codes.slice(-(LOGIN_CODES_MAX - 1)), { code, expiresAtMs: this.clock.monotonicMs() + LOGIN_CODE_TTL_MS }];
     return code;
   }
 

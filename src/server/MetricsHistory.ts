@@ -1,4 +1,4 @@
-import { every, invalidArgument, randomInt, type Clock, type Random, type Timer } from "../base/index.js";
+import { every, invalidArgument, randomInt, type Clock, type Random, type Timer, METRICS_HISTORY_MS, MUTATION_SAMPLES_PER_INTERVAL_MAX } from "../base/index.js";
 
 /**
  * The last hour of this node's own figures, one point per interval, for the dashboard's
@@ -28,14 +28,6 @@ export interface MetricsPoint {
 
 /** One point per 10 s: 360 points an hour, fine enough to see a minute-long stall. */
 export const METRICS_INTERVAL_MS_DEFAULT = 10_000;
-/** The charts span the last hour. */
-export const METRICS_HISTORY_MS = 60 * 60 * 1000;
-/**
- * Mutation durations kept per interval: percentiles are exact up to 1,000 mutations/s at
- * the default interval and drawn from a uniform sample beyond (p99's rank is then off by
- * well under 1%); 10,000 doubles are 80 KB, allocated once.
- */
-export const MUTATION_SAMPLES_PER_INTERVAL_MAX = 10_000;
 
 export interface MetricsHistoryOptions {
   readonly clock: Clock;

@@ -1,4 +1,4 @@
-import { CairnError, type Clock, type Timer } from "../base/index.js";
+import { CairnError, type Clock, type Timer, LOG_FEED_FLUSH_INTERVAL_MS, LOG_FEED_FRAME_ENTRIES_MAX, LOG_FEED_FRAME_BYTES_MAX, LOG_FEED_PENDING_ENTRIES_MAX, LOG_FEED_PENDING_BYTES_MAX } from "../base/index.js";
 import type { LogRing } from "./LogRing.js";
 import type { LogEntry } from "./protocol.js";
 
@@ -31,16 +31,6 @@ export interface LogEntriesFrame {
   readonly dropped: number;
 }
 
-/** 250 ms: four frames a second reads as live on a page and costs a busy node four sends, not thousands. */
-export const LOG_FEED_FLUSH_INTERVAL_MS = 250;
-/** Entries in one frame, and in the first (the newest of the ring): a page's worth. */
-export const LOG_FEED_FRAME_ENTRIES_MAX = 200;
-/** 1 MiB: a frame of typical entries never reaches it; two of the largest entries (~0.5 MiB each) do. */
-export const LOG_FEED_FRAME_BYTES_MAX = 1024 * 1024;
-/** Entries waiting for the next frames: 5 frames' worth, past which the subscriber is behind and skips. */
-export const LOG_FEED_PENDING_ENTRIES_MAX = 1_000;
-/** 8 MiB waiting at most per subscriber (the ring's own bound): large entries are skipped by bytes before count. */
-export const LOG_FEED_PENDING_BYTES_MAX = 8 * 1024 * 1024;
 
 interface Waiting {
   readonly entry: LogEntry;

@@ -1,4 +1,4 @@
-import { CairnError } from "../base/index.js";
+import { CairnError, LOG_RING_ENTRIES_MAX, LOG_RING_BYTES_MAX, LOG_QUERY_DEFAULT_LIMIT, LOG_QUERY_LIMIT_MAX, LOG_QUERY_TERM_CHARS_MAX } from "../base/index.js";
 import { LOG_ENTRY_LEVELS, type FunctionLogEntry, type LogEntryLevel } from "../functions/index.js";
 import type { LogEntry } from "./protocol.js";
 
@@ -46,15 +46,6 @@ export interface LogRingOptions {
 /** Sees each entry as it is taken, with the bytes of its JSON. Must not throw (what it throws reaches `add`'s caller after every listener ran). */
 export type LogListener = (entry: LogEntry, bytes: number) => void;
 
-/** 2,000 calls: a few minutes of a busy node's history, what one looks through on a page. */
-export const LOG_RING_ENTRIES_MAX = 2_000;
-/** 8 MiB: 16 entries at the largest (~0.5 MiB each: 64 lines of 8 Ki characters); thousands of typical ones. */
-export const LOG_RING_BYTES_MAX = 8 * 1024 * 1024;
-export const LOG_QUERY_DEFAULT_LIMIT = 200;
-/** A page shows at most 1,000 entries; more is a download, not a view. */
-export const LOG_QUERY_LIMIT_MAX = 1_000;
-/** A filter's text is a search term, not a document: 1 Ki characters. */
-const LOG_QUERY_TERM_CHARS_MAX = 1024;
 
 interface Held {
   readonly entry: LogEntry;

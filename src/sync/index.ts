@@ -10,14 +10,10 @@ export { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
 export { segmentWrites } from "./segmentWrites.js";
 export { runtimeBackend, type ServedShards } from "./runtimeBackend.js";
 export {
-  LOG_QUERY_DEFAULT_LIMIT,
-  LOG_QUERY_LIMIT_MAX,
-  LOG_RING_BYTES_MAX,
-  LOG_RING_ENTRIES_MAX,
   LogRing,
   type LogListener,
   type LogQuery,
   type LogQueryResult,
   type LogRingOptions,
 } from "./LogRing.js";
-export { LOG_FEED_FLUSH_INTERVAL_MS, LOG_FEED_FRAME_BYTES_MAX, LOG_FEED_FRAME_ENTRIES_MAX, LOG_FEED_PENDING_BYTES_MAX, LOG_FEED_PENDING_ENTRIES_MAX, LogFeed, type LogEntriesFrame } from "./LogFeed.js";
+export { LogFeed, type LogEntriesFrame } from "./LogFeed.js";

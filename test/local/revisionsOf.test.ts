@@ -7,7 +7,7 @@
  * pruning only the revisions pruning keeps; at most `limit`; and refuse bad arguments.
  */
 import { describe, expect, it } from "vitest";
-import { LOCAL_HISTORY_REVISIONS_MAX } from "../../src/local/LocalStore.js";
+import { LOCAL_HISTORY_REVISIONS_MAX } from "../../src/base/limits.js";
 import type { LocalStore } from "../../src/local/index.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
 import { batch, DEPLOYMENT, ids, localFixtures, revision, thrown } from "./localFixtures.js";

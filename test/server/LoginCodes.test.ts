@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/base/clock.js";
 import { SeededRandom } from "../../src/base/random.js";
-import { LOGIN_CODE_TTL_MS, LoginCodes } from "../../src/server/LoginCodes.js";
+import { LOGIN_CODE_TTL_MS } from "../../src/base/limits.js";
+import { LoginCodes } from "../../src/server/LoginCodes.js";
 
 describe("LoginCodes", () => {
   it("redeems a code once", () => {
