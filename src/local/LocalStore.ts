@@ -1,6 +1,22 @@
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
-import { CairnError, invalidArgument, LOCAL_INDEX_SWEEP_INTERVAL_MS, LOCAL_FOLD_DELAY_MS, LOCAL_FOLD_MIN_ROWS, LOCAL_FOLD_MIN_BYTES, LOCAL_OVERLAY_BYTES_MAX, LOCAL_OVERLAY_ROWS_MAX, LOCAL_WAL_RESTART_BYTES, LOCAL_PRUNE_BATCH_ROWS, LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT, systemClock, type Clock, type Timer, LOCAL_HISTORY_REVISIONS_MAX } from "../base/index.js";
+import {
+  CairnError,
+  invalidArgument,
+  LOCAL_HISTORY_REVISIONS_MAX,
+  LOCAL_INDEX_SWEEP_INTERVAL_MS,
+  LOCAL_FOLD_DELAY_MS,
+  LOCAL_FOLD_MIN_ROWS,
+  LOCAL_FOLD_MIN_BYTES,
+  LOCAL_OVERLAY_BYTES_MAX,
+  LOCAL_OVERLAY_ROWS_MAX,
+  LOCAL_WAL_RESTART_BYTES,
+  LOCAL_PRUNE_BATCH_ROWS,
+  LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
+  systemClock,
+  type Clock,
+  type Timer,
+} from "../base/index.js";
 import {
   compareBytes,
   compareUtf8,
@@ -130,7 +146,6 @@ export interface StoredRevision {
   readonly ts: number;
   readonly value: string | null;
 }
-
 
 type Lifecycle = "open" | "restoring" | "closed";
 
