@@ -31,7 +31,9 @@ import type { RoundTripFigures } from "./roundTrips.js";
  *    a GC pass have both completed inside it (COST_EXTENSION_SECONDS_MAX at most), so the
  *    requests per 1,000 mutations include maintenance at its default cadence.
  * 3. Idle: after one maintenance interval of quiet, the endpoint's requests over
- *    idleSeconds with no mutation at all, scaled to one shard-hour.
+ *    idleSeconds with no mutation at all, scaled to one shard-hour, counted once the shard
+ *    is idle (idleAfterMs without a commit: its lease stretched, GC passes that find
+ *    nothing skipped).
  */
 export type OpenLoopOptions = Pick<
   CommitBenchOptions,
@@ -117,7 +119,9 @@ export async function measureOpenLoop(
     };
     const { steps, maxSustainedRate, maxKeptUpRate } = await searchRate(target, options, latencyBound);
     const cost = await measureCost(endpoint, target, options, maxSustainedRate ?? Math.min(...steps.map((step) => step.targetRate)), latencyBound);
-    const idle = await measureIdle(endpoint, target, options.idleSeconds, shard.writer.engine.tuning.maintenanceIntervalMs);
+    // Quiet until the shard is idle (its lease stretched) and past one idle renewal: the steady state.
+    const { tuning } = shard.writer.engine;
+    const idle = await measureIdle(endpoint, target, options.idleSeconds, Math.max(tuning.maintenanceIntervalMs, tuning.idleAfterMs + tuning.idleHeartbeatIntervalMs));
     return {
       latencyModel: endpoint.latencyModel.description,
       store: { ...shard.figures, documentsAtEnd: target.mutations.documents },

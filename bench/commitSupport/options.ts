@@ -88,7 +88,7 @@ export const COMMIT_BENCH_DEFAULTS: CommitBenchOptions = {
   openLoopCostRate: null,
   // One default GC interval: a window of whole intervals holds as many GC passes as an
   // hour has per interval, so the scaled figure is not skewed by where a pass fell.
-  idleSeconds: 60,
+  idleSeconds: 120,
   childCpuProfileDirectory: null,
 };
 

@@ -98,6 +98,12 @@ import {
  * that treats "poisoned" as "no longer writing, go on as a standby" needs nothing new.
  * A late answer showing a newer epoch turns it "fenced". Nothing in the engine retries
  * afterwards; a lease watcher re-acquires (at once for its own lease) on its own cadence.
+ * Idle leases (issue 27 item 6): a writer whose shard has taken no commit for idleAfterMs
+ * renews for idleLeaseTtlMs every idleHeartbeatIntervalMs (an idle shard costs a sixth of
+ * the requests); the next commit wakes the heartbeat driver to renew with the short lease
+ * at once, beside its own flush, so a busy shard's failover is as fast as ever. A renewal
+ * that shortens the lease also shortens this node's idea of it (never the other way
+ * round): the lease validity above never outlives what the manifest says.
  * A writer that tries no heartbeat (no heartbeat driver, no call of `heartbeat()`) never
  * steps down by itself: like a paused process, it is fenced by the protocol. Nor does one
  * opened with stepDownOnFailedRenewals false (a reshard's lease holder, which commits
@@ -220,6 +226,12 @@ export class ShardEngine {
   private lastDataAppliedTs = 0;
   /** On this node's monotonic clock: until when the lease is ours (for verify "lease"). */
   private leaseValidUntilMonotonicMs = 0;
+  /** When this writer last took a commit (monotonic ms; its acquire counts as one): idle after idleAfterMs. */
+  private lastCommitMonotonicMs = Number.NEGATIVE_INFINITY;
+  /** Whether the last renewal sent was for the idle lease: the next commit takes the short one back at once. */
+  private leaseStretched = false;
+  /** Wakes the heartbeat driver from its wait (a commit on a shard whose lease is stretched). */
+  private wakeHeartbeat: (() => void) | null = null;
   /** The current epoch's renewals (kept after it stopped writing, until the next acquire). */
   private renewal: LeaseRenewal | null = null;
   private drivers: AbortController | null = null;
@@ -235,6 +247,9 @@ export class ShardEngine {
   private acquiring = false;
   private gcRuns = 0;
   private lastGcAtMs = 0;
+  /** Segments this writer created (data and ticks), and how many there were at the last GC pass that found nothing to collect (null: it found something, or none ran). */
+  private segmentsWritten = 0;
+  private segmentsAtIdleGc: number | null = null;
   private sinceSnapshot = { segments: 0, bytes: 0, sinceMs: 0 };
   private readonly appliedListeners = new Set<(segment: Segment) => void>();
   private readonly restoredListeners = new Set<(frontierTs: number) => void>();
@@ -552,6 +567,8 @@ export class ShardEngine {
     const sentAtMs = clock.monotonicMs();
     const acquired = await this.manifest.acquire(writer, clock.nowMs(), this.tuning.leaseTtlMs);
     this.leaseValidUntilMonotonicMs = sentAtMs + this.tuning.leaseTtlMs;
+    this.lastCommitMonotonicMs = sentAtMs;
+    this.leaseStretched = false;
     const epoch = acquired.epoch;
     const owner = { nodeId: this.options.nodeId, epoch };
     let fence: Segment;
@@ -617,6 +634,9 @@ export class ShardEngine {
       this.pendingKeys.update(keys, (count) => (count ?? 0) + 1);
       this.queue.push({ unit, keys, bytes: unitBytes(unit), resolve, reject });
       this.kickFlush();
+      this.lastCommitMonotonicMs = this.options.clock.monotonicMs();
+      // Busy again: the short lease back now, not at the end of the idle cadence.
+      if (this.leaseStretched) this.wakeHeartbeat?.();
     });
   }
 
@@ -649,9 +669,15 @@ export class ShardEngine {
     const renewal = this.renewal!;
     const { clock } = this.options;
     const sentAtMs = clock.monotonicMs();
+    const idle = this.isIdle(sentAtMs);
+    const ttlMs = idle ? this.tuning.idleLeaseTtlMs : this.tuning.leaseTtlMs;
+    // A short renewal after a stretched one shortens the lease: from its send on, this
+    // node counts on no more than it (a stretched renewal still in flight may land first).
+    const shortening = this.leaseStretched && !idle;
+    this.leaseStretched = idle;
     const renewing = this.guard(
       owner.epoch,
-      this.manifest.heartbeat(owner, clock.nowMs(), this.tuning.leaseTtlMs, this.validator.position.nextSeqno - 1),
+      this.manifest.heartbeat(owner, clock.nowMs(), ttlMs, this.validator.position.nextSeqno - 1),
     );
     renewal.outstanding++;
     this.watchLease(renewal);
@@ -665,7 +691,7 @@ export class ShardEngine {
     renewal.outstanding--;
     if (!this.writesAt(renewal.epoch)) return;
     renewal.misses = 0;
-    this.leaseValidUntilMonotonicMs = Math.max(this.leaseValidUntilMonotonicMs, sentAtMs + this.tuning.leaseTtlMs);
+    this.leaseValidUntilMonotonicMs = shortening ? sentAtMs + ttlMs : Math.max(this.leaseValidUntilMonotonicMs, sentAtMs + ttlMs);
     renewal.timer?.cancel();
     renewal.timer = null;
     if (renewal.outstanding > 0) this.watchLease(renewal);
@@ -686,6 +712,11 @@ export class ShardEngine {
         },
       );
     });
+  }
+
+  /** Whether the shard took no commit for idleAfterMs (and the tuning stretches idle leases at all). */
+  private isIdle(nowMonotonicMs: number): boolean {
+    return this.tuning.idleLeaseTtlMs > this.tuning.leaseTtlMs && nowMonotonicMs - this.lastCommitMonotonicMs >= this.tuning.idleAfterMs;
   }
 
   private heartbeatMissed(renewal: LeaseRenewal): void {
@@ -846,6 +877,9 @@ export class ShardEngine {
         }),
       );
       this.emit({ type: "gc", shard: this.shard, report });
+      // Nothing collected and nothing held back: until new segments, another pass finds the same.
+      const foundNothing = report.segmentsDeleted === 0 && report.snapshotObjectsDeleted === 0 && report.straysDeleted === 0 && report.heldBackBy === null;
+      this.segmentsAtIdleGc = foundNothing ? this.segmentsWritten : null;
       return report;
     });
   }
@@ -1065,6 +1099,7 @@ export class ShardEngine {
     batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
     this.sinceSnapshot.segments++;
     this.sinceSnapshot.bytes += segment.bytes.byteLength;
+    this.segmentsWritten++;
     if (fencedAfter) {
       this.becomeStopped("fenced", new CairnError("FENCED", `shard ${this.shard}: a newer epoch took over after this commit`));
     }
@@ -1218,7 +1253,7 @@ export class ShardEngine {
     const drivers = this.options.drivers ?? ENGINE_DRIVERS;
     this.driverTasks = [];
     if (drivers.includes("heartbeat")) {
-      this.driverTasks.push(this.driverLoop(controller.signal, "heartbeat", this.tuning.heartbeatIntervalMs, () => this.heartbeat()));
+      this.driverTasks.push(this.heartbeatLoop(controller.signal));
     }
     if (drivers.includes("frontier") && this.tuning.tickWhenIdle) {
       this.driverTasks.push(
@@ -1295,6 +1330,36 @@ export class ShardEngine {
     this.driverTasks = [];
   }
 
+  /**
+   * The heartbeat driver: a renewal every heartbeatIntervalMs, or idleHeartbeatIntervalMs
+   * while the lease is stretched — woken early by the first commit after that.
+   */
+  private async heartbeatLoop(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      const wake = new AbortController();
+      const stop = () => wake.abort();
+      signal.addEventListener("abort", stop, { once: true });
+      this.wakeHeartbeat = stop;
+      // Stretched and busy again (a commit came during the last renewal): renew at once.
+      const waitMs = !this.leaseStretched ? this.tuning.heartbeatIntervalMs : this.isIdle(this.options.clock.monotonicMs()) ? this.tuning.idleHeartbeatIntervalMs : 0;
+      try {
+        if (waitMs > 0) await this.options.clock.sleep(waitMs, wake.signal);
+      } catch {
+        // Woken by a commit, or stopped: the loop's condition tells which.
+      } finally {
+        signal.removeEventListener("abort", stop);
+        this.wakeHeartbeat = null;
+      }
+      if (signal.aborted) return;
+      if (this.currentState.kind !== "writing") return;
+      try {
+        await this.heartbeat();
+      } catch (error) {
+        if (!hasErrorCode(error, "FENCED")) this.emit({ type: "driver-error", shard: this.shard, driver: "heartbeat", error });
+      }
+    }
+  }
+
   private async driverLoop(signal: AbortSignal, name: string, intervalMs: number, step: () => Promise<unknown>): Promise<void> {
     while (!signal.aborted) {
       try {
@@ -1320,7 +1385,10 @@ export class ShardEngine {
       since.bytes >= this.tuning.snapshotEveryBytes ||
       (since.segments > 0 && nowMs - since.sinceMs >= this.tuning.snapshotEveryMs);
     if (due) await this.snapshotNow();
-    if (nowMs - this.lastGcAtMs >= this.tuning.gcIntervalMs) {
+    // An idle shard whose last pass found nothing, and that wrote nothing since, skips the
+    // pass (its LISTs are most of an idle shard's requests after the heartbeats).
+    const nothingNew = this.isIdle(this.options.clock.monotonicMs()) && this.segmentsAtIdleGc === this.segmentsWritten;
+    if (nowMs - this.lastGcAtMs >= this.tuning.gcIntervalMs && !nothingNew) {
       this.lastGcAtMs = nowMs;
       this.gcRuns++;
       await this.collectGarbageNow({ sweep: this.gcRuns % this.tuning.gcSweepEveryRuns === 0 });
