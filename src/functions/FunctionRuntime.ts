@@ -216,7 +216,8 @@ export class FunctionRuntime {
   private watchdog: Promise<void> | null = null;
   private readonly log: (line: string) => void;
   private readonly callStart: CallStart;
-  private readonly callEnded: (entry: FunctionLogEntry) => void;
+  /** Takes each top-level call's log entry (null: nobody listens, and no entry is built). */
+  private readonly callEnded: ((entry: FunctionLogEntry) => void) | null;
 
   constructor(options: FunctionRuntimeOptions) {
     this.currentApp = options.app;
@@ -230,13 +231,16 @@ export class FunctionRuntime {
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
     this.callStart = { owner: this, clock: this.clock, echo: options.echoConsole ?? true, newRequestId: () => this.newRequestId() };
     const onCallEnded = options.onCallEnded;
-    this.callEnded = (entry) => {
-      try {
-        onCallEnded?.(entry);
-      } catch (error) {
-        this.log(`the log entry of ${entry.path} (request ${entry.requestId}) was not taken: ${(error as Error)?.message ?? String(error)}`);
-      }
-    };
+    this.callEnded =
+      onCallEnded === undefined
+        ? null
+        : (entry) => {
+            try {
+              onCallEnded(entry);
+            } catch (error) {
+              this.log(`the log entry of ${entry.path} (request ${entry.requestId}) was not taken: ${(error as Error)?.message ?? String(error)}`);
+            }
+          };
     prefixConsoleInFunctions();
   }
 

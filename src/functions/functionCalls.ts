@@ -104,17 +104,18 @@ export function runAsFunctionCall<T>(path: string, kind: FunctionKind, start: Ca
 /**
  * `run`; once it settles, a top-level call's record is ended and its entry handed to
  * `onEnded` (before the caller sees the outcome). A nested call (record null) reports
- * nothing: its lines are in its action's entry. `failureOf` finds the failure a value
- * reports instead of throwing (a recorded query run); by default a value is a success.
+ * nothing: its lines are in its action's entry; nor does any call when nobody listens
+ * (`onEnded` null: no entry is built). `failureOf` finds the failure a value reports
+ * instead of throwing (a recorded query run); by default a value is a success.
  */
 export function reportWhenSettled<T>(
   record: CallRecord | null,
   call: { readonly path: string; readonly kind: FunctionKind },
   run: Promise<T>,
-  onEnded: (entry: FunctionLogEntry) => void,
+  onEnded: ((entry: FunctionLogEntry) => void) | null,
   failureOf: (value: T) => { readonly error: unknown } | null = () => null,
 ): Promise<T> {
-  if (record === null) return run;
+  if (record === null || onEnded === null) return run;
   const ended = (failure: { readonly error: unknown } | null) => {
     const durationMs = record.end();
     onEnded(
