@@ -230,6 +230,8 @@ export class ShardEngine {
   private lastCommitMonotonicMs = Number.NEGATIVE_INFINITY;
   /** Whether the last renewal sent was for the idle lease: the next commit takes the short one back at once. */
   private leaseStretched = false;
+  /** Whether leaseValidUntilMonotonicMs counts from a stretched renewal: the next short one that succeeds sets it outright. */
+  private validityStretched = false;
   /** Wakes the heartbeat driver from its wait (a commit on a shard whose lease is stretched). */
   private wakeHeartbeat: (() => void) | null = null;
   /** The current epoch's renewals (kept after it stopped writing, until the next acquire). */
@@ -569,6 +571,7 @@ export class ShardEngine {
     this.leaseValidUntilMonotonicMs = sentAtMs + this.tuning.leaseTtlMs;
     this.lastCommitMonotonicMs = sentAtMs;
     this.leaseStretched = false;
+    this.validityStretched = false;
     const epoch = acquired.epoch;
     const owner = { nodeId: this.options.nodeId, epoch };
     let fence: Segment;
@@ -671,9 +674,6 @@ export class ShardEngine {
     const sentAtMs = clock.monotonicMs();
     const idle = this.isIdle(sentAtMs);
     const ttlMs = idle ? this.tuning.idleLeaseTtlMs : this.tuning.leaseTtlMs;
-    // A short renewal after a stretched one shortens the lease: from its send on, this
-    // node counts on no more than it (a stretched renewal still in flight may land first).
-    const shortening = this.leaseStretched && !idle;
     this.leaseStretched = idle;
     const renewing = this.guard(
       owner.epoch,
@@ -691,7 +691,10 @@ export class ShardEngine {
     renewal.outstanding--;
     if (!this.writesAt(renewal.epoch)) return;
     renewal.misses = 0;
-    this.leaseValidUntilMonotonicMs = shortening ? sentAtMs + ttlMs : Math.max(this.leaseValidUntilMonotonicMs, sentAtMs + ttlMs);
+    // A short renewal after a stretched one shortened the lease in the manifest: this node
+    // counts on no more than it from now on (one answered late renewed nothing, above).
+    this.leaseValidUntilMonotonicMs = this.validityStretched && !idle ? sentAtMs + ttlMs : Math.max(this.leaseValidUntilMonotonicMs, sentAtMs + ttlMs);
+    this.validityStretched = idle;
     renewal.timer?.cancel();
     renewal.timer = null;
     if (renewal.outstanding > 0) this.watchLease(renewal);

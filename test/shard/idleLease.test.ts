@@ -126,6 +126,22 @@ describe("idle leases", () => {
     expect(stepDown).toMatchObject({ type: "poisoned", stepDown: { reason: "lease-lapsed" } });
   });
 
+  it("a shortening renewal that fails, then one that succeeds: the writer's reckoning follows the manifest's short lease", async () => {
+    const h = (harness = await ShardHarness.create(memoryBucket));
+    const a = await h.writer("a", { ...TUNING, heartbeatMissesMax: 1_000 });
+    await a.engine.commit(insertUnit(a.engine, h.newId(), { n: 1 }));
+    await advance(h, 8_000);
+    expect(await leaseLeftMs(h)).toBeGreaterThan(10_000);
+    // The renewal the commit sets off fails; the next one, a second later, lands.
+    a.store.inject({ operations: ["casPut"], keyPattern: /\/manifest$/, effect: "transient", once: true });
+    await a.engine.commit(insertUnit(a.engine, h.newId(), { n: 2 }));
+    await advance(h, 1_500);
+    expect(await leaseLeftMs(h)).toBeLessThanOrEqual(10_000);
+    a.store.inject({ operations: ["casPut"], keyPattern: /\/manifest$/, effect: "transient" });
+    await advance(h, 11_000);
+    expect(a.events.find((event) => event.type === "poisoned")).toMatchObject({ stepDown: { reason: "lease-lapsed" } });
+  });
+
   it("an idle shard skips GC passes that can find nothing new, and runs them again once it writes", async () => {
     const h = (harness = await ShardHarness.create(memoryBucket));
     const a = await h.writer("a", { ...TUNING, maintenanceIntervalMs: 1_000, gcIntervalMs: 10_000 });
