@@ -1338,13 +1338,17 @@ export class ShardEngine {
    * while the lease is stretched — woken early by the first commit after that.
    */
   private async heartbeatLoop(signal: AbortSignal): Promise<void> {
+    // A renewal that failed is tried again at the busy cadence, stretched or not: the lease
+    // this node counts on is the last one that landed, maybe the short one.
+    let failed = false;
     while (!signal.aborted) {
       const wake = new AbortController();
       const stop = () => wake.abort();
       signal.addEventListener("abort", stop, { once: true });
       this.wakeHeartbeat = stop;
       // Stretched and busy again (a commit came during the last renewal): renew at once.
-      const waitMs = !this.leaseStretched ? this.tuning.heartbeatIntervalMs : this.isIdle(this.options.clock.monotonicMs()) ? this.tuning.idleHeartbeatIntervalMs : 0;
+      const waitMs =
+        !this.leaseStretched || failed ? this.tuning.heartbeatIntervalMs : this.isIdle(this.options.clock.monotonicMs()) ? this.tuning.idleHeartbeatIntervalMs : 0;
       try {
         if (waitMs > 0) await this.options.clock.sleep(waitMs, wake.signal);
       } catch {
@@ -1357,7 +1361,9 @@ export class ShardEngine {
       if (this.currentState.kind !== "writing") return;
       try {
         await this.heartbeat();
+        failed = false;
       } catch (error) {
+        failed = true;
         if (!hasErrorCode(error, "FENCED")) this.emit({ type: "driver-error", shard: this.shard, driver: "heartbeat", error });
       }
     }

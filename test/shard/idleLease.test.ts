@@ -142,6 +142,21 @@ describe("idle leases", () => {
     expect(a.events.find((event) => event.type === "poisoned")).toMatchObject({ stepDown: { reason: "lease-lapsed" } });
   });
 
+  it("a stretching renewal that fails is tried again at the busy cadence, so one failure never costs the lease", async () => {
+    const h = (harness = await ShardHarness.create(memoryBucket));
+    const a = await h.writer("a", TUNING);
+    await a.engine.commit(insertUnit(a.engine, h.newId(), { n: 1 }));
+    // The first renewal after idleAfterMs (the one that would stretch) fails.
+    await advance(h, 4_500);
+    a.store.inject({ operations: ["casPut"], keyPattern: /\/manifest$/, effect: "transient", once: true });
+    await advance(h, 3_000);
+    expect(a.events.some((event) => event.type === "driver-error")).toBe(true);
+    // Tried again a second later, not 20 s later: the lease stretched and the writer writes on.
+    expect(await leaseLeftMs(h)).toBeGreaterThan(10_000);
+    await advance(h, 20_000, 1_000);
+    expect(a.engine.state.kind).toBe("writing");
+  });
+
   it("an idle shard skips GC passes that can find nothing new, and runs them again once it writes", async () => {
     const h = (harness = await ShardHarness.create(memoryBucket));
     const a = await h.writer("a", { ...TUNING, maintenanceIntervalMs: 1_000, gcIntervalMs: 10_000 });
