@@ -9,7 +9,7 @@
  * replica meets no deployment, a corrupt segment, and a writer that does not answer.
  */
 import { createServer, request as httpRequest, type Server } from "node:http";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -148,6 +148,20 @@ async function notes(node: ServeProcess, channel: string): Promise<string[]> {
 }
 
 /** The seqnos of the segments in a directory bucket's log of shard 0. */
+/**
+ * Pauses `node` just after one of its manifest writes landed, never inside one: on the
+ * directory store a compare-and-swap holds the key's lock file while it runs, and a
+ * process paused holding it blocks every other writer of the manifest — the takeover
+ * included — until it resumes (docs/operations.md, Failover). Heartbeats are a second
+ * apart here, so the pause lands in the gap.
+ */
+async function pauseBetweenManifestWrites(node: ServeProcess, bucket: string): Promise<void> {
+  const manifest = join(bucket, "s0", "manifest@");
+  const before = statSync(manifest).mtimeMs;
+  await eventually(() => statSync(manifest).mtimeMs !== before, { timeoutMs: 10_000 });
+  node.pause();
+}
+
 function segmentSeqnos(bucket: string): number[] {
   try {
     return readdirSync(join(bucket, "s0", "log"))
@@ -269,7 +283,7 @@ describe("a replica over a directory bucket, tried where it breaks", () => {
     await onOldWriter.mutation(api.notes.add, { channel: "p", body: "before the pause" });
     const oldEpoch = (await health(writer)).shards[0]!.epoch;
 
-    writer.pause();
+    await pauseBetweenManifestWrites(writer, deployment.bucketDirectory!);
     await eventually(async () => (await health(standby)).role === "writer", {
       timeoutMs: 30_000,
       explain: () => `the standby printed:\n${standby.output}\nthe paused writer had printed:\n${writer.output}`,
