@@ -9,7 +9,7 @@ import { PeerSockets } from "./PeerSockets.js";
 import { pingSockets } from "./pingSockets.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import { pathOf } from "./requestPath.js";
-import { sendWebAsset, type WebAsset } from "./WebAssets.js";
+import { dashboardAsset, sendWebAsset, type WebAsset } from "./WebAssets.js";
 import { CorsPolicy } from "./CorsPolicy.js";
 import type { StaticFiles } from "./StaticFiles.js";
 
@@ -153,7 +153,7 @@ export class CairnServer {
       // A refused origin's request is answered here, before anything runs.
       if (CorsPolicy.governs(path) && !this.cors.admit(request, response)) return;
       if (await this.options.api.handle(request, response, path)) return;
-      const asset = this.options.assets.get(path);
+      const asset = this.options.assets.get(path) ?? (await dashboardAsset(path));
       if (asset !== undefined) return sendWebAsset(request, response, asset);
       if (this.options.staticFiles != null) return await this.options.staticFiles.serve(request, response, path);
       response.writeHead(404, { "content-type": "text/plain; charset=utf-8" });

@@ -37,14 +37,12 @@ const STYLESHEET = "text/css; charset=utf-8";
  * `/app.js`; without one, `/` is `statusPage` if given (none when a static directory
  * serves `/`). Bundled for the browser platform, so a Node-only import in the client fails
  * the build (and the server's startup) instead of a page at runtime. Each is compressed
- * once here, in every encoding. Every node also serves the dashboard (`/_dashboard`,
- * `/_dashboard/`, `/_dashboard/app.js`, `/_dashboard/app.css`): files without any
- * deployment data, whose page asks the admin API for everything with the admin key.
+ * once here, in every encoding. The dashboard's files are not among them: see
+ * `dashboardAsset`.
  */
 export async function buildWebAssets(webApp: WebApp | null, statusPage: string | null): Promise<Map<string, WebAsset>> {
   const assets = new Map<string, WebAsset>();
   assets.set("/cairn-client.js", await bundle(CLIENT_ENTRY));
-  for (const [path, asset] of await dashboardAssets()) assets.set(path, asset);
   if (webApp === null) {
     if (statusPage !== null) assets.set("/", await webAsset(HTML, Buffer.from(statusPage)));
     return assets;
@@ -54,7 +52,19 @@ export async function buildWebAssets(webApp: WebApp | null, statusPage: string |
   return assets;
 }
 
-/** The dashboard's files as assets, built (and compressed) once per process. */
+/**
+ * The dashboard's file at `path` (`/_dashboard`, `/_dashboard/`, `/_dashboard/app.js`,
+ * `/_dashboard/app.css`), or undefined for any other path: files without any deployment
+ * data, whose page asks the admin API for everything with the admin key. Built (and
+ * compressed) on the first request for one, once per process, not at every node's start:
+ * most nodes (and every test process) never serve it.
+ */
+export async function dashboardAsset(path: string): Promise<WebAsset | undefined> {
+  if (path !== DASHBOARD_PATH && !path.startsWith(`${DASHBOARD_PATH}/`)) return undefined;
+  return (await dashboardAssets()).get(path);
+}
+
+const DASHBOARD_PATH = "/_dashboard";
 let dashboard: Promise<ReadonlyMap<string, WebAsset>> | null = null;
 
 function dashboardAssets(): Promise<ReadonlyMap<string, WebAsset>> {
