@@ -3,7 +3,7 @@ import { z } from "zod";
 import { CairnError, LOCAL_HISTORY_REVISIONS_MAX } from "../base/index.js";
 import type { LogQuery } from "../sync/index.js";
 import { readBody } from "./readBody.js";
-import { sendJson } from "./HttpApi.js";
+import { expectMethod, sendJson } from "./HttpApi.js";
 import type { LoginCodes } from "./LoginCodes.js";
 
 /** What the admin API reads, from the node's parts (startNode wires them). */
@@ -39,11 +39,7 @@ export class AdminApi {
   async handle(request: IncomingMessage, response: ServerResponse, path: string): Promise<boolean> {
     const route = ROUTES[path.slice("/api/admin/".length)];
     if (route === undefined) return false;
-    if (request.method !== "GET") {
-      response.setHeader("allow", "GET");
-      sendJson(response, 405, { error: { code: "INVALID_ARGUMENT", kind: "InvalidInput", message: "use GET" } });
-      return true;
-    }
+    if (!expectMethod(request, response, "GET")) return true;
     const params = new URL(request.url ?? "/", "http://localhost").searchParams;
     sendJson(response, 200, await route(this.sources, params));
     return true;
@@ -51,11 +47,7 @@ export class AdminApi {
 
   /** `POST /api/admin/login {code}` → `{key}` once per code; FORBIDDEN otherwise. */
   async login(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    if (request.method !== "POST") {
-      response.setHeader("allow", "POST");
-      sendJson(response, 405, { error: { code: "INVALID_ARGUMENT", kind: "InvalidInput", message: "use POST" } });
-      return;
-    }
+    if (!expectMethod(request, response, "POST")) return;
     let parsed: z.infer<typeof loginSchema>;
     try {
       parsed = loginSchema.parse(JSON.parse(await readBody(request, 4096)));

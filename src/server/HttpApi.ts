@@ -86,14 +86,14 @@ export class HttpApi {
   private async route(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
     if (path === "/metrics") {
       if (this.options.metrics === null) throw new CairnError("FUNCTION_NOT_FOUND", "metrics are disabled");
-      if (!this.expectMethod(request, response, "GET")) return;
+      if (!expectMethod(request, response, "GET")) return;
       response.writeHead(200, { "content-type": this.options.metrics.contentType });
       response.end(await this.options.metrics.text());
       return;
     }
     if (path === "/api/health") {
       // "stopped" answers 503, so that a load balancer checking only the status takes the node out.
-      if (this.expectMethod(request, response, "GET")) {
+      if (expectMethod(request, response, "GET")) {
         const health = this.options.health();
         sendJson(response, (health as { status?: unknown } | null)?.status === "stopped" ? 503 : 200, health);
       }
@@ -106,13 +106,13 @@ export class HttpApi {
     if (path === "/api/admin/login" && this.options.admin !== undefined) return this.options.admin.login(request, response);
     if (path.startsWith("/api/admin/")) this.checkAdmin(request);
     if (path === "/api/admin/status") {
-      if (this.expectMethod(request, response, "GET")) sendJson(response, 200, this.options.adminStatus());
+      if (expectMethod(request, response, "GET")) sendJson(response, 200, this.options.adminStatus());
       return;
     }
     if (adminCall === null && this.options.admin !== undefined && (await this.options.admin.handle(request, response, path))) return;
     const kind = (publicCall ?? adminCall)?.[1] as Kind | undefined;
     if (kind === undefined) throw new CairnError("FUNCTION_NOT_FOUND", `no API at ${path}`);
-    if (!this.expectMethod(request, response, "POST")) return;
+    if (!expectMethod(request, response, "POST")) return;
     if (adminCall === null) {
       const call = parseCall(callSchema, await readBody(request));
       sendJson(response, 200, (await this.run(kind, call, await this.identityOf(request), false)).answer);
@@ -128,7 +128,7 @@ export class HttpApi {
   /** Node-to-node calls, all with the admin key: forwarded writes and wake hints. */
   private async internal(request: IncomingMessage, response: ServerResponse, path: string): Promise<void> {
     this.checkAdmin(request);
-    if (!this.expectMethod(request, response, "POST")) return;
+    if (!expectMethod(request, response, "POST")) return;
     if (path === `/${PEER_ROUTES.hint}`) {
       this.takeHints(parseJson(await readBody(request)));
       sendJson(response, 200, { ok: true });
@@ -233,13 +233,14 @@ export class HttpApi {
     const given = /^Admin (.+)$/.exec(request.headers.authorization ?? "")?.[1];
     if (given === undefined || !sameSecret(given, adminKey)) throw new CairnError("FORBIDDEN", "admin operations need `Authorization: Admin <key>` with the deployment's admin key");
   }
+}
 
-  private expectMethod(request: IncomingMessage, response: ServerResponse, method: string): boolean {
-    if (request.method === method) return true;
-    response.setHeader("allow", method);
-    sendJson(response, 405, { error: { code: "INVALID_ARGUMENT", kind: "InvalidInput", message: `use ${method}` } });
-    return false;
-  }
+/** Whether the request uses `method`; if not, it is answered 405 naming the one to use. */
+export function expectMethod(request: IncomingMessage, response: ServerResponse, method: string): boolean {
+  if (request.method === method) return true;
+  response.setHeader("allow", method);
+  sendJson(response, 405, { error: { code: "INVALID_ARGUMENT", kind: "InvalidInput", message: `use ${method}` } });
+  return false;
 }
 
 function parseJson(text: string): unknown {
