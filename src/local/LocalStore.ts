@@ -304,8 +304,17 @@ export class LocalStore {
    * before writing anywhere else learns of a closed or failed store from `room()` first).
    */
   get hasRoom(): boolean {
+    return this.hasRoomFor(0, 0);
+  }
+
+  /**
+   * `hasRoom`, counting `rows` and `bytes` about to be applied as held already: a writer
+   * with segments in flight (applied when acknowledged) builds the next one only while
+   * they all fit, so its pipeline never outgrows the bounds by more than one segment.
+   */
+  hasRoomFor(rows: number, bytes: number): boolean {
     if (this.lifecycle === "closed" || this.failure !== null) return false;
-    return this.overlay.rows < this.overlayRowsMax && this.overlay.bytes < LOCAL_OVERLAY_BYTES_MAX;
+    return this.overlay.rows + rows < this.overlayRowsMax && this.overlay.bytes + bytes < LOCAL_OVERLAY_BYTES_MAX;
   }
 
   /**

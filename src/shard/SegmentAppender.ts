@@ -20,10 +20,13 @@ export interface AppendContext {
   readonly deploymentId: string;
   readonly shard: number;
   readonly epoch: number;
+  /** Where the log stands after `ingest` took a leftover in: the slot to build for next. */
   position(): LogPosition;
   /**
    * Takes a lower-epoch segment found at the tail through the validity rule, once a
-   * manifest read after its GET shows the slot was not collected (else: FENCED).
+   * manifest read after its GET shows the slot was not collected (else: FENCED). A
+   * pipelined writer refuses (throws) unless this segment is its only one in flight: the
+   * ones built after it chain to bytes that will never be in the log.
    */
   ingest(segment: Segment): Promise<void>;
 }
@@ -33,13 +36,18 @@ const LEFTOVER_SLOTS_MAX = 16;
 /** Re-creates after a lost response that left the slot empty. */
 const CREATE_ATTEMPTS_MAX = 4;
 
+/**
+ * Creates `first` (built for the tail) and resolves its fate. When a fenced writer's
+ * leftover holds the slot, `ingest` takes it in and `rebuild` makes the segment again for
+ * the position after it: fresh timestamps above everything before it.
+ */
 export async function appendSegment(
   context: AppendContext,
-  build: (seqno: number, position: LogPosition) => Segment,
+  first: Segment,
+  rebuild: (position: LogPosition) => Segment,
 ): Promise<Segment> {
+  let segment = first;
   for (let slot = 0; slot < LEFTOVER_SLOTS_MAX; slot++) {
-    const position = context.position();
-    const segment = build(position.nextSeqno, position);
     const existing = await createOrReadSlot(context, segment);
     if (existing === null || existing.bytes.equals(segment.bytes)) return segment;
     if (existing.header.epoch > context.epoch) {
@@ -56,6 +64,7 @@ export async function appendSegment(
       );
     }
     await context.ingest(existing);
+    segment = rebuild(context.position());
   }
   throw new CairnError("INTERNAL", `shard ${context.shard}: more than ${LEFTOVER_SLOTS_MAX} leftover segments at the tail`);
 }

@@ -19,6 +19,7 @@ import { judgeCreatedSegment, type CommitVerdict } from "./commitVerdict.js";
 import type { HybridClock } from "./HybridClock.js";
 import {
   ENGINE_DRIVERS,
+  PIPELINE_DEPTH_MAX,
   resolveTuning,
   validateEngineIdentity,
   type ShardEngineOptions,
@@ -27,7 +28,7 @@ import {
 import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
 import { RecentWrites } from "./RecentWrites.js";
 import { WrittenKeyIndex } from "./WrittenKeyIndex.js";
-import { appendSegment } from "./SegmentAppender.js";
+import { appendSegment, type AppendContext } from "./SegmentAppender.js";
 import {
   stampUnit,
   unitBytes,
@@ -64,7 +65,11 @@ import {
  *   slot uncollected: own segments after verification, others' through catch-up.
  * - Everything the local apply could refuse is refused by `commit`, by the same validator,
  *   before the unit is queued: nothing a reader cannot apply reaches the log.
- * - Exactly one segment create is in flight per shard; the next batch accumulates.
+ * - Up to pipelineDepth segments are in flight, each built at the slot after the one
+ *   before and chained to it, and acknowledged strictly in log order; the first one that
+ *   is not durable fails itself and every one after it (none acknowledged: no
+ *   acknowledged write follows a hole). The slots up to PIPELINE_DEPTH_MAX - 1 past the
+ *   fence, where a fenced writer's late creates may land, are written one at a time.
  * - Timestamps strictly increase along the log (the validator refuses anything else).
  * - Once fenced or poisoned, the engine acknowledges nothing until re-acquired.
  * - No acknowledgement rests on a lease that may have lapsed. A commit is acknowledged
@@ -194,10 +199,29 @@ interface LeaseRenewal {
 
 interface QueuedUnit {
   readonly unit: WriteUnit;
+  /** What it writes; as many local rows as keys. */
   readonly keys: readonly WrittenKey[];
   readonly bytes: number;
   readonly resolve: (result: CommitResult) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/** A segment between its build and its acknowledgement (pipelined group commit). */
+interface Flight {
+  readonly epoch: number;
+  readonly kind: "data" | "tick";
+  readonly batch: readonly QueuedUnit[];
+  /** Local rows and bytes its batch adds when applied (what the overlay must have room for). */
+  readonly rows: number;
+  readonly bytes: number;
+  /** The segment as built, or as rebuilt past a leftover (then with fresh stamps). */
+  segment: Segment;
+  stamps: readonly number[];
+  readonly startedMs: number;
+  /** How its create and verification ended; null while they run. */
+  outcome: { readonly verdict: CommitVerdict } | { readonly error: unknown } | null;
+  /** Failed or given up on with everything after it: its task ends without a word. */
+  abandoned: boolean;
 }
 
 export class ShardEngine {
@@ -211,9 +235,18 @@ export class ShardEngine {
   private readonly pendingKeys = new WrittenKeyIndex();
   private currentState: EngineState = { kind: "following" };
   private queue: QueuedUnit[] = [];
-  private inFlight: QueuedUnit[] = [];
-  /** Flushes (data or tick) between their start and their end: their stamps are not applied yet. */
-  private flushesRunning = 0;
+  /** Segments in flight, in log order: built, being created or verified, not yet acknowledged. */
+  private flights: Flight[] = [];
+  /** The tasks creating and verifying flights (abandoned ones too): a drain waits for them. */
+  private readonly flightTasks = new Set<Promise<void>>();
+  /** Where the log stands after the last segment built (null: none in flight, the validator's position). */
+  private builtTail: LogPosition | null = null;
+  /** Slots up to this one are built one at a time: a fenced writer's leftovers may still land there (PIPELINE_DEPTH_MAX). */
+  private loneThroughSeqno = 0;
+  /** Wakes the flush loop when a flight settles (it waits for a free slot). */
+  private flightSettled: (() => void) | null = null;
+  /** A manifest read asked for in this turn of the event loop, not started yet: verifications share it. */
+  private nextVerifyRead: Promise<Manifest> | null = null;
   private readonly frontierListeners = new Set<() => void>();
   private flushLoop: Promise<void> | null = null;
   private accepting = false;
@@ -260,8 +293,6 @@ export class ShardEngine {
    * unchanged, the segments read since confirm the position by themselves.
    */
   private confirmedEtag: string | null = null;
-  /** A tick segment is being flushed (it holds no data, so it does not hold the closed frontier back). */
-  private flushingTick = false;
 
   private constructor(private readonly options: ShardEngineOptions) {
     this.shard = options.shard;
@@ -312,6 +343,11 @@ export class ShardEngine {
     return this.currentState;
   }
 
+  /** Segments this writer has in flight (created or being created, not yet acknowledged). */
+  get segmentsInFlight(): number {
+    return this.flights.length;
+  }
+
   /** The log position the local store reflects. */
   get position(): LogPosition {
     return this.validator.position;
@@ -324,13 +360,13 @@ export class ShardEngine {
 
   /**
    * The highest ts through which this node knows the shard's log complete (DESIGN.md §5).
-   * A writer with no data flush running is complete up to its hybrid clock: whatever it
-   * commits next is stamped later (the clock is the node's, shared by its shards), and a
-   * tick in flight holds no data. Else, and on a follower, the maxTs of the last applied
+   * A writer with no data segment in flight is complete up to its hybrid clock: whatever
+   * it commits next is stamped later (the clock is the node's, shared by its shards), and
+   * ticks in flight hold no data. Else, and on a follower, the maxTs of the last applied
    * segment. What a read across shards takes the minimum of.
    */
   get closedTs(): number {
-    if (this.currentState.kind === "writing" && (this.flushesRunning === 0 || this.flushingTick)) {
+    if (this.currentState.kind === "writing" && !this.flights.some((flight) => flight.kind === "data")) {
       return Math.max(this.readTs, this.options.hybridClock.last);
     }
     return this.readTs;
@@ -395,6 +431,9 @@ export class ShardEngine {
     if (this.currentState.kind === "writing") {
       throw new CairnError("INTERNAL", "the writer's local store is the log's tail; it does not catch up");
     }
+    // A writer that was just fenced may still settle its last flights (each applies its
+    // own segment): the log position admits one reader at a time.
+    await this.drainFlushes();
     const run = () =>
       catchUp({
         ...this.catchUpOptions(this.options.local, this.validator),
@@ -578,7 +617,8 @@ export class ShardEngine {
     this.acquiring = true;
     try {
       await this.serializeCatchUp(() => this.catchUpOnce({}));
-      fence = await this.append(epoch, "fence", 0, (hybridClock) => markerStamp(hybridClock.next()));
+      const buildFence = (position: LogPosition) => this.buildSegment(epoch, "fence", 0, position, (hybridClock) => markerStamp(hybridClock.next()));
+      fence = await appendSegment(this.appendContext(epoch, () => true), buildFence(this.validator.position), buildFence);
       const verdict = await this.verifyCreated(fence, epoch);
       if (verdict.kind !== "durable" || verdict.newerEpoch) {
         throw new CairnError("FENCED", `shard ${this.shard}: another writer acquired during our takeover`, {
@@ -594,6 +634,7 @@ export class ShardEngine {
       this.acquiring = false;
     }
     this.recentWrites.reset(fence.header.maxTs);
+    this.loneThroughSeqno = fence.header.seqno + PIPELINE_DEPTH_MAX - 1;
     this.renewal = { epoch, misses: 0, outstanding: 0, timer: null, steppedDown: false };
     this.currentState = { kind: "writing", epoch };
     this.accepting = true;
@@ -782,7 +823,7 @@ export class ShardEngine {
     const unknown = new CairnError("ENGINE_POISONED", `shard ${this.shard}: the writer stepped down (${why}) while this write was in flight; whether it committed is unknown`, {
       details: { ...details, outcome: "unknown" },
     });
-    for (const queued of this.inFlight) queued.reject(unknown);
+    this.abandonFlights(unknown);
     const notWriter = new CairnError("NOT_WRITER", `shard ${this.shard}: this node stepped down as the shard's writer (${why}); writes are refused, unsent, until it re-acquires`, {
       details,
     });
@@ -801,7 +842,7 @@ export class ShardEngine {
    * never keep each other ticking, on one node or across nodes.
    */
   frontierTick(): void {
-    if (this.currentState.kind !== "writing" || !this.accepting || this.queue.length > 0 || this.flushesRunning > 0 || this.tickRequested) return;
+    if (this.currentState.kind !== "writing" || !this.accepting || this.queue.length > 0 || this.flights.length > 0 || this.tickRequested) return;
     if ((this.options.frontierWanted?.() ?? true) === false) return;
     const newest = this.options.newestCommitTs?.() ?? this.lastDataTs;
     if (newest <= this.readTs) return;
@@ -939,6 +980,8 @@ export class ShardEngine {
       }
       await this.stopDrivers();
       this.stopWatchingLease();
+      // A fenced writer's last flights still settle into the local store the caller closes next.
+      await this.drainFlushes();
       this.failQueued(new CairnError("ENGINE_CLOSED", `shard ${this.shard}'s engine was closed`));
       this.currentState = { kind: "closed" };
     });
@@ -950,12 +993,25 @@ export class ShardEngine {
     return run;
   }
 
-  /** Waits until no flush runs (a finishing flush may start the next one). */
+  /** Waits until no flush runs and no segment is in flight (abandoned ones included). */
   private async drainFlushes(): Promise<void> {
-    while (this.flushLoop !== null) await this.flushLoop;
+    while (this.flushLoop !== null || this.flightTasks.size > 0) {
+      await Promise.all([this.flushLoop, ...this.flightTasks]);
+    }
   }
 
   // ---- group commit ------------------------------------------------------------------
+  //
+  // Pipelined (DESIGN.md §4): the flush loop builds the next segment from the queue as soon
+  // as fewer than pipelineDepth are in flight, each at the slot after the last one built
+  // and chained to it. Every flight creates and verifies its segment on its own; flights
+  // settle strictly in log order (settleFlights): a durable head is applied locally and
+  // acknowledged, a failed one fails itself and every flight after it, unacknowledged.
+  // Why that is safe: a segment is in the log iff it is valid and every slot before it is
+  // filled, so by induction over the flights — each judged only once every one before it
+  // was found durable — a created segment whose slot was never collected is in the log
+  // (commitVerdict), and one after a failed segment is either past a successor's fence
+  // (skipped by every reader) or waits on a slot whose fate is unknown.
 
   private kickFlush(): void {
     if (this.flushLoop !== null) return;
@@ -971,15 +1027,21 @@ export class ShardEngine {
       // Nothing is sent once renewals fail and the lease may have lapsed: the writer steps down.
       this.checkLease(this.renewal);
       if (!this.writesAt(epoch)) break;
-      if (this.queue.length === 0) {
-        this.tickRequested = false;
-        await this.flushOrStop(epoch, [], "tick");
+      if (this.flights.length >= this.depthNow()) {
+        await new Promise<void>((resolve) => (this.flightSettled = resolve));
         continue;
       }
-      if (!this.options.local.hasRoom) {
+      if (this.queue.length === 0) {
+        this.tickRequested = false;
+        this.launch(epoch, [], "tick");
+        continue;
+      }
+      if (!this.options.local.hasRoomFor(this.flightRows(), this.flightBytes())) {
         // Commits outpace the local store's folds: the next segment waits until its rows
-        // fit, so memory stays bounded and the queue (not the overlay) absorbs the burst.
-        await this.waitForLocalRoom();
+        // fit beside those of the segments in flight, so memory stays bounded and the queue
+        // (not the overlay) absorbs the burst.
+        if (this.flights.length > 0) await new Promise<void>((resolve) => (this.flightSettled = resolve));
+        else await this.waitForLocalRoom();
         continue;
       }
       // Group commit takes everything ready in this turn of the event loop: callers whose
@@ -987,12 +1049,24 @@ export class ShardEngine {
       // acknowledged it) would otherwise miss this segment by a few microtasks and wait a
       // whole flush for the next. Costs one event-loop turn, not a wait.
       await yieldToEventLoop();
-      if (this.currentState.kind !== "writing" || this.queue.length === 0) continue;
-      if (this.currentState.epoch !== epoch) continue;
-      this.inFlight = this.takeBatch();
-      await this.flushOrStop(epoch, this.inFlight, "data");
+      if (!this.writesAt(epoch) || this.queue.length === 0 || this.flights.length >= this.depthNow()) continue;
+      this.launch(epoch, this.takeBatch(), "data");
     }
     if (this.currentState.kind !== "writing") this.failQueued(this.notWritingError());
+  }
+
+  private flightRows(): number {
+    return this.flights.reduce((sum, flight) => sum + flight.rows, 0);
+  }
+
+  private flightBytes(): number {
+    return this.flights.reduce((sum, flight) => sum + flight.bytes, 0);
+  }
+
+  /** How many segments may be in flight for the next slot: one in the slots a fenced writer's leftovers may still reach. */
+  private depthNow(): number {
+    const next = (this.builtTail ?? this.validator.position).nextSeqno;
+    return next <= this.loneThroughSeqno ? 1 : this.tuning.pipelineDepth;
   }
 
   /** Never throws: a local store that closed or failed meanwhile stops the writer before anything is written. */
@@ -1024,21 +1098,149 @@ export class ShardEngine {
     return this.queue.splice(0, count);
   }
 
-  /** One flush: create, verify, apply locally, acknowledge. Never throws. */
-  private async flushOrStop(epoch: number, batch: readonly QueuedUnit[], kind: "data" | "tick"): Promise<void> {
-    this.flushesRunning++;
-    this.flushingTick = kind === "tick";
-    try {
-      await this.flushNow(epoch, batch, kind);
-    } finally {
-      this.flushingTick = false;
-      if (--this.flushesRunning === 0) this.notifyFrontierMoved();
+  /** Builds the next segment at the tail of what is built (stamping its units) and sends it on its way. */
+  private launch(epoch: number, batch: readonly QueuedUnit[], kind: "data" | "tick"): void {
+    let rows = 0;
+    let bytes = 0;
+    for (const queued of batch) {
+      rows += queued.keys.length;
+      bytes += queued.bytes;
     }
+    const flight: Flight = { epoch, kind, batch, rows, bytes, segment: null!, stamps: [], startedMs: this.options.clock.monotonicMs(), outcome: null, abandoned: false };
+    this.buildFlight(flight, this.builtTail ?? this.validator.position);
+    this.flights.push(flight);
+    const task: Promise<void> = this.fly(flight).finally(() => this.flightTasks.delete(task));
+    this.flightTasks.add(task);
+  }
+
+  private buildFlight(flight: Flight, position: LogPosition): void {
+    flight.segment = this.buildSegment(flight.epoch, flight.kind, flight.batch.length, position, (hybridClock) => {
+      if (flight.kind === "tick") return markerStamp(hybridClock.next());
+      const stamps = flight.batch.map(() => hybridClock.next());
+      flight.stamps = stamps;
+      const records = mergeBatches(flight.batch.map((queued, index) => stampUnit(queued.unit, stamps[index]!)));
+      return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
+    });
+    this.builtTail = positionAfter(flight.segment);
+  }
+
+  /** A flight's create and verification; its outcome is judged in log order by settleFlights. Never throws. */
+  private async fly(flight: Flight): Promise<void> {
+    try {
+      const context = this.appendContext(flight.epoch, () => this.flights.length === 1 && this.flights[0] === flight && !flight.abandoned);
+      flight.segment = await appendSegment(context, flight.segment, (position) => {
+        this.buildFlight(flight, position);
+        return flight.segment;
+      });
+      if (flight.abandoned) return;
+      this.emit({ type: "created", shard: this.shard, seqno: flight.segment.header.seqno, bytes: flight.segment.bytes.byteLength });
+      flight.outcome = { verdict: await this.verifyCreated(flight.segment, flight.epoch) };
+    } catch (error) {
+      flight.outcome = { error };
+    }
+    if (!flight.abandoned) this.settleFlights();
+  }
+
+  /**
+   * Acknowledges the flights at the head of the pipeline whose verification ended, in log
+   * order, and fails everything from the first one that is not durable on.
+   */
+  private settleFlights(): void {
+    while (this.flights.length > 0 && this.flights[0]!.outcome !== null) {
+      const head = this.flights[0]!;
+      const outcome = head.outcome!;
+      let fencedAfter: boolean;
+      try {
+        if ("error" in outcome) throw outcome.error;
+        fencedAfter = durableOrThrow(this.shard, head.segment, outcome.verdict).newerEpoch;
+        // A durability check that ends once renewals failed past the lease's validity
+        // acknowledges nothing: the writer steps down (failing every flight) instead.
+        this.checkLease(this.renewal);
+        if (head.abandoned) return;
+        this.ingestOwn(head.segment);
+      } catch (error) {
+        this.failFlights(error);
+        break;
+      }
+      this.flights.shift();
+      if (this.flights.length === 0) this.builtTail = null;
+      this.acknowledge(head);
+      // A successor exists: build nothing more. The flights after this one are judged as
+      // ever: a segment created in an uncollected slot after a durable one is durable too
+      // (the successor fenced past it), one whose slot the successor took fails.
+      if (fencedAfter) this.becomeStopped("fenced", new CairnError("FENCED", `shard ${this.shard}: a newer epoch took over after this commit`));
+    }
+    this.afterFlightsMoved();
+  }
+
+  private acknowledge(flight: Flight): void {
+    const { segment, batch, stamps } = flight;
+    this.emit({
+      type: "flushed",
+      shard: this.shard,
+      kind: flight.kind,
+      seqno: segment.header.seqno,
+      hash: segment.hash,
+      units: batch.length,
+      bytes: segment.bytes.byteLength,
+      content: segment.bytes,
+      flushMs: this.options.clock.monotonicMs() - flight.startedMs,
+    });
+    // Committed units move from "in flight" to the recent writes before any caller
+    // resumes, so a transaction reading at the new frontier does not conflict with them.
+    batch.forEach((queued, index) => this.recentWrites.add(stamps[index]!, queued.keys));
+    this.settlePending(batch);
+    batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
+    this.sinceSnapshot.segments++;
+    this.sinceSnapshot.bytes += segment.bytes.byteLength;
+    this.segmentsWritten++;
+  }
+
+  /**
+   * The head flight failed: it and every flight after it fail, none acknowledged — FENCED
+   * when the head is definitely not in the log (then neither is anything after it: it lies
+   * past the successor's fence), else ENGINE_POISONED (outcome unknown) — and the writer stops.
+   */
+  private failFlights(error: unknown): void {
+    if (hasErrorCode(error, "FENCED")) {
+      const fenced = error as CairnError;
+      this.abandonFlights(fenced);
+      this.becomeStopped("fenced", fenced);
+      return;
+    }
+    const poisoned = new CairnError(
+      "ENGINE_POISONED",
+      `shard ${this.shard}: the outcome of a commit is unknown; the engine refuses writes until re-acquired`,
+      { cause: error, details: { shard: this.shard, outcome: "unknown" } },
+    );
+    this.abandonFlights(poisoned);
+    this.becomeStopped("poisoned", poisoned);
+  }
+
+  /** Fails every flight's units with `error`; their tasks end without a word (a segment that lands is left to catch-up). */
+  private abandonFlights(error: unknown): void {
+    const flights = this.flights;
+    this.flights = [];
+    this.builtTail = null;
+    for (const flight of flights) {
+      flight.abandoned = true;
+      this.settlePending(flight.batch);
+      for (const queued of flight.batch) queued.reject(error);
+    }
+    if (flights.length > 0) this.afterFlightsMoved();
+  }
+
+  /** A flight settled or was abandoned: the flush loop may build again, and the frontier may have moved. */
+  private afterFlightsMoved(): void {
+    const wake = this.flightSettled;
+    this.flightSettled = null;
+    wake?.();
+    if (!this.flights.some((flight) => flight.kind === "data")) this.notifyFrontierMoved();
   }
 
   /**
    * Calls `listener` when `closedTs` may have moved without a segment being applied: the
-   * last running flush ended (its segment, if any, was announced before).
+   * last data segment in flight settled (its segment, if any, was announced before).
    */
   onFrontierMoved(listener: () => void): () => void {
     this.frontierListeners.add(listener);
@@ -1055,92 +1257,45 @@ export class ShardEngine {
     }
   }
 
-  private async flushNow(epoch: number, batch: readonly QueuedUnit[], kind: "data" | "tick"): Promise<void> {
-    let stamps: number[] = [];
-    let segment: Segment;
-    let fencedAfter: boolean;
-    const startedMs = this.options.clock.monotonicMs();
-    const renewal = this.renewal;
-    try {
-      segment = await this.append(epoch, kind, batch.length, (hybridClock) => {
-        if (kind === "tick") return markerStamp(hybridClock.next());
-        stamps = batch.map(() => hybridClock.next());
-        const records = mergeBatches(batch.map((queued, index) => stampUnit(queued.unit, stamps[index]!)));
-        return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
-      });
-      this.emit({ type: "created", shard: this.shard, seqno: segment.header.seqno, bytes: segment.bytes.byteLength });
-      this.assertNotSteppedDown(renewal, segment);
-      const verdict = await this.verifyCreated(segment, epoch);
-      // A durability check that ends once renewals failed past the lease's validity
-      // acknowledges nothing: the writer steps down and the batch's outcome is unknown.
-      this.checkLease(renewal);
-      this.assertNotSteppedDown(renewal, segment);
-      fencedAfter = durableOrThrow(this.shard, segment, verdict).newerEpoch;
-      this.ingestOwn(segment);
-      this.emit({
-        type: "flushed",
-        shard: this.shard,
-        kind,
-        seqno: segment.header.seqno,
-        hash: segment.hash,
-        units: batch.length,
-        bytes: segment.bytes.byteLength,
-        content: segment.bytes,
-        flushMs: this.options.clock.monotonicMs() - startedMs,
-      });
-    } catch (error) {
-      this.inFlight = [];
-      this.settlePending(batch);
-      this.stopAfterFailedFlush(error, batch);
-      return;
-    }
-    // Committed units move from "in flight" to the recent writes before any caller
-    // resumes, so a transaction reading at the new frontier does not conflict with them.
-    batch.forEach((queued, index) => this.recentWrites.add(stamps[index]!, queued.keys));
-    this.settlePending(batch);
-    this.inFlight = [];
-    batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
-    this.sinceSnapshot.segments++;
-    this.sinceSnapshot.bytes += segment.bytes.byteLength;
-    this.segmentsWritten++;
-    if (fencedAfter) {
-      this.becomeStopped("fenced", new CairnError("FENCED", `shard ${this.shard}: a newer epoch took over after this commit`));
-    }
+  /** Builds a segment of `kind` for `position` (the slot after it, chained to it). */
+  private buildSegment(epoch: number, kind: SegmentKind, count: number, position: LogPosition, stamp: (hybridClock: HybridClock) => Stamped): Segment {
+    const { hybridClock, deploymentId, nodeId } = this.options;
+    hybridClock.observe(position.lastMaxTs);
+    const { records, minTs, maxTs } = stamp(hybridClock);
+    const header = { deploymentId, shard: this.shard, seqno: position.nextSeqno, epoch, kind, count, minTs, maxTs, prevHash: position.lastHash, writer: nodeId };
+    return encodeSegment(header, records);
   }
 
   /**
-   * Creates the next segment of `kind` at the tail. `stamp` runs once per slot tried, so a
-   * segment moved past a leftover gets fresh timestamps above everything before it.
+   * How appendSegment reaches the log for a writer of `epoch`. A leftover at the slot is
+   * taken in only while `lone()` (the segment is the only one in flight, or the fence).
    */
-  private append(epoch: number, kind: SegmentKind, count: number, stamp: (hybridClock: HybridClock) => Stamped): Promise<Segment> {
-    const { hybridClock, store, deploymentId, nodeId } = this.options;
-    return appendSegment(
-      {
-        store,
-        deploymentId,
-        shard: this.shard,
-        epoch,
-        position: () => this.validator.position,
-        ingest: async (leftover) => {
-          // The validity rule for a segment found at our tail: applied only if a manifest
-          // read after its GET shows the slot uncollected and us still the owner.
-          const manifest = await this.manifest.refresh();
-          const seqno = leftover.header.seqno;
-          if (manifest.logStart > seqno || manifest.epoch > epoch) {
-            throw new CairnError("FENCED", `shard ${this.shard}: epoch ${epoch} lost the shard while appending at ${seqno}`, {
-              details: { shard: this.shard, seqno, logStart: manifest.logStart, manifestEpoch: manifest.epoch },
-            });
-          }
-          if (ingestSegment(this.options.local, this.validator, leftover) === "apply") this.notifyApplied(leftover);
-        },
+  private appendContext(epoch: number, lone: () => boolean): AppendContext {
+    return {
+      store: this.options.store,
+      deploymentId: this.options.deploymentId,
+      shard: this.shard,
+      epoch,
+      position: () => this.validator.position,
+      ingest: async (leftover) => {
+        const seqno = leftover.header.seqno;
+        if (!lone()) {
+          throw new CairnError("INTERNAL", `shard ${this.shard}: a leftover at slot ${seqno}, beyond where a fenced writer's pipeline reaches, while segments after it are in flight`, {
+            details: { shard: this.shard, seqno },
+          });
+        }
+        // The validity rule for a segment found at our tail: applied only if a manifest
+        // read after its GET shows the slot uncollected and us still the owner.
+        const manifest = await this.manifest.refresh();
+        if (manifest.logStart > seqno || manifest.epoch > epoch) {
+          throw new CairnError("FENCED", `shard ${this.shard}: epoch ${epoch} lost the shard while appending at ${seqno}`, {
+            details: { shard: this.shard, seqno, logStart: manifest.logStart, manifestEpoch: manifest.epoch },
+          });
+        }
+        if (!lone()) throw new CairnError("INTERNAL", `shard ${this.shard}: the writer stopped while taking in a leftover at slot ${seqno}`);
+        if (ingestSegment(this.options.local, this.validator, leftover) === "apply") this.notifyApplied(leftover);
       },
-      (seqno, position) => {
-        hybridClock.observe(position.lastMaxTs);
-        const { records, minTs, maxTs } = stamp(hybridClock);
-        const header = { deploymentId, shard: this.shard, seqno, epoch, kind, count, minTs, maxTs, prevHash: position.lastHash, writer: nodeId };
-        return encodeSegment(header, records);
-      },
-    );
+    };
   }
 
   /**
@@ -1154,19 +1309,21 @@ export class ShardEngine {
     if (this.tuning.verify === "lease" && clock.monotonicMs() + this.tuning.clockSkewMsMax < this.leaseValidUntilMonotonicMs) {
       return { kind: "durable", newerEpoch: false };
     }
-    const manifest = await this.manifest.refresh();
-    return judgeCreatedSegment(manifest, segment.header.seqno, epoch);
+    return judgeCreatedSegment(await this.manifestReadFromNow(), segment.header.seqno, epoch);
   }
 
   /**
-   * After a step-down the batch's units were failed as of unknown outcome already; the
-   * segment, if it landed, reaches the local store through catch-up like anyone else's.
+   * A manifest read sent after this call. Verifications that ask in the same turn of the
+   * event loop (creates that answered together) share one GET: it is sent after all of them.
    */
-  private assertNotSteppedDown(renewal: LeaseRenewal | null, segment: Segment): void {
-    if (renewal?.steppedDown !== true) return;
-    throw new CairnError("ENGINE_POISONED", `shard ${this.shard}: the writer stepped down while segment ${segment.header.seqno} was in flight`, {
-      details: { shard: this.shard, seqno: segment.header.seqno, outcome: "unknown" },
-    });
+  private manifestReadFromNow(): Promise<Manifest> {
+    if (this.nextVerifyRead === null) {
+      this.nextVerifyRead = Promise.resolve().then(() => {
+        this.nextVerifyRead = null;
+        return this.manifest.refresh();
+      });
+    }
+    return this.nextVerifyRead;
   }
 
   private ingestOwn(segment: Segment): void {
@@ -1175,22 +1332,6 @@ export class ShardEngine {
       throw new CairnError("INTERNAL", `shard ${this.shard}: our own segment ${segment.header.seqno} was judged a leftover`);
     }
     this.notifyApplied(segment);
-  }
-
-  private stopAfterFailedFlush(error: unknown, batch: readonly QueuedUnit[]): void {
-    if (hasErrorCode(error, "FENCED")) {
-      const fenced = error as CairnError;
-      for (const queued of batch) queued.reject(fenced);
-      this.becomeStopped("fenced", fenced);
-      return;
-    }
-    const poisoned = new CairnError(
-      "ENGINE_POISONED",
-      `shard ${this.shard}: the outcome of a commit is unknown; the engine refuses writes until re-acquired`,
-      { cause: error, details: { shard: this.shard, outcome: "unknown" } },
-    );
-    for (const queued of batch) queued.reject(poisoned);
-    this.becomeStopped("poisoned", poisoned);
   }
 
   private becomeStopped(kind: "fenced" | "poisoned", error: CairnError, stepDown?: StepDown): void {
@@ -1245,7 +1386,7 @@ export class ShardEngine {
   private conflicts(readTs: number, conflictsWith: (key: WrittenKey) => boolean): boolean {
     if (this.recentWrites.conflicts(readTs, conflictsWith)) return true;
     const pending = (queued: QueuedUnit) => queued.keys.some(conflictsWith);
-    return this.inFlight.some(pending) || this.queue.some(pending);
+    return this.flights.some((flight) => flight.batch.some(pending)) || this.queue.some(pending);
   }
 
   // ---- drivers ------------------------------------------------------------------------
@@ -1556,6 +1697,12 @@ function mergeBatches(batches: readonly RecordBatch[]): RecordBatch {
     indexUpdates: batches.flatMap((batch) => batch.indexUpdates),
     receipts: batches.flatMap((batch) => batch.receipts),
   };
+}
+
+/** The log position right after `segment`, as a reader that applied it would stand. */
+function positionAfter(segment: Segment): LogPosition {
+  const { header } = segment;
+  return { nextSeqno: header.seqno + 1, highestEpoch: header.epoch, lastHash: segment.hash, lastMaxTs: header.maxTs };
 }
 
 interface Stamped {

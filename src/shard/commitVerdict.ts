@@ -12,9 +12,9 @@ import type { FenceRecord, Manifest } from "../manifest/index.js";
  * - `s < logStart`: the slot was collected at some time, either after our segment was
  *   included in the log (durable) or before our stalled create landed in the emptied
  *   slot (never part of the log). The first segment of a newer epoch in the log is that
- *   epoch's fence, and with one flush in flight a writer's segments all lie at or below
- *   where its successor fences; so ours was included iff `s` is below the first fence of
- *   an epoch above `e`. The fence of epoch e+1, when recorded, is that first fence and
+ *   epoch's fence, and the writer's segments before `s` are in the log (it judges its
+ *   pipelined segments in log order, each only once the one before was found durable),
+ *   so ours was included iff `s` is below the first fence of an epoch above `e`. The fence of epoch e+1, when recorded, is that first fence and
  *   decides both ways. When e+1 left no record (it crashed before recording, or it is
  *   older than the records kept), a later epoch's fence f still proves exclusion when
  *   `s >= f`, but not inclusion: then the outcome is unknown, never a definite failure.

@@ -133,6 +133,14 @@ export interface ShardEngineTuning {
   readonly verify: "always" | "lease";
   /** Largest clock difference between nodes that "lease" verification tolerates. Default 1 s. */
   readonly clockSkewMsMax: number;
+  /**
+   * Segments of the shard in flight at once (pipelined group commit, DESIGN.md §4): each
+   * is created and verified while the ones before it still are, and acknowledged strictly
+   * in log order. 1 is one flush at a time (fewest PUTs: every commit waits for the flush
+   * before it); more keeps latency flat under load for up to that many PUTs (and
+   * verifying GETs) per flush time. Default 4; at most PIPELINE_DEPTH_MAX.
+   */
+  readonly pipelineDepth: number;
   /** Write units per segment at most. Default 4096: one PUT carries up to this many mutations. */
   readonly flushUnitsMax: number;
   /** Payload bytes per segment before a flush is cut (at least one unit is always taken). Default 8 MiB. */
@@ -208,6 +216,16 @@ export interface ShardEngineTuning {
   readonly receiptFloorRetentionMs: number;
 }
 
+/**
+ * The log protocol's bound on pipelining: no writer ever has a segment in flight more
+ * than this many slots past the last one it acknowledged. So a fenced writer's late
+ * creates land at most PIPELINE_DEPTH_MAX - 1 slots past its successor's fence, and a
+ * writer builds the segments up to there one at a time (a leftover in a slot moves only a
+ * lone segment: one built after it would chain to bytes that are never in the log).
+ * Raising it is a protocol change: every writer of a bucket must agree on it.
+ */
+export const PIPELINE_DEPTH_MAX = 8;
+
 export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   leaseTtlMs: 10_000,
   heartbeatIntervalMs: 3_000,
@@ -218,6 +236,7 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   idleHeartbeatIntervalMs: 20_000,
   verify: "always",
   clockSkewMsMax: 1_000,
+  pipelineDepth: 4,
   flushUnitsMax: 4_096,
   flushBytesMax: 8 * 1024 * 1024,
   unitBytesMax: 16 * 1024 * 1024,
@@ -258,6 +277,7 @@ const tuningSchema = z
     idleHeartbeatIntervalMs: positive(DURATION_MS_MAX),
     verify: z.enum(["always", "lease"]),
     clockSkewMsMax: nonNegative(DURATION_MS_MAX),
+    pipelineDepth: positive(PIPELINE_DEPTH_MAX),
     flushUnitsMax: positive(1_000_000),
     flushBytesMax: positive(1024 * 1024 * 1024),
     unitBytesMax: positive(1024 * 1024 * 1024),

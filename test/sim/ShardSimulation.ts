@@ -18,6 +18,7 @@ import { LocalStore } from "../../src/local/index.js";
 import { openGlobals } from "../../src/manifest/Globals.js";
 import { MemoryObjectStore } from "../../src/objectstore/MemoryObjectStore.js";
 import { HybridClock } from "../../src/shard/HybridClock.js";
+import { PIPELINE_DEPTH_MAX } from "../../src/shard/engineOptions.js";
 import { ShardEngine } from "../../src/shard/ShardEngine.js";
 import type { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { SkewedClock } from "../support/SkewedClock.js";
@@ -48,6 +49,8 @@ export interface SimulationReport {
   readonly unknown: number;
   readonly unknownCommitted: number;
   readonly highestEpoch: number;
+  /** Segments created while an earlier one of the same writer was still in flight. */
+  readonly pipelined: number;
   readonly snapshots: number;
   readonly segmentsCollected: number;
   readonly skippedSegments: number;
@@ -71,7 +74,7 @@ export async function runShardSimulation(config: SimulationConfig): Promise<Simu
   const globals = await openGlobals(bucket, { clock, random, numShards: 1 });
   const deploymentId = globals.value.deploymentId;
   const bank = newBank(0, accountCount, random);
-  const counters = { snapshots: 0, segmentsCollected: 0, highestEpoch: 0 };
+  const counters = { snapshots: 0, segmentsCollected: 0, highestEpoch: 0, pipelined: 0 };
 
   const nodes: SimNode[] = [];
   const endMs = clock.nowMs() + durationMs;
@@ -101,7 +104,7 @@ interface NodeContext {
   readonly clock: ManualClock;
   readonly bucket: MemoryObjectStore;
   readonly deploymentId: string;
-  readonly counters: { snapshots: number; segmentsCollected: number; highestEpoch: number };
+  readonly counters: { snapshots: number; segmentsCollected: number; highestEpoch: number; pipelined: number };
 }
 
 async function openNode(index: number, context: NodeContext): Promise<SimNode> {
@@ -112,6 +115,9 @@ async function openNode(index: number, context: NodeContext): Promise<SimNode> {
   const local = LocalStore.open({ path: ":memory:", shard: 0, deploymentId: context.deploymentId });
   const violations: string[] = [];
   const name = `node-${index}`;
+  // Writers of one bucket pipeline to different depths (1 is one flush at a time).
+  const pipelineDepth = 1 + randomInt(context.random, PIPELINE_DEPTH_MAX);
+  let engineRef: ShardEngine | null = null;
   // A node whose start-up hits bucket trouble starts again, as a supervisor would restart it.
   const engine = await openWithRestarts(
     () =>
@@ -124,8 +130,9 @@ async function openNode(index: number, context: NodeContext): Promise<SimNode> {
         clock: nodeClock,
         random: nodeRandom,
         hybridClock: new HybridClock(nodeClock),
-        tuning: SIMULATION_TUNING,
+        tuning: { ...SIMULATION_TUNING, pipelineDepth },
         onEvent: (event) => {
+          if (event.type === "created" && (engineRef?.segmentsInFlight ?? 0) > 1) counters.pipelined++;
           if (event.type === "snapshot") counters.snapshots++;
           if (event.type === "gc") counters.segmentsCollected += event.report.segmentsDeleted;
           if (event.type === "acquired") counters.highestEpoch = Math.max(counters.highestEpoch, event.epoch);
@@ -134,6 +141,7 @@ async function openNode(index: number, context: NodeContext): Promise<SimNode> {
       }),
     clock,
   );
+  engineRef = engine;
   return { name, store, local, engine, random: nodeRandom, nextSeq: 0, violations };
 }
 
@@ -171,8 +179,15 @@ async function runNode(node: SimNode, context: RunContext): Promise<void> {
       continue;
     }
     if (context.faults) maybeStallWriter(node.store, node.random, clock);
-    const batch = 1 + randomInt(node.random, 6);
-    await Promise.all(Array.from({ length: batch }, () => transfer(node.engine, node, context.bank)));
+    // A batch's transfers start a few ms apart, so that some are sent while the segments of
+    // earlier ones are in flight (pipelined), others together (one segment).
+    const starts = Array.from({ length: 1 + randomInt(node.random, 6) }, () => randomInt(node.random, 40));
+    await Promise.all(
+      starts.map(async (delayMs) => {
+        if (delayMs > 0) await clock.sleep(delayMs);
+        return transfer(node.engine, node, context.bank);
+      }),
+    );
     await clock.sleep(randomInt(node.random, 100));
   }
 }

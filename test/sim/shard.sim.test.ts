@@ -24,7 +24,7 @@ function describeFailure(report: SimulationReport): string {
 
 describe("shard simulation", () => {
   it(`holds every invariant over ${seeds.length} seed(s)`, async () => {
-    const totals = { acknowledged: 0, unknown: 0, epochs: 0, snapshots: 0, collected: 0, skipped: 0 };
+    const totals = { acknowledged: 0, unknown: 0, epochs: 0, snapshots: 0, collected: 0, skipped: 0, pipelined: 0 };
     for (const seed of seeds) {
       let report: SimulationReport;
       try {
@@ -41,6 +41,7 @@ describe("shard simulation", () => {
       totals.snapshots += report.snapshots;
       totals.collected += report.segmentsCollected;
       totals.skipped += report.skippedSegments;
+      totals.pipelined += report.pipelined;
     }
     // The runs must actually exercise the protocol, not idle through it.
     expect(totals.acknowledged).toBeGreaterThan(seeds.length * 20);
@@ -48,6 +49,8 @@ describe("shard simulation", () => {
       expect(totals.epochs).toBeGreaterThan(seeds.length * 2);
       expect(totals.snapshots).toBeGreaterThan(seeds.length);
       expect(totals.collected).toBeGreaterThan(0);
+      // Writers had several segments in flight at once, not only one flush at a time.
+      expect(totals.pipelined).toBeGreaterThan(seeds.length);
     }
     console.log(`simulation totals over ${seeds.length} seeds: ${JSON.stringify(totals)}`);
   }, 300_000);

@@ -21,6 +21,11 @@ export interface FaultPlan {
     | "transient"
     | "lose-response"
     | "unreachable"
+    /**
+     * Holds the call for a few turns of the event loop (no clock time passes): calls made
+     * in consecutive turns overlap, as requests in flight together do.
+     */
+    | "next-turns"
     /** Holds the call for delayMs plus a uniform 0..jitterMs before it reaches the bucket. */
     | { readonly delayMs: number; readonly jitterMs?: number }
     /**
@@ -141,6 +146,8 @@ export class FaultyObjectStore implements ObjectStore {
         await this.clock.sleep(effect.delayMs + Math.floor(this.random.float() * (effect.jitterMs ?? 0)));
       } else if (effect === "transient") {
         throw new CairnError("STORE_TRANSIENT", `injected transient failure of ${operation} ${key}`);
+      } else if (effect === "next-turns") {
+        for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
       } else if (effect === "unreachable") {
         throw new CairnError("STORE_UNREACHABLE", `injected: store unreachable for ${operation} ${key}`);
       } else {
