@@ -1,4 +1,5 @@
 import { CairnError, type Random } from "../base/index.js";
+import type { PendingStamp } from "../shard/index.js";
 import {
   newDocumentId,
   type DocumentId,
@@ -10,7 +11,7 @@ import {
 } from "../model/index.js";
 import type { Catalog, TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
-import type { PendingWrites } from "./PendingWrites.js";
+import type { PendingDocument, PendingWrites } from "./PendingWrites.js";
 import { QueryChain } from "./QueryChain.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
@@ -103,13 +104,15 @@ export class DatabaseWriter extends DatabaseReader {
         details: { id, table: found.table.name },
       });
     }
-    return { table: found.table, id: found.id, document: found.document, ts: found.ts };
+    return { table: found.table, id: found.id, document: found.document, ts: found.ts, ...(found.stamp ? { stamp: found.stamp } : {}) };
   }
 
   /** The snapshot version a write replaces: the one first read, kept if the document was already written. */
-  private before(current: Existing): { document: DocumentObject; ts: number } | null {
+  private before(current: Existing): PendingDocument["before"] {
     const pending = this.pending.get(current.id);
     if (pending !== undefined) return pending.before;
+    // A revision the shard's writer has pending: its ts is known once it is stamped.
+    if (current.stamp !== undefined) return { document: current.document, ts: null, stamp: current.stamp };
     if (current.ts === null) throw new CairnError("INTERNAL", `document ${current.id} read from the store without a ts`);
     return { document: current.document, ts: current.ts };
   }
@@ -125,6 +128,7 @@ interface Existing {
   readonly id: DocumentId;
   readonly document: DocumentObject;
   readonly ts: number | null;
+  readonly stamp?: PendingStamp;
 }
 
 function withoutSystemFields(document: Record<string, unknown>): Record<string, unknown> {

@@ -16,7 +16,7 @@ import {
 } from "../base/index.js";
 import type { LocalStore } from "../local/index.js";
 import { type ClientReceipt, type KeyRange, shardOfRoute, validateValue, type Value, decodeValueText, encodeValueText } from "../model/index.js";
-import type { CommitResult, ReceiptWrite, WriteUnit } from "../shard/index.js";
+import type { CommitResult, PendingReadToken, PendingView, ReceiptWrite, WriteUnit } from "../shard/index.js";
 import { ownsReceipt, receiptOwnerOf } from "./receiptOwner.js";
 import type { App } from "./App.js";
 import type { Catalog } from "./catalog.js";
@@ -83,6 +83,16 @@ export interface ShardAccess {
   readonly readTs: number;
   readonly local: LocalStore;
   commit(unit: WriteUnit): Promise<CommitResult>;
+  /**
+   * The writer's pending state for one mutation run (early lock release: reads by id see
+   * writes queued but not yet durable), or null where the shard is not written here.
+   */
+  pendingView?(): PendingView | null;
+  /**
+   * For a run that read through a PendingView and writes nothing: the ts it is serialized
+   * at, once what it read is durable (WRITE_CONFLICT: run it again). See ShardEngine.settleRead.
+   */
+  settleRead?(read: Pick<WriteUnit, "readTs" | "readSet" | "conflictsWith"> & { readonly pendingRead: PendingReadToken }): Promise<number>;
 }
 
 /** Every shard of the deployment, in shard order, and the ts queries read all of them at. */
@@ -191,7 +201,12 @@ interface Placement {
 /** A run that committed, or one to run again: after the commits issued up to `ticket` settle, in the lane of `laneKey`. */
 type Attempt =
   | { readonly kind: "done"; readonly run: MutationRun }
-  | { readonly kind: "again"; readonly laneKey: string; readonly ticket: number };
+  /**
+   * Run again, after the commits issued up to `ticket` settled when `waitForCommits` (the
+   * run read without them and would lose again), else at once: a shard that lends its
+   * pending writes to reads (PendingView) shows a re-run what it lost to.
+   */
+  | { readonly kind: "again"; readonly laneKey: string; readonly ticket: number; readonly waitForCommits: boolean };
 
 export class FunctionRuntime {
   private currentApp: App;
@@ -209,6 +224,7 @@ export class FunctionRuntime {
   private lastMutationNowMs = 0;
   private conflictCount = 0;
   private laneDeferrals = 0;
+  private pendingReadRuns = 0;
   private readonly functionRunMsMax: number;
   private readonly actionRunMsMax: number;
   /** Handlers running now, with their deadlines on the monotonic clock; one watchdog loop checks them. */
@@ -310,6 +326,11 @@ export class FunctionRuntime {
     return this.laneDeferrals;
   }
 
+  /** Mutation runs that read writes still pending on their shard's writer (early lock release) and went on to commit or answer. */
+  get pendingReads(): number {
+    return this.pendingReadRuns;
+  }
+
   async runQuery(path: string, args: unknown = {}, options: QueryCallOptions = {}): Promise<QueryRun> {
     const run = await this.runQueryRecorded(path, args, options);
     if (run.outcome.kind === "failed") throw run.outcome.error;
@@ -400,14 +421,16 @@ export class FunctionRuntime {
     const { lane, route } = this.placementOf(path, fn, args, receipt !== null);
     // Drawn on the first ctx.random() call of the first run, then the same in every re-run.
     const seed = { value: null as number | null };
-    let again = null as { laneKey: string; ticket: number } | null;
+    let again = null as { laneKey: string; ticket: number; waitForCommits: boolean } | null;
     for (let attempt = 1; attempt <= MUTATION_ATTEMPTS_MAX; attempt++) {
       const run = (inLane: boolean) => this.attempt(path, fn, args, options, receipt, { lane, route, nowMs, seed, attempt, inLane });
-      const previous: { laneKey: string; ticket: number } | null = again;
+      const previous: { laneKey: string; ticket: number; waitForCommits: boolean } | null = again;
       const outcome: Attempt =
-        previous === null ? await run(false) : await this.inLane(previous.laneKey, () => this.afterBackoff(attempt, previous.ticket, () => run(true)));
+        previous === null
+          ? await run(false)
+          : await this.inLane(previous.laneKey, () => this.afterBackoff(attempt, previous.waitForCommits ? previous.ticket : 0, () => run(true)));
       if (outcome.kind === "done") return outcome.run;
-      again = { laneKey: previous?.laneKey ?? outcome.laneKey, ticket: outcome.ticket };
+      again = { laneKey: previous?.laneKey ?? outcome.laneKey, ticket: outcome.ticket, waitForCommits: outcome.waitForCommits };
     }
     throw new CairnError("WRITE_CONFLICT", `mutation ${path} lost ${MUTATION_ATTEMPTS_MAX} optimistic-concurrency races in a row; retry later`, {
       details: { path, attempts: MUTATION_ATTEMPTS_MAX },
@@ -429,12 +452,32 @@ export class FunctionRuntime {
       if (stored.kind !== "none") throw receiptRefusal(stored, receipt);
     }
     const prepared = await this.prepare(path, fn, args, options, receipt, run);
-    if (prepared.unit === null) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes) };
+    if (prepared.refusal !== null) {
+      // A read through the writer's pending state refused: re-run, at once or once the
+      // writes it waited for are durable.
+      this.conflictCount++;
+      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.refusal === "pending" };
+    }
+    if (prepared.unit === null) {
+      const token = prepared.view?.token;
+      const shard = this.shards.shards[run.lane]!;
+      if (token === undefined || shard.settleRead === undefined) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes) };
+      // It read writes not yet durable: its answer waits for them (and is run again if one fails).
+      this.pendingReadRuns++;
+      try {
+        const ts = await shard.settleRead({ readTs: prepared.readTs, ...prepared.reads, pendingRead: token });
+        return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes) };
+      } catch (error) {
+        if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
+        this.conflictCount++;
+        return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: false };
+      }
+    }
     if (!run.inLane && this.lanes.has(prepared.laneKey)) {
       // Re-runs are queued on what this run read first: it would most likely conflict with
       // them, and committing anyway would make them lose instead. It queues behind them.
       this.laneDeferrals++;
-      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued };
+      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
     }
     try {
       const { ts } = await this.commitTracked(this.shards.shards[run.lane]!, prepared.unit);
@@ -442,7 +485,7 @@ export class FunctionRuntime {
     } catch (error) {
       if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
       this.conflictCount++;
-      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued };
+      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
     }
   }
 
@@ -460,28 +503,45 @@ export class FunctionRuntime {
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
     run: { lane: number; route: Uint8Array | null; nowMs: number; seed: { value: number | null } },
-  ): Promise<{ value: Value; readTs: number; writes: ReturnType<PendingWrites["toWrites"]>; unit: WriteUnit | null; laneKey: string }> {
-    const readTs = this.shards.shards[run.lane]!.readTs;
+  ): Promise<PreparedRun> {
+    const shard = this.shards.shards[run.lane]!;
+    const view = shard.pendingView?.() ?? null;
+    const readTs = view?.readTs ?? shard.readTs;
     const recorder = new ReadRecorder();
     const pending = new PendingWrites();
-    const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, pending, { lane: run.lane, path });
+    const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, pending, { lane: run.lane, path }, view);
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
     const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed) };
-    const value = await this.runHandler(path, fn, ctx, args, reads);
+    const laneKeyOf = (documents: readonly { id: string }[]) => `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
+    let value: Value;
+    try {
+      value = await this.runHandler(path, fn, ctx, args, reads);
+    } catch (error) {
+      if (reads.refusal === null) throw error;
+      return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null };
+    }
+    // The handler caught a refused read and went on: what it did rests on a read it never got.
+    if (reads.refusal !== null) return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null };
     const writes = pending.toWrites();
     const { documents, indexWrites } = writes;
-    const laneKey = `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
-    if (documents.length === 0 && receipt === null) return { value, readTs, writes, unit: null, laneKey };
+    const laneKey = laneKeyOf(documents);
     const documentRangeConflict = recorder.documentRangeConflict();
+    if (documents.length === 0 && receipt === null) {
+      const read = { readSet: recorder.readSet(), ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}) };
+      return { refusal: null, value, readTs, writes, unit: null, laneKey, view, reads: read };
+    }
+    const token = view?.token;
+    if (token !== undefined) this.pendingReadRuns++;
     const unit: WriteUnit = {
       readTs,
+      ...(token !== undefined ? { pendingRead: token } : {}),
       documents,
       indexWrites,
       readSet: receipt === null ? recorder.readSet() : { ...recorder.readSet(), receipts: [{ clientId: receipt.clientId, seq: receipt.seq }] },
       ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
       ...(receipt !== null ? { receipt: receiptWrite(receipt, encodeValueText(value), run.route, options) } : {}),
     };
-    return { value, readTs, writes, unit, laneKey };
+    return { refusal: null, value, readTs, writes, unit, laneKey, view, reads: null };
   }
 
   /**
@@ -667,6 +727,8 @@ export class FunctionRuntime {
       const run = Promise.resolve((fn.handler as (ctx: object, args: unknown) => unknown)(ctx, args));
       result = await this.withinTimeLimit(run, fn.kind === "action" ? this.actionRunMsMax : this.functionRunMsMax, path);
     } catch (error) {
+      // A refused read the handler turned into another error is still the refusal (prepare re-runs it), not the handler's failure.
+      if (reads?.refusal) throw error;
       if (isCairnError(error) && !hasErrorCode(error, "APP_ERROR")) throw error;
       if (hasErrorCode(error, "APP_ERROR") && isValue((error as CairnError).data)) throw error;
       throw this.functionFailed(path, error);
@@ -711,6 +773,20 @@ function shardSetOf(options: FunctionRuntimeOptions): ShardSet {
       return shard.readTs;
     },
   };
+}
+
+/** A mutation run's outcome before its commit (see prepare). */
+interface PreparedRun {
+  /** A read through the writer's pending state refused (see SnapshotReads.refusal): run again. */
+  readonly refusal: "stale" | "pending" | null;
+  readonly value: Value;
+  readonly readTs: number;
+  readonly writes: ReturnType<PendingWrites["toWrites"]> | null;
+  readonly unit: WriteUnit | null;
+  readonly laneKey: string;
+  readonly view: PendingView | null;
+  /** What a run that writes nothing read (for settleRead); null for one that commits (its unit holds it). */
+  readonly reads: Pick<WriteUnit, "readSet" | "conflictsWith"> | null;
 }
 
 interface ReceiptKey {

@@ -1,6 +1,6 @@
 import { CairnError, MUTATION_DOCUMENTS_MAX } from "../base/index.js";
 import { bytesEqual, compareBytes, type DocumentId } from "../model/index.js";
-import type { DocumentWrite, IndexWrite } from "../shard/index.js";
+import type { DocumentWrite, IndexWrite, PendingStamp } from "../shard/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import { encodeDocument, indexKeyOf, type DocumentObject } from "./documents.js";
 import { idKeyBytes } from "./documentIdRange.js";
@@ -13,7 +13,8 @@ import { idKeyBytes } from "./documentIdRange.js";
  */
 export interface PendingDocument {
   readonly table: TableInfo;
-  readonly before: { readonly document: DocumentObject; readonly ts: number } | null;
+  /** `ts` null: a revision the shard's writer has pending, whose ts `stamp` will hold. */
+  readonly before: { readonly document: DocumentObject; readonly ts: number | null; readonly stamp?: PendingStamp } | null;
   after: DocumentObject | null;
   /** `after` encoded (null when deleted), computed when written so size errors surface at the call. */
   text: string | null;
@@ -74,7 +75,8 @@ export class PendingWrites {
     const indexWrites: IndexWrite[] = [];
     for (const [id, pending] of this.documents) {
       if (pending.before === null && pending.after === null) continue;
-      documents.push({ tableNumber: pending.table.number, id, value: pending.text, prevTs: pending.before?.ts ?? null });
+      const stamp = pending.before?.stamp;
+      documents.push({ tableNumber: pending.table.number, id, value: pending.text, prevTs: pending.before?.ts ?? null, ...(stamp ? { prevPending: stamp } : {}) });
       for (const index of pending.table.indexes.values()) {
         if (index.kind === "documents") continue;
         const oldKey = pending.before === null ? null : indexKeyOf(index, pending.before.document);

@@ -1,6 +1,7 @@
 import { CairnError } from "../base/index.js";
 import { compareBytes, type DocumentId, successorKey } from "../model/index.js";
 import type { LocalStore } from "../local/index.js";
+import type { PendingRevision, PendingStamp, PendingView } from "../shard/index.js";
 import type { Catalog, IndexInfo, TableInfo } from "./catalog.js";
 import { decodeDocument, type DocumentObject } from "./documents.js";
 import type { PendingRow, PendingWrites } from "./PendingWrites.js";
@@ -37,6 +38,12 @@ export interface Confinement {
 
 export class SnapshotReads {
   private finished = false;
+  /**
+   * Why a read through the writer's pending state refused (a WRITE_CONFLICT the handler
+   * may have caught): "stale", re-run at once; "pending", re-run once the writes in
+   * flight are durable. Null: no read refused.
+   */
+  refusal: "stale" | "pending" | null = null;
 
   constructor(
     readonly lanes: readonly LocalStore[],
@@ -45,6 +52,8 @@ export class SnapshotReads {
     readonly recorder: ReadRecorder,
     readonly pending: PendingWrites | null,
     readonly confinement: Confinement | null = null,
+    /** A mutation's view of its lane's pending writes (early lock release), or null. */
+    readonly view: PendingView | null = null,
   ) {
     if (lanes.length === 0) throw new CairnError("INTERNAL", "a run reads at least one lane");
   }
@@ -75,17 +84,26 @@ export class SnapshotReads {
     }
   }
 
-  /** The document `id` as this run sees it, and its table; DOCUMENT_ID_INVALID for a bad id. */
-  document(id: unknown): { table: TableInfo; id: DocumentId; document: DocumentObject | null; ts: number | null } {
+  /**
+   * The document `id` as this run sees it, and its table; DOCUMENT_ID_INVALID for a bad id.
+   * `ts` is the revision's (null for the run's own write, or a pending one: then `stamp`
+   * is where the writer puts its ts).
+   */
+  document(id: unknown): { table: TableInfo; id: DocumentId; document: DocumentObject | null; ts: number | null; stamp?: PendingStamp } {
     this.assertRunning();
     const { table, id: canonical } = this.catalog.tableOfId(id);
     const pending = this.pending?.get(canonical);
     if (pending !== undefined) return { table, id: canonical, document: pending.after === null ? null : structuredClone(pending.after), ts: null };
     const lane = laneOfId(table, canonical, this.lanes.length);
     this.checkLane(lane, () => `document ${canonical} of ${table.name}`);
-    const version = this.lanes[lane]!.get(canonical, this.readTs);
     this.recorder.countRows(1);
     this.recorder.document(table.number, canonical);
+    const revision = this.viewed(canonical);
+    if (revision !== undefined) {
+      const document = revision.value === null ? null : decodeDocument(canonical, revision.value);
+      return { table, id: canonical, document, ts: null, stamp: revision.stamp };
+    }
+    const version = this.lanes[lane]!.get(canonical, this.readTs);
     if (version === null) return { table, id: canonical, document: null, ts: null };
     return { table, id: canonical, document: decodeDocument(canonical, version.value), ts: version.ts };
   }
@@ -105,9 +123,17 @@ export class SnapshotReads {
     const lanes = this.lanes.length === 1 ? 0 : lane;
     this.checkLane(lanes, () => `its query of ${table.name}.${index.name}${table.shardKey === null ? "" : ` (not fixed to one ${table.shardKey} by q.eq)`}`);
     if (limit === 0) return { rows: [], complete: false };
+    const byId = index.kind === "documents";
+    if (this.view !== null && (byId ? this.view.tablePending(table.number) : this.view.indexRangePending(index.id, start, end))) {
+      // Ranges read the store alone: one a pending write moves rows into or out of reads
+      // only once that write is durable.
+      this.refusal ??= "pending";
+      throw new CairnError("WRITE_CONFLICT", `${table.name}.${index.name}: writes to this range are in flight; the transaction runs again once they are durable`, {
+        details: { table: table.name, index: index.name },
+      });
+    }
     const pendingRows = this.pending?.rowsIn(table, index, start, end, order) ?? [];
     const fetch = limit + (this.pending?.size ?? 0);
-    const byId = index.kind === "documents";
     const scanLane = (local: LocalStore) =>
       byId
         ? local
@@ -119,7 +145,10 @@ export class SnapshotReads {
     const storedRows: (PendingRow & { fromStore: true })[] = [];
     for (const row of stored) {
       if (this.pending?.has(row.id)) continue;
-      storedRows.push({ key: row.key, document: decodeDocument(row.id, row.value), fromStore: true });
+      // A pending revision of a row in an untouched range keeps its key here (moving or
+      // deleting it would write this range): its value is the newer one.
+      const revision = this.viewed(row.id);
+      storedRows.push({ key: row.key, document: decodeDocument(row.id, revision?.value ?? row.value), fromStore: true });
     }
     const rows = merge(storedRows, pendingRows, order, limit);
     const complete = rows.length < limit;
@@ -136,6 +165,17 @@ export class SnapshotReads {
       }
     }
     return { rows: rows.map(({ key, document }) => ({ key, document })), complete };
+  }
+
+  /** The pending revision of `id` the run's view sees (undefined: none, or no view); a stale read is refused. */
+  private viewed(id: DocumentId): PendingRevision | undefined {
+    if (this.view === null) return undefined;
+    try {
+      return this.view.document(id);
+    } catch (error) {
+      this.refusal ??= "stale";
+      throw error;
+    }
   }
 }
 

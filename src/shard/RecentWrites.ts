@@ -13,6 +13,8 @@ import { WrittenKeyIndex } from "./WrittenKeyIndex.js";
  */
 interface CommittedUnit {
   readonly ts: number;
+  /** Its place in the writer's queue (0: none); seqs increase with ts. */
+  readonly seq: number;
   readonly keys: readonly WrittenKey[];
 }
 
@@ -29,9 +31,9 @@ export class RecentWrites {
     private readonly windowMicros: number,
   ) {}
 
-  /** Records a committed unit; `ts` must exceed every earlier one. */
-  add(ts: number, keys: readonly WrittenKey[]): void {
-    this.units.push({ ts, keys });
+  /** Records a committed unit; `ts` (and `seq`, when given) must exceed every earlier one. */
+  add(ts: number, keys: readonly WrittenKey[], seq = 0): void {
+    this.units.push({ ts, seq, keys });
     this.newest.update(keys, (current) => Math.max(current ?? 0, ts));
     this.evict(ts);
   }
@@ -49,6 +51,19 @@ export class RecentWrites {
       if (this.units[index]!.keys.some(conflictsWith)) return true;
     }
     return false;
+  }
+
+  /** The ts the unit of queue seq `seq` committed at, or null when it is not held (evicted, or never added). */
+  tsOfSeq(seq: number): number | null {
+    let low = this.head;
+    let high = this.units.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.units[middle]!.seq < seq) low = middle + 1;
+      else high = middle;
+    }
+    const unit = this.units[low];
+    return unit !== undefined && unit.seq === seq ? unit.ts : null;
   }
 
   /** Forgets everything: after a restore the history these keys described is gone. */

@@ -26,6 +26,8 @@ import {
   type ShardEngineTuning,
 } from "./engineOptions.js";
 import { ingestSegment, positionFromMeta } from "./ingestSegment.js";
+import { PendingDocuments, type PendingRevision } from "./PendingDocuments.js";
+import { PendingView } from "./PendingView.js";
 import { RecentWrites } from "./RecentWrites.js";
 import { WrittenKeyIndex } from "./WrittenKeyIndex.js";
 import { appendSegment, type AppendContext } from "./SegmentAppender.js";
@@ -35,6 +37,7 @@ import {
   validateWriteUnit,
   writtenKeys,
   type CommitResult,
+  type PendingReadToken,
   type WriteUnit,
   type ReadSet,
   type WrittenKey,
@@ -199,6 +202,10 @@ interface LeaseRenewal {
 
 interface QueuedUnit {
   readonly unit: WriteUnit;
+  /** Its place in the queue: seqs increase in log order (PendingView reads by them). */
+  readonly seq: number;
+  /** The revisions it writes, as pending ones (PendingDocuments), in `unit.documents` order. */
+  readonly revisions: readonly PendingRevision[];
   /** What it writes; as many local rows as keys. */
   readonly keys: readonly WrittenKey[];
   readonly bytes: number;
@@ -233,6 +240,17 @@ export class ShardEngine {
   private readonly recentWrites: RecentWrites;
   /** Keys of queued and in-flight units, with how many of them write each. */
   private readonly pendingKeys = new WrittenKeyIndex();
+  /** The document revisions of queued and in-flight units: what a PendingView reads. */
+  private readonly pendingDocuments = new PendingDocuments();
+  /**
+   * The seq of the last unit queued, and the seq through which no unit is pending any more:
+   * the last one acknowledged, or — after an acquire — the last one queued before it (those
+   * of an earlier epoch were acknowledged or failed). Never reset: seqs order units across epochs.
+   */
+  private unitsQueued = 0;
+  private unitsAcknowledged = 0;
+  /** settleRead callers waiting for units to be acknowledged (or the writer to stop). */
+  private acknowledgedWaiters: (() => void)[] = [];
   private currentState: EngineState = { kind: "following" };
   private queue: QueuedUnit[] = [];
   /** Segments in flight, in log order: built, being created or verified, not yet acknowledged. */
@@ -634,6 +652,7 @@ export class ShardEngine {
       this.acquiring = false;
     }
     this.recentWrites.reset(fence.header.maxTs);
+    this.unitsAcknowledged = this.unitsQueued;
     this.loneThroughSeqno = fence.header.seqno + PIPELINE_DEPTH_MAX - 1;
     this.renewal = { epoch, misses: 0, outstanding: 0, timer: null, steppedDown: false };
     this.currentState = { kind: "writing", epoch };
@@ -667,7 +686,8 @@ export class ShardEngine {
         throw new CairnError("INVALID_ARGUMENT", `readTs ${unit.readTs} is ahead of the shard's frontier ${this.readTs}`);
       }
       this.checkApplicable(unit);
-      if ((unit.readSet && this.readSetConflicts(unit.readTs, unit.readSet)) || (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith))) {
+      const readSetConflicts = unit.pendingRead !== undefined ? this.pendingReadConflicts(unit, unit.pendingRead) : unit.readSet !== undefined && this.readSetConflicts(unit.readTs, unit.readSet);
+      if (readSetConflicts || (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith))) {
         throw new CairnError("WRITE_CONFLICT", `shard ${this.shard}: a write after ts ${unit.readTs} changed what the transaction read`);
       }
     } catch (error) {
@@ -676,7 +696,9 @@ export class ShardEngine {
     return new Promise<CommitResult>((resolve, reject) => {
       const keys = writtenKeys(unit);
       this.pendingKeys.update(keys, (count) => (count ?? 0) + 1);
-      this.queue.push({ unit, keys, bytes: unitBytes(unit), resolve, reject });
+      const seq = ++this.unitsQueued;
+      const revisions = this.pendingDocuments.add(seq, unit.documents);
+      this.queue.push({ unit, seq, revisions, keys, bytes: unitBytes(unit), resolve, reject });
       this.kickFlush();
       this.lastCommitMonotonicMs = this.options.clock.monotonicMs();
       // Busy again: the short lease back now, not at the end of the idle cadence.
@@ -691,7 +713,7 @@ export class ShardEngine {
    */
   private checkApplicable(unit: WriteUnit): void {
     try {
-      this.options.local.checkApplicable(stampUnit(unit, this.readTs + 1));
+      this.options.local.checkApplicable(stampUnit(unit, this.readTs + 1, true));
     } catch (error) {
       if (!hasErrorCode(error, "LOCAL_APPLY_INVALID")) throw error;
       // Keep the model's precise code (DOCUMENT_ID_WRONG_TABLE, INDEX_KEY_INVALID, …) when it has one.
@@ -1118,6 +1140,10 @@ export class ShardEngine {
       if (flight.kind === "tick") return markerStamp(hybridClock.next());
       const stamps = flight.batch.map(() => hybridClock.next());
       flight.stamps = stamps;
+      // Units queued after these may have read their revisions: they take these stamps as prevTs.
+      flight.batch.forEach((queued, index) => {
+        for (const revision of queued.revisions) revision.stamp.ts = stamps[index]!;
+      });
       const records = mergeBatches(flight.batch.map((queued, index) => stampUnit(queued.unit, stamps[index]!)));
       return { records, minTs: stamps[0]!, maxTs: stamps[stamps.length - 1]! };
     });
@@ -1188,9 +1214,11 @@ export class ShardEngine {
     });
     // Committed units move from "in flight" to the recent writes before any caller
     // resumes, so a transaction reading at the new frontier does not conflict with them.
-    batch.forEach((queued, index) => this.recentWrites.add(stamps[index]!, queued.keys));
+    batch.forEach((queued, index) => this.recentWrites.add(stamps[index]!, queued.keys, queued.seq));
+    if (batch.length > 0) this.unitsAcknowledged = batch[batch.length - 1]!.seq;
     this.settlePending(batch);
     batch.forEach((queued, index) => queued.resolve({ ts: stamps[index]!, seqno: segment.header.seqno }));
+    this.wakeAcknowledgedWaiters();
     this.sinceSnapshot.segments++;
     this.sinceSnapshot.bytes += segment.bytes.byteLength;
     this.segmentsWritten++;
@@ -1337,6 +1365,7 @@ export class ShardEngine {
   private becomeStopped(kind: "fenced" | "poisoned", error: CairnError, stepDown?: StepDown): void {
     if (this.currentState.kind !== "writing") return;
     this.currentState = { kind, error };
+    this.wakeAcknowledgedWaiters();
     this.accepting = false;
     this.stopWatchingLease();
     this.failQueued(error);
@@ -1378,9 +1407,71 @@ export class ShardEngine {
     return this.recentWrites.touches(readTs, readSet) || this.pendingKeys.touches(readSet, () => true);
   }
 
+  /**
+   * The check for a transaction that read the pending state up to unit `through`: its
+   * reads by id conflict only with writes of later units (pending, or committed after
+   * that unit's ts); its ranges and receipts, which read the store at readTs alone, with
+   * any write after readTs or pending, as ever.
+   */
+  private pendingReadConflicts(unit: WriteUnit, token: PendingReadToken): boolean {
+    const state = this.currentState;
+    if (state.kind !== "writing" || state.epoch !== token.epoch) return true;
+    const { documents = [], indexRanges, receipts } = unit.readSet ?? {};
+    const others = { ...(indexRanges ? { indexRanges } : {}), ...(receipts ? { receipts } : {}) };
+    if (this.recentWrites.touches(unit.readTs, others) || this.pendingKeys.touches(others, () => true)) return true;
+    if (documents.length === 0) return false;
+    for (const id of documents) if (this.pendingDocuments.writtenAfter(id, token.through)) return true;
+    // Units are acknowledged in queue order: none after `through` is durable yet unless it is.
+    if (token.through > this.unitsAcknowledged) return false;
+    const throughTs = this.recentWrites.tsOfSeq(token.through);
+    return throughTs === null || this.recentWrites.touches(Math.max(unit.readTs, throughTs), { documents });
+  }
+
+  /**
+   * For a mutation run that read the pending state (`read.pendingRead`) and writes nothing:
+   * resolves, once every unit it read is acknowledged, the ts it is serialized at (that of
+   * the last unit its view saw: it read exactly the state there). WRITE_CONFLICT (run it
+   * again) if what it read by range changed since its readTs or is pending, or if a unit
+   * it read failed: its result must never rest on a write that is not durable.
+   */
+  async settleRead(read: Pick<WriteUnit, "readTs" | "readSet" | "conflictsWith"> & { readonly pendingRead: PendingReadToken }): Promise<number> {
+    const token = read.pendingRead;
+    const conflict = () => new CairnError("WRITE_CONFLICT", `shard ${this.shard}: what a read-only transaction read through pending writes changed or failed; it runs again`);
+    const { indexRanges, receipts } = read.readSet ?? {};
+    const others = { ...(indexRanges ? { indexRanges } : {}), ...(receipts ? { receipts } : {}) };
+    if (!this.writesAt(token.epoch) || this.recentWrites.touches(read.readTs, others) || this.pendingKeys.touches(others, () => true)) throw conflict();
+    if (read.conflictsWith && this.conflicts(read.readTs, read.conflictsWith)) throw conflict();
+    while (this.unitsAcknowledged < token.through && this.writesAt(token.epoch)) {
+      await new Promise<void>((resolve) => this.acknowledgedWaiters.push(resolve));
+    }
+    const ts = this.unitsAcknowledged >= token.through ? this.recentWrites.tsOfSeq(token.through) : null;
+    if (ts === null) throw conflict();
+    return ts;
+  }
+
+  private wakeAcknowledgedWaiters(): void {
+    const waiters = this.acknowledgedWaiters;
+    if (waiters.length === 0) return;
+    this.acknowledgedWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * A view of this writer's pending state for one run of a mutation (early lock release:
+   * see PendingView), or null when the engine does not write.
+   */
+  pendingView(): PendingView | null {
+    const state = this.currentState;
+    if (state.kind !== "writing" || !this.accepting) return null;
+    return new PendingView(this.shard, this.readTs, this.unitsQueued, this.unitsAcknowledged, state.epoch, this.pendingDocuments, this.pendingKeys, this.recentWrites);
+  }
+
   /** A queued or in-flight unit left the pending state (committed or failed). */
   private settlePending(units: readonly QueuedUnit[]): void {
-    for (const queued of units) this.pendingKeys.update(queued.keys, (count) => (count === undefined || count <= 1 ? undefined : count - 1));
+    for (const queued of units) {
+      this.pendingKeys.update(queued.keys, (count) => (count === undefined || count <= 1 ? undefined : count - 1));
+      if (queued.revisions.length > 0) this.pendingDocuments.remove(queued.unit.documents.map((write) => write.id), queued.revisions);
+    }
   }
 
   private conflicts(readTs: number, conflictsWith: (key: WrittenKey) => boolean): boolean {

@@ -1,6 +1,7 @@
 import { CairnError, DOCUMENT_BYTES_MAX } from "../base/index.js";
 import { type DocumentId, type ClientReceipt, type DocumentRevision, type IndexUpdate, ROUTE_BYTES } from "../model/index.js";
 import type { RecordBatch } from "../segments/index.js";
+import type { PendingStamp } from "./PendingDocuments.js";
 
 /**
  * What the functions layer hands the shard engine: one transaction's writes, computed
@@ -14,6 +15,11 @@ export interface DocumentWrite {
   readonly value: string | null;
   /** Timestamp of the revision this write replaces (what the transaction read). */
   readonly prevTs: number | null;
+  /**
+   * The revision this write replaces is a pending one, read through a PendingView (prevTs
+   * is null then): its ts, once the writer stamps it, becomes this revision's prevTs.
+   */
+  readonly prevPending?: PendingStamp;
 }
 
 export interface IndexWrite {
@@ -76,6 +82,19 @@ export interface WriteUnit {
    * O(reads)): use it for small loads and tests.
    */
   readonly conflictsWith?: (key: WrittenKey) => boolean;
+  /**
+   * The transaction read the writer's pending state (PendingView.token): its reads by id
+   * saw the units queued up to `through` as well as the store at readTs. Checked against
+   * writes after that unit instead of after readTs; refused (WRITE_CONFLICT) once the
+   * writer is no longer in `epoch`, since the units it read may have failed.
+   */
+  readonly pendingRead?: PendingReadToken;
+}
+
+/** What a transaction that read a writer's pending state commits with (see WriteUnit.pendingRead). */
+export interface PendingReadToken {
+  readonly through: number;
+  readonly epoch: number;
 }
 
 export interface CommitResult {
@@ -120,6 +139,12 @@ export function validateWriteUnit(unit: WriteUnit, unitBytesMax: number): void {
     throw invalidUnit("conflictsWith must be a function when given");
   }
   if (unit.readSet !== undefined) checkReadSet(unit.readSet);
+  if (unit.pendingRead !== undefined) {
+    const token = unit.pendingRead;
+    if (typeof token !== "object" || token === null || !Number.isSafeInteger(token.through) || !Number.isSafeInteger(token.epoch)) {
+      throw invalidUnit("pendingRead must be a PendingView's token");
+    }
+  }
   if (unit.documents.length === 0 && unit.indexWrites.length === 0 && unit.receipt === undefined) {
     throw invalidUnit("a write unit must write something");
   }
@@ -147,6 +172,9 @@ function checkDocumentWrite(write: DocumentWrite, index: number, readTs: number)
   }
   if (write.prevTs !== null && !(Number.isSafeInteger(write.prevTs) && write.prevTs >= 0 && write.prevTs <= readTs)) {
     throw invalidUnit(`${where}.prevTs must be null or an integer in [0, readTs ${readTs}], got ${String(write.prevTs)}`);
+  }
+  if (write.prevPending !== undefined && (write.prevTs !== null || typeof write.prevPending !== "object" || write.prevPending === null)) {
+    throw invalidUnit(`${where}.prevPending must be a pending revision's stamp, with prevTs null`);
   }
 }
 
@@ -193,13 +221,29 @@ function checkReceiptWrite(receipt: ReceiptWrite): void {
   }
 }
 
+function pendingPrevTs(write: DocumentWrite, ts: number): number {
+  const prevTs = write.prevPending!.ts;
+  // The unit it read was queued before this one, so it is stamped first, and lower.
+  if (prevTs === null || prevTs >= ts) throw new CairnError("INTERNAL", `document ${write.id}: the pending revision it replaces was not stamped before it`);
+  return prevTs;
+}
+
 function invalidUnit(reason: string): CairnError {
   return new CairnError("INVALID_ARGUMENT", `invalid write unit: ${reason}`);
 }
 
-/** The unit's records at commit timestamp `ts`. */
-export function stampUnit(unit: WriteUnit, ts: number): RecordBatch {
-  const revisions: DocumentRevision[] = unit.documents.map((write) => ({ ...write, ts }));
+/**
+ * The unit's records at commit timestamp `ts`. A revision replacing a pending one takes
+ * its stamp as prevTs; `provisional` (a check before the unit is queued) leaves it null.
+ */
+export function stampUnit(unit: WriteUnit, ts: number, provisional = false): RecordBatch {
+  const revisions: DocumentRevision[] = unit.documents.map((write) => ({
+    tableNumber: write.tableNumber,
+    id: write.id,
+    value: write.value,
+    prevTs: write.prevPending === undefined || provisional ? write.prevTs : pendingPrevTs(write, ts),
+    ts,
+  }));
   const indexUpdates: IndexUpdate[] = unit.indexWrites.map((write) => ({ ...write, ts }));
   const receipts: ClientReceipt[] = unit.receipt ? [{ ...unit.receipt, ts }] : [];
   return { revisions, indexUpdates, receipts };

@@ -1,7 +1,9 @@
 /** The shard engine, the sharded store over it, verification and resharding. */
 export { ShardEngine, type EngineEvent, type EngineState } from "./ShardEngine.js";
 export { ShardedStore } from "./ShardedStore.js";
-export type { CommitResult, DocumentWrite, IndexWrite, ReadSet, ReceiptWrite, WriteUnit, WrittenKey } from "./WriteUnit.js";
+export type { CommitResult, DocumentWrite, IndexWrite, PendingReadToken, ReadSet, ReceiptWrite, WriteUnit, WrittenKey } from "./WriteUnit.js";
+export type { PendingRevision, PendingStamp } from "./PendingDocuments.js";
+export type { PendingView } from "./PendingView.js";
 export type { CatchUpReport, Vouching } from "./catchUp.js";
 export { resolveTuning, type ShardEngineTuning } from "./engineOptions.js";
 export { reshardObjectStore, type ReshardProgress, type ReshardReport } from "./reshardObjectStore.js";
