@@ -51,6 +51,7 @@ const { values } = parseArgs({
     "read-documents": { type: "string", default: "100000" },
     "read-samples": { type: "string", default: "20000" },
     phases: { type: "string", default: "1,2,3,4" },
+    "pipeline-depth": { type: "string" },
   },
 });
 const options = {
@@ -62,6 +63,8 @@ const options = {
   readDocuments: Number(values["read-documents"]),
   readSamples: Number(values["read-samples"]),
   phases: new Set(values.phases.split(",").map(Number)),
+  /** The writers' pipelineDepth (segments in flight); undefined: the engine's default. */
+  pipelineDepth: values["pipeline-depth"] === undefined ? undefined : Number(values["pipeline-depth"]),
 };
 
 interface LoopFigures {
@@ -131,7 +134,7 @@ interface FunctionsWriter {
 /** A one-shard writer under its own prefix with the bench app's runtime on it; closing the writer closes the store. */
 async function openFunctionsWriter(endpoint: RemoteEndpoint, directory: string, name: string): Promise<FunctionsWriter> {
   const store = endpoint.store(`${name}/`);
-  const writer = await openBenchWriter(store, directory, name);
+  const writer = await openBenchWriter(store, directory, name, options.pipelineDepth === undefined ? {} : { pipelineDepth: options.pipelineDepth });
   try {
     const app = App.fromModule(benchApp, "bench/functionsSupport/benchApp.ts");
     const catalog = await resolveCatalog(store, app.schema, systemRandom);

@@ -47,6 +47,8 @@ export type OpenLoopOptions = Pick<
   | "openLoopCostSeconds"
   | "openLoopCostRate"
   | "idleSeconds"
+  | "openLoopRates"
+  | "pipelineDepth"
 >;
 
 export const OPEN_LOOP_P99_ROUND_TRIPS_MAX = 6;
@@ -62,6 +64,7 @@ export interface LatencyBound {
 export type MeasuredTuning = Pick<
   ShardEngineTuning,
   | "verify"
+  | "pipelineDepth"
   | "heartbeatIntervalMs"
   | "maintenanceIntervalMs"
   | "snapshotEverySegments"
@@ -106,8 +109,13 @@ export async function measureOpenLoop(
   latencyBound: LatencyBound,
 ): Promise<OpenLoopFigures> {
   const events = new EngineEventTally();
-  const shard = await preloadShard(endpoint, directory, options.openLoopDocuments, options.buildUnitDocuments, (event) =>
-    events.observe(event),
+  const shard = await preloadShard(
+    endpoint,
+    directory,
+    options.openLoopDocuments,
+    options.buildUnitDocuments,
+    (event) => events.observe(event),
+    options.pipelineDepth === null ? {} : { pipelineDepth: options.pipelineDepth },
   );
   try {
     await endpoint.latencyOn();
@@ -146,6 +154,14 @@ async function searchRate(
 ): Promise<{ steps: WindowFigures[]; maxSustainedRate: number | null; maxKeptUpRate: number | null }> {
   const search = new RateSearch({ startRate: options.openLoopStartRate, maxRate: options.openLoopMaxRate, bisections: options.openLoopBisections });
   const steps: WindowFigures[] = [];
+  // Fixed rates first: p50/p99 where a reader wants them, whatever the search visits.
+  for (const rate of options.openLoopRates) {
+    progress(`${rate} mutations/s (fixed): ${options.openLoopWarmupSeconds} s warm-up + ${options.openLoopSeconds} s measured…`);
+    const step = await runOpenLoopWindow(target, { rate, warmupSeconds: options.openLoopWarmupSeconds, measuredSeconds: options.openLoopSeconds }, bound.p99MsMax);
+    steps.push(step);
+    progress(`  ${step.completionsPerSecond} commits/s, p50 ${step.commit.p50Ms} ms, p99 ${step.commit.p99Ms} ms: ${verdictOf(step)}`);
+    assertStillWriting(target, step);
+  }
   for (let rate = search.next; rate !== null; rate = search.next) {
     progress(`${rate} mutations/s: ${options.openLoopWarmupSeconds} s warm-up + ${options.openLoopSeconds} s measured…`);
     const step = await runOpenLoopWindow(
@@ -235,9 +251,10 @@ function assertStillWriting(target: OpenLoopTarget, window: WindowFigures): void
 
 function measuredTuning(tuning: ShardEngineTuning): MeasuredTuning {
   const { verify, heartbeatIntervalMs, maintenanceIntervalMs, snapshotEverySegments, snapshotEveryBytes, snapshotEveryMs } = tuning;
-  const { gcIntervalMs, gcSweepEveryRuns, flushUnitsMax } = tuning;
+  const { gcIntervalMs, gcSweepEveryRuns, flushUnitsMax, pipelineDepth } = tuning;
   return {
     verify,
+    pipelineDepth,
     heartbeatIntervalMs,
     maintenanceIntervalMs,
     snapshotEverySegments,

@@ -55,6 +55,10 @@ export interface CommitBenchOptions {
   readonly openLoopCostRate: number | null;
   /** Length of the idle window whose requests are scaled to one shard-hour. */
   readonly idleSeconds: number;
+  /** Rates measured one window each before the search (`--open-loop-rates 1000,3000,6000`), for fixed-rate p50/p99. */
+  readonly openLoopRates: readonly number[];
+  /** The measured writer's pipelineDepth (segments in flight); null: the engine's default. */
+  readonly pipelineDepth: number | null;
   /**
    * Where the bootstrap child processes write CPU profiles (`node --cpu-prof`), or null.
    * (The benchmark's own process is profiled with `node --cpu-prof --import tsx bench/commit.ts`;
@@ -86,6 +90,8 @@ export const COMMIT_BENCH_DEFAULTS: CommitBenchOptions = {
   // Above the default GC interval (60 s), so a GC pass always falls inside.
   openLoopCostSeconds: 70,
   openLoopCostRate: null,
+  openLoopRates: [],
+  pipelineDepth: null,
   // One default GC interval: a window of whole intervals holds as many GC passes as an
   // hour has per interval, so the scaled figure is not skewed by where a pass fell.
   idleSeconds: 120,
@@ -121,7 +127,7 @@ const NUMERIC_FLAGS: Readonly<Record<string, readonly [NumericOption, ValueKind]
 };
 
 /** Flags whose value is not a number (`--with-index` takes none). */
-const OTHER_FLAGS = ["--phases", "--latency", "--open-loop-cost-rate", "--child-cpu-prof-dir"] as const;
+const OTHER_FLAGS = ["--phases", "--latency", "--open-loop-cost-rate", "--child-cpu-prof-dir", "--open-loop-rates", "--pipeline-depth"] as const;
 type OtherFlag = (typeof OTHER_FLAGS)[number];
 
 type MutableOptions = { -readonly [K in keyof CommitBenchOptions]: CommitBenchOptions[K] };
@@ -163,6 +169,17 @@ function parseOtherFlag(options: MutableOptions, flag: OtherFlag, text: string |
       return;
     case "--open-loop-cost-rate":
       options.openLoopCostRate = parseValue(flag, text, "count");
+      return;
+    case "--open-loop-rates": {
+      const rates = (text ?? "").split(",").map((part) => Number(part.trim()));
+      if (rates.length === 0 || !rates.every((rate) => Number.isSafeInteger(rate) && rate >= 1)) {
+        throw new CairnError("INVALID_ARGUMENT", `--open-loop-rates takes a comma-separated list of positive integers, got ${JSON.stringify(text)}`);
+      }
+      options.openLoopRates = rates;
+      return;
+    }
+    case "--pipeline-depth":
+      options.pipelineDepth = parseValue(flag, text, "count");
       return;
     case "--child-cpu-prof-dir":
       if (text === undefined || text === "" || text.startsWith("--")) {

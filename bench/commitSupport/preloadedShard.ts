@@ -5,6 +5,7 @@ import { SeededRandom } from "../../src/base/random.js";
 import type { SnapshotPointer } from "../../src/manifest/Manifest.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
 import type { EngineEvent } from "../../src/shard/ShardEngine.js";
+import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
 import { openBenchWriter, type BenchWriter } from "./BenchWriter.js";
 import { round } from "./LatencySummary.js";
 import { preloadUnit } from "./openLoopMutations.js";
@@ -53,6 +54,8 @@ export async function preloadShard(
   documents: number,
   unitDocuments: number,
   onEvent: (event: EngineEvent) => void,
+  /** The measured writer's tuning beyond the defaults. */
+  tuning: Partial<ShardEngineTuning> = {},
 ): Promise<PreloadedShard> {
   await endpoint.latencyOff();
   const builder = await openBenchWriter(endpoint.store(PREFIX), directory, WRITER_NAME, { maintenanceIntervalMs: DRIVER_NEVER_MS });
@@ -66,7 +69,7 @@ export async function preloadShard(
   progress(`snapshot at seqno ${pointer.seqno}: ${pointer.parts} parts, ${pointer.bytes} bytes; the measured writer opens the file…`);
   const localFileBytes = await fileBytes(builder.localPath);
   const reopenStartedMs = performance.now();
-  const writer = await openBenchWriter(endpoint.store(PREFIX), directory, WRITER_NAME, {}, onEvent);
+  const writer = await openBenchWriter(endpoint.store(PREFIX), directory, WRITER_NAME, tuning, onEvent);
   return {
     writer,
     ids: built.ids,

@@ -45,12 +45,20 @@ import type { FunctionLogEntry } from "./FunctionLogEntry.js";
  *   the snapshot at the shard's readTs, then commits its writes with its read set; the
  *   engine refuses the commit (WRITE_CONFLICT) if any write committed or queued after
  *   readTs touches what it read. The runtime then re-runs it, at most
- *   MUTATION_ATTEMPTS_MAX times in all: each re-run first waits for the commits in flight
- *   (which it would otherwise conflict with again at once), then queues behind other
- *   re-runs whose first read was the same (a document, or an index range's start): the
- *   hot row contenders race for is nearly always what they read first, so N contenders
- *   take N flushes instead of N² attempts, while re-runs on different rows proceed side by
- *   side. A first run that finds re-runs queued on its own first read queues behind them
+ *   MUTATION_ATTEMPTS_MAX times in all, queued behind other re-runs whose first read was
+ *   the same (a document, or an index range's start): the hot row contenders race for is
+ *   nearly always what they read first, so N contenders take N runs instead of N²
+ *   attempts, while re-runs on different rows proceed side by side.
+ * - Early lock release (DESIGN.md §4): on a shard whose writer lends its pending state
+ *   (ShardAccess.pendingView, .enqueue), a mutation's reads by id see the writes queued or
+ *   in flight there, and its commit carries the view's token: it is acknowledged after
+ *   them and fails with them. A re-run leaves the lane as soon as its unit is queued, so
+ *   the next re-run on the same row reads it pending: contenders on a hot row commit one
+ *   after another without waiting for a flush each. Without a view (or when a range read
+ *   found pending writes in its range) a re-run first waits for the commits in flight,
+ *   which it would otherwise conflict with again at once. A run that writes nothing but
+ *   read pending writes answers once they are durable (settleRead).
+ * - A first run that finds re-runs queued on its own first read queues behind them
  *   instead of committing (it would most likely make them lose again). From the third
  *   attempt on a re-run also sleeps a jittered backoff. `ctx.now()` and `ctx.random()`
  *   repeat in every re-run.
@@ -83,6 +91,12 @@ export interface ShardAccess {
   readonly readTs: number;
   readonly local: LocalStore;
   commit(unit: WriteUnit): Promise<CommitResult>;
+  /**
+   * `commit` that throws its refusals at once and returns once the unit is queued (the
+   * promise settles with its durability): re-runs on a hot key then follow each other
+   * without waiting for a flush. Optional: without it, `commit`.
+   */
+  enqueue?(unit: WriteUnit): Promise<CommitResult>;
   /**
    * The writer's pending state for one mutation run (early lock release: reads by id see
    * writes queued but not yet durable), or null where the shard is not written here.
@@ -198,9 +212,11 @@ interface Placement {
   readonly route: Uint8Array | null;
 }
 
-/** A run that committed, or one to run again: after the commits issued up to `ticket` settle, in the lane of `laneKey`. */
+/** A run that is done, queued on its writer, or to run again in the lane of `laneKey`. */
 type Attempt =
   | { readonly kind: "done"; readonly run: MutationRun }
+  /** Queued on its shard's writer: `durable` settles with its commit. */
+  | { readonly kind: "queued"; readonly durable: Promise<MutationRun> }
   /**
    * Run again, after the commits issued up to `ticket` settled when `waitForCommits` (the
    * run read without them and would lose again), else at once: a shard that lends its
@@ -430,6 +446,8 @@ export class FunctionRuntime {
           ? await run(false)
           : await this.inLane(previous.laneKey, () => this.afterBackoff(attempt, previous.waitForCommits ? previous.ticket : 0, () => run(true)));
       if (outcome.kind === "done") return outcome.run;
+      // Out of the lane first: the next re-run on this key reads this one's pending write.
+      if (outcome.kind === "queued") return outcome.durable;
       again = { laneKey: previous?.laneKey ?? outcome.laneKey, ticket: outcome.ticket, waitForCommits: outcome.waitForCommits };
     }
     throw new CairnError("WRITE_CONFLICT", `mutation ${path} lost ${MUTATION_ATTEMPTS_MAX} optimistic-concurrency races in a row; retry later`, {
@@ -479,14 +497,21 @@ export class FunctionRuntime {
       this.laneDeferrals++;
       return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
     }
+    const shard = this.shards.shards[run.lane]!;
+    let durable: Promise<CommitResult>;
     try {
-      const { ts } = await this.commitTracked(this.shards.shards[run.lane]!, prepared.unit);
-      return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes) };
+      if (shard.enqueue !== undefined) {
+        durable = this.commitTracked(shard, prepared.unit, true);
+      } else {
+        await (durable = this.commitTracked(shard, prepared.unit, false));
+      }
     } catch (error) {
       if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
       this.conflictCount++;
       return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
     }
+    const { value, writes } = prepared;
+    return { kind: "queued", durable: durable.then(({ ts }) => mutationRun(value, ts, false, run.attempt, writes)) };
   }
 
   /**
@@ -579,15 +604,15 @@ export class FunctionRuntime {
    * Tickets increase and a Set iterates in insertion order, so the first ticket of
    * `commitsInFlight` is the oldest one still unsettled.
    */
-  private async commitTracked(shard: ShardAccess, unit: WriteUnit): Promise<CommitResult> {
+  private commitTracked(shard: ShardAccess, unit: WriteUnit, enqueue: boolean): Promise<CommitResult> {
+    // Enqueued: a refusal throws here, before any ticket (nothing was issued).
+    const durable = enqueue ? shard.enqueue!(unit) : shard.commit(unit);
     const ticket = ++this.commitsIssued;
     this.commitsInFlight.add(ticket);
-    try {
-      return await shard.commit(unit);
-    } finally {
+    return durable.finally(() => {
       this.commitsInFlight.delete(ticket);
       this.wakeSettledWaiters();
-    }
+    });
   }
 
   /** Resolves once every commit with a ticket up to `ticket` has settled. */

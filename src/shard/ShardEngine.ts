@@ -678,20 +678,29 @@ export class ShardEngine {
    * InvalidInput error (nothing written).
    */
   commit(unit: WriteUnit): Promise<CommitResult> {
-    const state = this.currentState;
-    if (state.kind !== "writing" || !this.accepting) return Promise.reject(this.notWritingError());
     try {
-      validateWriteUnit(unit, this.tuning.unitBytesMax);
-      if (unit.readTs > this.readTs) {
-        throw new CairnError("INVALID_ARGUMENT", `readTs ${unit.readTs} is ahead of the shard's frontier ${this.readTs}`);
-      }
-      this.checkApplicable(unit);
-      const readSetConflicts = unit.pendingRead !== undefined ? this.pendingReadConflicts(unit, unit.pendingRead) : unit.readSet !== undefined && this.readSetConflicts(unit.readTs, unit.readSet);
-      if (readSetConflicts || (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith))) {
-        throw new CairnError("WRITE_CONFLICT", `shard ${this.shard}: a write after ts ${unit.readTs} changed what the transaction read`);
-      }
+      return this.enqueue(unit);
     } catch (error) {
       return Promise.reject(error);
+    }
+  }
+
+  /**
+   * `commit`, with every refusal thrown at once: once it returns, the unit is queued — its
+   * writes are pending (a PendingView shows them) and the promise settles with its
+   * durability. A caller serializing transactions on a hot key moves on at that point.
+   */
+  enqueue(unit: WriteUnit): Promise<CommitResult> {
+    const state = this.currentState;
+    if (state.kind !== "writing" || !this.accepting) throw this.notWritingError();
+    validateWriteUnit(unit, this.tuning.unitBytesMax);
+    if (unit.readTs > this.readTs) {
+      throw new CairnError("INVALID_ARGUMENT", `readTs ${unit.readTs} is ahead of the shard's frontier ${this.readTs}`);
+    }
+    this.checkApplicable(unit);
+    const readSetConflicts = unit.pendingRead !== undefined ? this.pendingReadConflicts(unit, unit.pendingRead) : unit.readSet !== undefined && this.readSetConflicts(unit.readTs, unit.readSet);
+    if (readSetConflicts || (unit.conflictsWith && this.conflicts(unit.readTs, unit.conflictsWith))) {
+      throw new CairnError("WRITE_CONFLICT", `shard ${this.shard}: a write after ts ${unit.readTs} changed what the transaction read`);
     }
     return new Promise<CommitResult>((resolve, reject) => {
       const keys = writtenKeys(unit);
