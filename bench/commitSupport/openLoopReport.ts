@@ -17,7 +17,7 @@ export function openLoopLines(figures: OpenLoopFigures): TableLine[] {
         `latency: ${figures.latencyModel}`,
         `mutation: read 1 random document at the read ts; ${updatePercent}% update it (prevTs = the version read, its index`,
         `  entry moved), ${100 - updatePercent}% insert one with its index entry; OCC read set on the document read; a receipt`,
-        `engine: default tuning but pipelineDepth ${tuning.pipelineDepth}, heartbeat and maintenance drivers running (verify ${tuning.verify}, heartbeat every`,
+        `engine: pipelineDepth ${tuning.pipelineDepth}, otherwise the default tuning; heartbeat and maintenance drivers running (verify ${tuning.verify}, heartbeat every`,
         `  ${tuning.heartbeatIntervalMs / 1000} s, snapshot every ${tuning.snapshotEverySegments} segments / ${mib(tuning.snapshotEveryBytes)} MiB / ` +
           `${tuning.snapshotEveryMs / 60_000} min, GC every ${tuning.gcIntervalMs / 1000} s)`,
         "limit: λB + 3√(λB), λB being the mutations in flight if every one took the bound B;",
