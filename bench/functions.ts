@@ -13,6 +13,13 @@
  *    `--hot-documents` counters picked at random (get, patch value + 1): commits/s,
  *    re-runs per commit, mutations that gave up; the counters' total is checked against
  *    the commits acknowledged.
+ * 5. The realistic mutation through the runtime: `--clients` clients each looping
+ *    `runMutation("rows:move")` with a receipt (clientId, seq) on a shard of
+ *    `--move-documents` rows — read one random row, move it to another group (its index
+ *    entry moves), OCC read set: mutations/s, p50/p99, and the main thread's busy time per
+ *    mutation (event-loop utilization × wall time / mutations; folds and checkpoints run on
+ *    worker threads and are not in it). Target (issue 27): ≤ 60 µs. Profile it with
+ *    `node --expose-gc --cpu-prof --import tsx bench/functions.ts --phases 5`.
  * 4. Reads on a warm local store of `--read-documents` documents (groups of 100 by an
  *    index), latency off: `runQuery("rows:get")` of a random id and
  *    `runQuery("rows:group")` (a 100-row index range), each timed end to end through the
@@ -50,6 +57,7 @@ const { values } = parseArgs({
     "hot-documents": { type: "string", default: "10" },
     "read-documents": { type: "string", default: "100000" },
     "read-samples": { type: "string", default: "20000" },
+    "move-documents": { type: "string", default: "100000" },
     phases: { type: "string", default: "1,2,3,4" },
     "pipeline-depth": { type: "string" },
   },
@@ -62,6 +70,7 @@ const options = {
   hotDocuments: Number(values["hot-documents"]),
   readDocuments: Number(values["read-documents"]),
   readSamples: Number(values["read-samples"]),
+  moveDocuments: Number(values["move-documents"]),
   phases: new Set(values.phases.split(",").map(Number)),
   /** The writers' pipelineDepth (segments in flight); undefined: the engine's default. */
   pipelineDepth: values["pipeline-depth"] === undefined ? undefined : Number(values["pipeline-depth"]),
@@ -88,6 +97,8 @@ async function main(): Promise<void> {
     const distinct = options.phases.has(2) ? await measureDistinct(endpoint, directory) : skippedLoop();
     progress(`3. contention: ${options.hotClients} clients on ${options.hotDocuments} hot counters…`);
     const contention = options.phases.has(3) ? await measureContention(endpoint, directory) : skippedContention();
+    progress(`5. the realistic mutation: ${options.clients} clients calling rows:move on ${options.moveDocuments} rows…`);
+    const realistic = options.phases.has(5) ? await measureRealistic(endpoint, directory) : skippedRealistic();
     await endpoint.latencyOff();
     progress(`4. reads on a warm store of ${options.readDocuments} documents…`);
     const reads = options.phases.has(4) ? await measureReads(endpoint, directory) : skippedReads();
@@ -97,6 +108,7 @@ async function main(): Promise<void> {
       raw: { clients: raw.writers, mutationsPerSecond: raw.mutationsPerSecond, commit: raw.commit },
       distinct: { ...distinct, ratioToRaw: ratio, ratioTarget: 0.8 },
       contention,
+      realistic,
       reads,
     };
     const lines: TableLine[] = [
@@ -114,6 +126,11 @@ async function main(): Promise<void> {
       ["gave up (WRITE_CONFLICT after all attempts)", String(contention.gaveUp), ""],
       ["  call p50 / p99", latencies(contention.latency), ""],
       ["counters' total = commits acknowledged", contention.totalMatches ? "yes" : "NO", ""],
+      `5. the realistic mutation (rows:move: get + patch moving its index entry, a receipt), ${options.clients} clients on ${realistic.documents} rows`,
+      ["mutations/s", String(realistic.mutationsPerSecond), ""],
+      ["  call p50 / p99", latencies(realistic.latency), ""],
+      ["main thread busy per mutation (event-loop utilization)", `${realistic.mainThreadMicrosPerMutation} µs`, verdict(realistic.mainThreadMicrosPerMutation <= 60, "≤ 60 µs")],
+      ["process CPU per mutation (all threads)", `${realistic.cpuMicrosPerMutation} µs`, ""],
       `4. reads through the runtime, warm local store of ${reads.documents} documents (latency off)`,
       ["runQuery get p50 / p99", `${reads.get.p50Us} / ${reads.get.p99Us} µs`, verdict(reads.get.p50Us <= 20, "p50 ≤ 20 µs")],
       ["runQuery 100-row index range p50 / p99", `${reads.range.p50Us} / ${reads.range.p99Us} µs`, verdict(reads.range.p50Us <= 1000, "p50 ≤ 1,000 µs")],
@@ -146,7 +163,12 @@ async function openFunctionsWriter(endpoint: RemoteEndpoint, directory: string, 
 }
 
 /** Runs `clients` loops of `call` for a warm-up and a measured window; counts the calls that finished inside it. */
-async function closedLoop(clients: number, call: (client: number, n: number) => Promise<unknown>): Promise<LoopFigures & { failures: Map<string, number> }> {
+async function closedLoop(
+  clients: number,
+  call: (client: number, n: number) => Promise<unknown>,
+  /** Called as the measured window opens and as it closes. */
+  hooks: { readonly onOpen?: () => void; readonly onClose?: () => void } = {},
+): Promise<LoopFigures & { failures: Map<string, number> }> {
   const window = { measuring: false, stop: false, latenciesMs: [] as number[], failures: new Map<string, number>() };
   const loop = async (client: number) => {
     for (let n = 0; !window.stop; n++) {
@@ -169,9 +191,11 @@ async function closedLoop(clients: number, call: (client: number, n: number) => 
   try {
     await Promise.race([sleep(options.warmupSeconds * 1000), failed]);
     window.measuring = true;
+    hooks.onOpen?.();
     const startedMs = performance.now();
     await Promise.race([sleep(options.seconds * 1000), failed]);
     window.measuring = false;
+    hooks.onClose?.();
     const measuredSeconds = (performance.now() - startedMs) / 1000;
     const mutations = window.latenciesMs.length;
     return {
@@ -229,6 +253,59 @@ async function measureContention(endpoint: RemoteEndpoint, directory: string) {
   } finally {
     await writer.close();
   }
+}
+
+async function measureRealistic(endpoint: RemoteEndpoint, directory: string) {
+  const { writer, runtime } = await openFunctionsWriter(endpoint, directory, "realistic");
+  try {
+    await endpoint.latencyOff();
+    const ids: string[] = [];
+    for (let from = 0; from < options.moveDocuments; from += 5_000) {
+      const count = Math.min(5_000, options.moveDocuments - from);
+      ids.push(...((await runtime.runMutation("rows:fill", { from, count, groupSize: 100 })).value as string[]));
+    }
+    await writer.local.flush();
+    await endpoint.latencyOn();
+    (globalThis as { gc?: () => void }).gc?.();
+    const random = new SeededRandom(17);
+    const groups = Math.ceil(options.moveDocuments / 100);
+    let busy: { elu: ReturnType<typeof performance.eventLoopUtilization>; cpu: NodeJS.CpuUsage; mutations: number } | null = null;
+    let mutations = 0;
+    const figures = await closedLoop(
+      options.clients,
+      async (client, n) => {
+        await runtime.runMutation(
+          "rows:move",
+          { id: ids[Math.floor(random.float() * ids.length)]!, group: Math.floor(random.float() * groups) },
+          { clientId: `client-${client}`, seq: n + 1, ...(n > 0 ? { ackedThrough: n } : {}) },
+        );
+        mutations++;
+      },
+      {
+        onOpen: () => (busy = { elu: performance.eventLoopUtilization(), cpu: process.cpuUsage(), mutations }),
+        onClose: () => {
+          const start = busy!;
+          const elu = performance.eventLoopUtilization(start.elu);
+          const cpu = process.cpuUsage(start.cpu);
+          const done = Math.max(1, mutations - start.mutations);
+          busy = { elu, cpu, mutations: done };
+        },
+      },
+    );
+    const measured = busy!;
+    return {
+      documents: options.moveDocuments,
+      ...figures,
+      mainThreadMicrosPerMutation: Math.round((measured.elu.active * 1000) / measured.mutations),
+      cpuMicrosPerMutation: Math.round((measured.cpu.user + measured.cpu.system) / measured.mutations),
+    };
+  } finally {
+    await writer.close();
+  }
+}
+
+function skippedRealistic(): Awaited<ReturnType<typeof measureRealistic>> {
+  return { documents: 0, ...skippedLoop(), failures: new Map(), mainThreadMicrosPerMutation: Number.NaN, cpuMicrosPerMutation: Number.NaN };
 }
 
 async function measureReads(endpoint: RemoteEndpoint, directory: string) {

@@ -50,6 +50,16 @@ export const functions = {
         return ids;
       },
     }),
+    /** The realistic mutation: read a row, move it to another group (its index entry moves), return what it was. */
+    move: mutation({
+      args: { id: v.id("rows"), group: v.number() },
+      handler: async (ctx, { id, group }) => {
+        const row = await ctx.db.get(id);
+        if (row === null) throw new Error(`no row ${id}`);
+        await ctx.db.patch(id, { group, n: row.n + 1 });
+        return row.group;
+      },
+    }),
     get: query({ args: { id: v.id("rows") }, handler: async (ctx, { id }) => ctx.db.get(id) }),
     group: query({
       args: { group: v.number() },
