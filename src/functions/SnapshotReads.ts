@@ -44,6 +44,12 @@ export class SnapshotReads {
    * flight are durable. Null: no read refused.
    */
   refusal: "stale" | "pending" | null = null;
+  /**
+   * Documents this run read by id, as found (text, ts, pending stamp): a second read of
+   * one (a get, then the patch that re-reads it) neither asks the store again nor records
+   * the read twice. Decoded afresh every time: the handler may change what it was given.
+   */
+  private readonly readById = new Map<DocumentId, { readonly text: string | null; readonly ts: number | null; readonly stamp?: PendingStamp }>();
 
   constructor(
     readonly lanes: readonly LocalStore[],
@@ -94,16 +100,23 @@ export class SnapshotReads {
     const { table, id: canonical } = this.catalog.tableOfId(id);
     const pending = this.pending?.get(canonical);
     if (pending !== undefined) return { table, id: canonical, document: pending.after === null ? null : structuredClone(pending.after), ts: null };
+    const known = this.readById.get(canonical);
+    if (known !== undefined) {
+      const document = known.text === null ? null : decodeDocument(canonical, known.text);
+      return { table, id: canonical, document, ts: known.ts, ...(known.stamp ? { stamp: known.stamp } : {}) };
+    }
     const lane = laneOfId(table, canonical, this.lanes.length);
     this.checkLane(lane, () => `document ${canonical} of ${table.name}`);
     this.recorder.countRows(1);
     this.recorder.document(table.number, canonical);
     const revision = this.viewed(canonical);
     if (revision !== undefined) {
+      this.readById.set(canonical, { text: revision.value, ts: null, stamp: revision.stamp });
       const document = revision.value === null ? null : decodeDocument(canonical, revision.value);
       return { table, id: canonical, document, ts: null, stamp: revision.stamp };
     }
     const version = this.lanes[lane]!.get(canonical, this.readTs);
+    this.readById.set(canonical, { text: version?.value ?? null, ts: version?.ts ?? null });
     if (version === null) return { table, id: canonical, document: null, ts: null };
     return { table, id: canonical, document: decodeDocument(canonical, version.value), ts: version.ts };
   }
