@@ -185,6 +185,9 @@ export const LOCAL_FOLD_DELAY_MS = 250;
  * are ~300 MiB of JS heap; the writer's own commits never get near it.
  */
 export const LOCAL_OVERLAY_ROWS_MAX = 300_000;
+
+/** Clients' receipt floors a local store keeps in memory (~100 bytes each) before it clears them and reads them again. */
+export const LOCAL_FLOOR_CACHE_ENTRIES_MAX = 100_000;
 /**
  * The same bound in bytes of the rows' values, ids and keys: rows of large documents
  * reach it long before the row bound (300,000 rows of 1 MiB documents would not fit in

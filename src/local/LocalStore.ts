@@ -10,6 +10,7 @@ import {
   LOCAL_FOLD_MIN_BYTES,
   LOCAL_OVERLAY_BYTES_MAX,
   LOCAL_OVERLAY_ROWS_MAX,
+  LOCAL_FLOOR_CACHE_ENTRIES_MAX,
   LOCAL_WAL_RESTART_BYTES,
   LOCAL_PRUNE_BATCH_ROWS,
   LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT as RESTORE_CHUNKS_PER_CHECKPOINT,
@@ -192,6 +193,14 @@ export class LocalStore {
   private roomWaiters: (() => void)[] = [];
   /** Receipts below this ts were pruned since open (0: none; no receipt has a negative ts). */
   private receiptsPrunedBelowTs = 0;
+  /**
+   * Clients' floors as `receiptFloor` last found them (overlay and file together), keyed
+   * by client and owner: every mutation with a receipt asks, and the answer changes only
+   * when a receipt raising it is applied (kept current here), a prune drops receipts or a
+   * restore replaces the store (both clear it). Folds move receipts from the overlay to
+   * the file and change no floor. Bounded: cleared when full.
+   */
+  private readonly floorCache = new Map<string, number>();
   /** Receipts holding their client's floor below this ts were pruned since open (0: none). */
   private floorsPrunedBelowTs = 0;
   /** Where the bounded sweep of index entries by pruneHistoryStep continues (null: from the start). */
@@ -274,6 +283,12 @@ export class LocalStore {
     else this.checkApplicable(batch);
     const meta = mergeMetaUpdate(this.currentMeta, batch.meta);
     this.overlay.add({ revisions: [...batch.revisions], indexUpdates: [...batch.indexUpdates], receipts: [...batch.receipts], meta });
+    for (const receipt of batch.receipts) {
+      if (!receipt.floorSeq) continue;
+      const key = floorCacheKey(receipt.clientId, receipt.owner ?? null);
+      const cached = this.floorCache.get(key);
+      if (cached !== undefined && receipt.floorSeq > cached) this.floorCache.set(key, receipt.floorSeq);
+    }
     this.currentMeta = meta;
     this.appliedBatches++;
     this.scheduleFold();
@@ -530,7 +545,13 @@ export class LocalStore {
   receiptFloor(clientId: string, owner: string | null): number {
     this.assertOpen();
     checkReceiptKey(clientId, 0);
-    return Math.max(this.overlay.receiptFloor(clientId, owner), this.statements.receiptFloor.get(clientId, owner) ?? 0);
+    const key = floorCacheKey(clientId, owner);
+    const cached = this.floorCache.get(key);
+    if (cached !== undefined) return cached;
+    const floor = Math.max(this.overlay.receiptFloor(clientId, owner), this.statements.receiptFloor.get(clientId, owner) ?? 0);
+    if (this.floorCache.size >= LOCAL_FLOOR_CACHE_ENTRIES_MAX) this.floorCache.clear();
+    this.floorCache.set(key, floor);
+    return floor;
   }
 
   /**
@@ -613,6 +634,7 @@ export class LocalStore {
         }
         // In the same macrotask as the swap: no read sees the new file with the old overlay.
         this.overlay.clear();
+        this.floorCache.clear();
         this.receiptsPrunedBelowTs = 0;
         this.floorsPrunedBelowTs = 0;
         this.sweepCursor = null;
@@ -821,6 +843,8 @@ export class LocalStore {
     floorsBelowTs: number,
     sweep: { from: SweepCursor | null; maxRows: number; begin?: boolean; owed?: boolean },
   ): PruneStats {
+    // A floor's receipt may be pruned (floorsBelowTs): the floors are found again.
+    this.floorCache.clear();
     const receipts = { belowTs: receiptsBelowTs, floorsBelowTs, examinedFromTs: this.receiptsPrunedBelowTs };
     this.receiptsPrunedBelowTs = Math.max(this.receiptsPrunedBelowTs, receiptsBelowTs);
     this.floorsPrunedBelowTs = Math.max(this.floorsPrunedBelowTs, floorsBelowTs);
@@ -867,4 +891,9 @@ export class LocalStore {
       throw new CairnError("LOCAL_BUSY", `local store of shard ${this.currentMeta.shard} is being restored`);
     }
   }
+}
+
+function floorCacheKey(clientId: string, owner: string | null): string {
+  // The owner's length first: no two (owner, clientId) pairs, null owner included, share a key.
+  return owner === null ? `-${clientId}` : `${owner.length}:${owner}${clientId}`;
 }

@@ -83,4 +83,48 @@ describe("receipt floors", () => {
     await restoreSnapshot({ store: bucket, deploymentId: DEPLOYMENT, shard: 0, pointer, local: target });
     expectFloored(target);
   });
+
+  it("answers every floor read, remembered or not, as the store holds it: after a raise, a fold, a prune and a reset", async () => {
+    const path = dirs.file();
+    const store = stores.open(path);
+    // What a store that never read a floor before answers: the truth, from the file.
+    const fresh = async (clientId: string, owner: string | null) => {
+      await store.flush();
+      const other = stores.open(path);
+      try {
+        return other.receiptFloor(clientId, owner);
+      } finally {
+        other.close();
+      }
+    };
+    seed(store);
+    expect(store.receiptFloor("phone", "user:ada")).toBe(4); // now remembered
+    expect(store.receiptFloor("phone", "")).toBe(0);
+    // A receipt raising a remembered floor, read before and after its fold.
+    store.apply(batch({ receipts: [owned("phone", 9, 15, "user:ada", 9)], meta: { appliedSeqno: 3, frontierTs: 15 } }));
+    expect(store.receiptFloor("phone", "user:ada")).toBe(9);
+    expect(await fresh("phone", "user:ada")).toBe(9);
+    expect(store.receiptFloor("phone", "user:ada")).toBe(9);
+    // A receipt of a null owner and one of the owner "" are two clients' floors, never one.
+    store.apply(
+      batch({
+        receipts: [
+          { clientId: "phone", seq: 20, ts: 16, result: "1", route: null, owner: "", floorSeq: 20 },
+          { clientId: "tablet", seq: 5, ts: 16, result: "1", route: null },
+        ],
+        meta: { appliedSeqno: 4, frontierTs: 16 },
+      }),
+    );
+    expect(store.receiptFloor("phone", "")).toBe(20);
+    expect(store.receiptFloor("phone", null)).toBe(0);
+    // Pruning receipts that held floors lowers them: the store reads them again.
+    await store.pruneHistory(17, 17, 17);
+    const afterPrune = await fresh("phone", "user:ada");
+    expect(store.receiptFloor("phone", "user:ada")).toBe(afterPrune);
+    expect(store.receiptFloor("phone", "")).toBe(await fresh("phone", ""));
+    // A reset (a restore of nothing) forgets them all.
+    await store.reset();
+    expect(store.receiptFloor("phone", "user:ada")).toBe(0);
+    expect(store.receiptFloor("phone", "")).toBe(0);
+  });
 });
