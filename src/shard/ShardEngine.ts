@@ -229,6 +229,8 @@ interface Flight {
   outcome: { readonly verdict: CommitVerdict } | { readonly error: unknown } | null;
   /** Failed or given up on with everything after it: its task ends without a word. */
   abandoned: boolean;
+  /** Its create and verification (fly); settles without throwing. */
+  task: Promise<void>;
 }
 
 export class ShardEngine {
@@ -255,8 +257,6 @@ export class ShardEngine {
   private queue: QueuedUnit[] = [];
   /** Segments in flight, in log order: built, being created or verified, not yet acknowledged. */
   private flights: Flight[] = [];
-  /** The tasks creating and verifying flights (abandoned ones too): a drain waits for them. */
-  private readonly flightTasks = new Set<Promise<void>>();
   /** Where the log stands after the last segment built (null: none in flight, the validator's position). */
   private builtTail: LogPosition | null = null;
   /** Slots up to this one are built one at a time: a fenced writer's leftovers may still land there (PIPELINE_DEPTH_MAX). */
@@ -1024,10 +1024,15 @@ export class ShardEngine {
     return run;
   }
 
-  /** Waits until no flush runs and no segment is in flight (abandoned ones included). */
+  /**
+   * Waits until no flush runs and no segment is in flight. Abandoned flights are not
+   * waited for: they touch neither the local store nor the log position any more (a
+   * create of theirs still out may land, a leftover like any fenced writer's), and one
+   * stuck on an unanswering bucket must not hold up a stop or a re-acquire.
+   */
   private async drainFlushes(): Promise<void> {
-    while (this.flushLoop !== null || this.flightTasks.size > 0) {
-      await Promise.all([this.flushLoop, ...this.flightTasks]);
+    while (this.flushLoop !== null || this.flights.length > 0) {
+      await Promise.all([this.flushLoop, ...this.flights.map((flight) => flight.task)]);
     }
   }
 
@@ -1137,11 +1142,10 @@ export class ShardEngine {
       rows += queued.keys.length;
       bytes += queued.bytes;
     }
-    const flight: Flight = { epoch, kind, batch, rows, bytes, segment: null!, stamps: [], startedMs: this.options.clock.monotonicMs(), outcome: null, abandoned: false };
+    const flight: Flight = { epoch, kind, batch, rows, bytes, segment: null!, stamps: [], startedMs: this.options.clock.monotonicMs(), outcome: null, abandoned: false, task: Promise.resolve() };
     this.buildFlight(flight, this.builtTail ?? this.validator.position);
     this.flights.push(flight);
-    const task: Promise<void> = this.fly(flight).finally(() => this.flightTasks.delete(task));
-    this.flightTasks.add(task);
+    flight.task = this.fly(flight);
   }
 
   private buildFlight(flight: Flight, position: LogPosition): void {

@@ -302,4 +302,54 @@ describe.each(BUCKET_FACTORIES)("pipelined group commit on $name", (factory) => 
     await Promise.all(singles);
     expect(singleMost).toBe(1);
   });
+
+  it("a flight given up on, stuck on an unanswering bucket, holds up neither a re-acquire nor a close; its late create is a leftover", async () => {
+    const h = await setup();
+    const a = await pipelinedWriter(h, "a");
+    const slot = a.engine.position.nextSeqno;
+    // The head's create fails before it reaches the bucket (outcome unknown to the writer);
+    // the segment after it hangs until the gate opens.
+    const failHead = new Gate();
+    a.store.inject({ operations: ["create"], keyPattern: slotKey(slot), once: true, effect: { until: failHead.promise } });
+    a.store.inject({ operations: ["create"], keyPattern: slotKey(slot), once: true, effect: "unreachable" });
+    const stuck = holdCreates(a, [slot + 1]);
+    const order: Tracked[] = [];
+    const head = await commitAlone(h, a, order, 1);
+    await eventually(() => a.store.held === 1);
+    const behind = await commitAlone(h, a, order, 2);
+    await eventually(() => a.store.held === 2);
+    failHead.open();
+    await expect(head.promise).rejects.toSatisfy(code("ENGINE_POISONED"));
+    await expect(behind.promise).rejects.toSatisfy(code("ENGINE_POISONED"));
+    expect(a.store.held).toBe(1); // the abandoned create is still out
+    await a.engine.acquire(); // not held up by it
+    const fenceSeqno = a.engine.position.nextSeqno - 1;
+    const next = await a.engine.commit(insertUnit(a.engine, h.newId(), { after: "re-acquire" }));
+    stuck.open(); // the old epoch's create arrives late: refused, or a leftover stepped over
+    await eventually(() => a.store.held === 0);
+    const last = await a.engine.commit(insertUnit(a.engine, h.newId(), { after: "leftover" }));
+    expect(last.seqno).toBeGreaterThan(next.seqno);
+    const reader = await h.node("reader");
+    expect(reader.engine.position).toEqual(a.engine.position);
+    expect(reader.local.get(behind.id, reader.engine.readTs)).toBeNull();
+
+    // And a close with such a flight out returns at once (the failure is set up again,
+    // past the slots after the new fence that are written one at a time).
+    while (a.engine.position.nextSeqno <= fenceSeqno + PIPELINE_DEPTH_MAX - 1) await a.engine.commit(insertUnit(a.engine, h.newId(), {}));
+    const again = a.engine.position.nextSeqno;
+    const failAgain = new Gate();
+    a.store.inject({ operations: ["create"], keyPattern: slotKey(again), once: true, effect: { until: failAgain.promise } });
+    a.store.inject({ operations: ["create"], keyPattern: slotKey(again), once: true, effect: "unreachable" });
+    const stuckAgain = holdCreates(a, [again + 1]);
+    const first = await commitAlone(h, a, order, 1);
+    await eventually(() => a.store.held === 1);
+    const second = await commitAlone(h, a, order, 2);
+    await eventually(() => a.store.held === 2);
+    failAgain.open();
+    await expect(first.promise).rejects.toSatisfy(code("ENGINE_POISONED"));
+    await expect(second.promise).rejects.toSatisfy(code("ENGINE_POISONED"));
+    expect(a.store.held).toBe(1);
+    await a.engine.close();
+    stuckAgain.open();
+  });
 });
