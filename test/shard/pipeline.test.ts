@@ -351,5 +351,7 @@ describe.each(BUCKET_FACTORIES)("pipelined group commit on $name", (factory) => 
     expect(a.store.held).toBe(1);
     await a.engine.close();
     stuckAgain.open();
+    // Let the late create land before the harness empties the bucket.
+    await eventually(() => a.store.writes.includes(bucketLayout.segment(0, again + 1)));
   });
 });
