@@ -58,7 +58,7 @@ const { values } = parseArgs({
     "read-documents": { type: "string", default: "100000" },
     "read-samples": { type: "string", default: "20000" },
     "move-documents": { type: "string", default: "100000" },
-    phases: { type: "string", default: "1,2,3,4" },
+    phases: { type: "string", default: "1,2,3,4,5" },
     "pipeline-depth": { type: "string" },
   },
 });
