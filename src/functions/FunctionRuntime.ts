@@ -538,14 +538,14 @@ export class FunctionRuntime {
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
     const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed) };
     const laneKeyOf = (documents: readonly { id: string }[]) => `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
-    let value: Value;
+    let value: Value = null;
     try {
       value = await this.runHandler(path, fn, ctx, args, reads);
     } catch (error) {
       if (reads.refusal === null) throw error;
-      return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null };
     }
-    // The handler caught a refused read and went on: what it did rests on a read it never got.
+    // A refused read ends the run, also when the handler caught it and went on: what it did
+    // then rests on a read it never got.
     if (reads.refusal !== null) return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null };
     const writes = pending.toWrites();
     const { documents, indexWrites } = writes;

@@ -8,6 +8,7 @@ export interface PendingStamp {
 
 /** A document revision written by a unit the writer has queued or in flight: not durable yet. */
 export interface PendingRevision {
+  readonly id: DocumentId;
   /** The unit's place in the writer's queue (seqs increase in log order). */
   readonly seq: number;
   readonly tableNumber: number;
@@ -31,7 +32,7 @@ export class PendingDocuments {
   add(seq: number, documents: readonly DocumentWrite[]): PendingRevision[] {
     const revisions: PendingRevision[] = [];
     for (const write of documents) {
-      const revision: PendingRevision = { seq, tableNumber: write.tableNumber, value: write.value, stamp: { ts: null } };
+      const revision: PendingRevision = { id: write.id, seq, tableNumber: write.tableNumber, value: write.value, stamp: { ts: null } };
       const list = this.byId.get(write.id);
       if (list === undefined) this.byId.set(write.id, [revision]);
       else list.push(revision);
@@ -42,16 +43,14 @@ export class PendingDocuments {
   }
 
   /** Forgets a unit's revisions (acknowledged or failed). */
-  remove(ids: readonly DocumentId[], revisions: readonly PendingRevision[]): void {
-    for (let index = 0; index < revisions.length; index++) {
-      const revision = revisions[index]!;
-      const id = ids[index]!;
-      const list = this.byId.get(id);
+  remove(revisions: readonly PendingRevision[]): void {
+    for (const revision of revisions) {
+      const list = this.byId.get(revision.id);
       if (list !== undefined) {
         // Units settle in queue order, so it is nearly always the first.
         const at = list[0] === revision ? 0 : list.indexOf(revision);
         if (at >= 0) list.splice(at, 1);
-        if (list.length === 0) this.byId.delete(id);
+        if (list.length === 0) this.byId.delete(revision.id);
       }
       const count = (this.perTable.get(revision.tableNumber) ?? 1) - 1;
       if (count === 0) this.perTable.delete(revision.tableNumber);

@@ -204,7 +204,7 @@ interface QueuedUnit {
   readonly unit: WriteUnit;
   /** Its place in the queue: seqs increase in log order (PendingView reads by them). */
   readonly seq: number;
-  /** The revisions it writes, as pending ones (PendingDocuments), in `unit.documents` order. */
+  /** The revisions it writes, as pending ones (PendingDocuments). */
   readonly revisions: readonly PendingRevision[];
   /** What it writes; as many local rows as keys. */
   readonly keys: readonly WrittenKey[];
@@ -1429,9 +1429,8 @@ export class ShardEngine {
   private pendingReadConflicts(unit: WriteUnit, token: PendingReadToken): boolean {
     const state = this.currentState;
     if (state.kind !== "writing" || state.epoch !== token.epoch) return true;
-    const { documents = [], indexRanges, receipts } = unit.readSet ?? {};
-    const others = { ...(indexRanges ? { indexRanges } : {}), ...(receipts ? { receipts } : {}) };
-    if (this.recentWrites.touches(unit.readTs, others) || this.pendingKeys.touches(others, () => true)) return true;
+    const { documents = [], ...rangesAndReceipts } = unit.readSet ?? {};
+    if (this.readSetConflicts(unit.readTs, rangesAndReceipts)) return true;
     if (documents.length === 0) return false;
     for (const id of documents) if (this.pendingDocuments.writtenAfter(id, token.through)) return true;
     // Units are acknowledged in queue order: none after `through` is durable yet unless it is.
@@ -1450,9 +1449,8 @@ export class ShardEngine {
   async settleRead(read: Pick<WriteUnit, "readTs" | "readSet" | "conflictsWith"> & { readonly pendingRead: PendingReadToken }): Promise<number> {
     const token = read.pendingRead;
     const conflict = () => new CairnError("WRITE_CONFLICT", `shard ${this.shard}: what a read-only transaction read through pending writes changed or failed; it runs again`);
-    const { indexRanges, receipts } = read.readSet ?? {};
-    const others = { ...(indexRanges ? { indexRanges } : {}), ...(receipts ? { receipts } : {}) };
-    if (!this.writesAt(token.epoch) || this.recentWrites.touches(read.readTs, others) || this.pendingKeys.touches(others, () => true)) throw conflict();
+    const { documents: _readById, ...rangesAndReceipts } = read.readSet ?? {};
+    if (!this.writesAt(token.epoch) || this.readSetConflicts(read.readTs, rangesAndReceipts)) throw conflict();
     if (read.conflictsWith && this.conflicts(read.readTs, read.conflictsWith)) throw conflict();
     while (this.unitsAcknowledged < token.through && this.writesAt(token.epoch)) {
       await new Promise<void>((resolve) => this.acknowledgedWaiters.push(resolve));
@@ -1483,7 +1481,7 @@ export class ShardEngine {
   private settlePending(units: readonly QueuedUnit[]): void {
     for (const queued of units) {
       this.pendingKeys.update(queued.keys, (count) => (count === undefined || count <= 1 ? undefined : count - 1));
-      if (queued.revisions.length > 0) this.pendingDocuments.remove(queued.unit.documents.map((write) => write.id), queued.revisions);
+      if (queued.revisions.length > 0) this.pendingDocuments.remove(queued.revisions);
     }
   }
 
