@@ -180,16 +180,18 @@ export const LOCAL_RESTORE_CHUNKS_PER_CHECKPOINT = 64;
 /** Longest a row waits in the overlay before a fold starts on a quiet store. */
 export const LOCAL_FOLD_DELAY_MS = 250;
 /**
- * Unfolded rows above which the overlay asks its writers to wait (`LocalStore.room()`):
- * a replica far behind downloads faster than it folds. ~600k rows of small documents
- * are ~300 MiB of JS heap; the writer's own commits never get near it.
+ * Unfolded rows above which a node's overlays ask their writers to wait (`LocalStore.room()`):
+ * a replica far behind downloads faster than it folds. The bound is the node's, shared
+ * by all its shards (OverlayBudget.ts), not each shard's. Measured: a small document
+ * (~190 bytes, two index entries) is ~3.4 rows and ~1.7 KiB of live JS heap in the
+ * overlay, so 300k rows are ~150 MiB; the writer's own commits never get near it.
  */
 export const LOCAL_OVERLAY_ROWS_MAX = 300_000;
 
 /** Clients' receipt floors a local store keeps in memory (~100 bytes each) before it clears them and reads them again. */
 export const LOCAL_FLOOR_CACHE_ENTRIES_MAX = 100_000;
 /**
- * The same bound in bytes of the rows' values, ids and keys: rows of large documents
+ * The same bound (per node) in bytes of the rows' values, ids and keys: rows of large documents
  * reach it long before the row bound (300,000 rows of 1 MiB documents would not fit in
  * any heap). 128 MiB is ~600k rows of the small documents the row bound is sized for.
  */

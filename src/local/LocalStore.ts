@@ -8,8 +8,6 @@ import {
   LOCAL_FOLD_DELAY_MS,
   LOCAL_FOLD_MIN_ROWS,
   LOCAL_FOLD_MIN_BYTES,
-  LOCAL_OVERLAY_BYTES_MAX,
-  LOCAL_OVERLAY_ROWS_MAX,
   LOCAL_FLOOR_CACHE_ENTRIES_MAX,
   LOCAL_WAL_RESTART_BYTES,
   LOCAL_PRUNE_BATCH_ROWS,
@@ -45,6 +43,7 @@ import { type Folder, InlineFolder, WorkerFolder } from "./Folder.js";
 import { foldJobOf } from "./FoldJob.js";
 import { type LocalMeta, type MetaUpdate, readMeta } from "./LocalMeta.js";
 import { Overlay } from "./Overlay.js";
+import { OverlayBudget } from "./OverlayBudget.js";
 import { type PruneStats, pruneHistory, type SweepCursor } from "./pruneHistory.js";
 import { restoreDump, type RestoreMeta, type RestoreOptions, type RestoreStats } from "./restore.js";
 import { scanDocuments, type ScannedDocument } from "./scanDocuments.js";
@@ -94,8 +93,9 @@ export interface LocalStoreOptions {
   readonly shard: number;
   readonly deploymentId: string;
   /**
-   * When folds start (defaults LOCAL_FOLD_MIN_ROWS and LOCAL_FOLD_DELAY_MS), how many
-   * unfolded rows make `room()` wait (default LOCAL_OVERLAY_ROWS_MAX) and how large the
+   * When folds start (defaults LOCAL_FOLD_MIN_ROWS and LOCAL_FOLD_DELAY_MS; sooner when
+   * the node's overlay budget is pressed), how many unfolded rows make `room()` wait
+   * when the store has a budget of its own (default LOCAL_OVERLAY_ROWS_MAX) and how large the
    * WAL grows before a fold waits for checkpoints to rewind it (LOCAL_WAL_RESTART_BYTES);
    * tests fold early and often, and bound the overlay and the WAL low.
    */
@@ -105,6 +105,11 @@ export interface LocalStoreOptions {
     readonly overlayRowsMax?: number;
     readonly walRestartBytes?: number;
   };
+  /**
+   * The node's overlay budget, shared with its other stores (OverlayBudget.ts); without
+   * one the store has its own, of `fold.overlayRowsMax` rows (not both).
+   */
+  readonly overlayBudget?: OverlayBudget;
   /** Times the delayed fold and how often an index sweep may begin (default: the system clock). */
   readonly clock?: Clock;
 }
@@ -191,6 +196,7 @@ export class LocalStore {
   /** Prunes and restores run one after the other. */
   private mainWrites: Promise<unknown> = Promise.resolve();
   private roomWaiters: (() => void)[] = [];
+  private readonly leaveBudget: () => void;
   /** Receipts below this ts were pruned since open (0: none; no receipt has a negative ts). */
   private receiptsPrunedBelowTs = 0;
   /**
@@ -214,7 +220,8 @@ export class LocalStore {
     private readonly path: string,
     private readonly foldMinRows: number,
     private readonly foldDelayMs: number,
-    private readonly overlayRowsMax: number,
+    /** The node's bound on unfolded rows and bytes, shared with its other stores. */
+    readonly overlayBudget: OverlayBudget,
     walRestartBytes: number,
     private readonly clock: Clock,
   ) {
@@ -222,6 +229,17 @@ export class LocalStore {
     this.fileMeta = this.currentMeta;
     this.statements = new Statements(db);
     this.folder = db.memory ? new InlineFolder(db) : new WorkerFolder(path, pageBytesOf(db), walRestartBytes);
+    const overlay = this.overlay;
+    this.leaveBudget = overlayBudget.join({
+      get unfoldedRows() {
+        return overlay.rows;
+      },
+      get unfoldedBytes() {
+        return overlay.bytes;
+      },
+      foldNow: () => this.startFold(),
+      wakeRoomWaiters: () => this.wakeRoomWaiters(),
+    });
   }
 
   /**
@@ -240,15 +258,19 @@ export class LocalStore {
     const delayMs = options.fold?.delayMs ?? LOCAL_FOLD_DELAY_MS;
     if (!Number.isSafeInteger(minRows) || minRows < 0) throw invalidArgument(`fold.minRows must be a non-negative integer, not ${String(minRows)}`);
     if (!Number.isSafeInteger(delayMs) || delayMs < 0) throw invalidArgument(`fold.delayMs must be a non-negative integer, not ${String(delayMs)}`);
-    const overlayRowsMax = options.fold?.overlayRowsMax ?? LOCAL_OVERLAY_ROWS_MAX;
-    if (!Number.isSafeInteger(overlayRowsMax) || overlayRowsMax < 1) {
+    const overlayRowsMax = options.fold?.overlayRowsMax;
+    if (overlayRowsMax !== undefined && options.overlayBudget !== undefined) {
+      throw invalidArgument("fold.overlayRowsMax bounds a store's own overlay budget: not with a shared overlayBudget");
+    }
+    if (overlayRowsMax !== undefined && (!Number.isSafeInteger(overlayRowsMax) || overlayRowsMax < 1)) {
       throw invalidArgument(`fold.overlayRowsMax must be a positive integer, not ${String(overlayRowsMax)}`);
     }
+    const overlayBudget = options.overlayBudget ?? new OverlayBudget(overlayRowsMax === undefined ? {} : { rowsMax: overlayRowsMax });
     const walRestartBytes = options.fold?.walRestartBytes ?? LOCAL_WAL_RESTART_BYTES;
     if (!Number.isSafeInteger(walRestartBytes) || walRestartBytes < 1) {
       throw invalidArgument(`fold.walRestartBytes must be a positive integer, not ${String(walRestartBytes)}`);
     }
-    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs, overlayRowsMax, walRestartBytes, options.clock ?? systemClock);
+    return new LocalStore(openDatabase(fullPath, shard, deploymentId), fullPath, minRows, delayMs, overlayBudget, walRestartBytes, options.clock ?? systemClock);
   }
 
   meta(): LocalMeta {
@@ -315,8 +337,9 @@ export class LocalStore {
 
   /**
    * True while `room()` would resolve at once: the store is open and healthy and the
-   * overlay is under its row and byte bounds (false otherwise, so a caller that checks it
-   * before writing anywhere else learns of a closed or failed store from `room()` first).
+   * node's overlays are under their budget's row and byte bounds (false otherwise, so a
+   * caller that checks it before writing anywhere else learns of a closed or failed store
+   * from `room()` first).
    */
   get hasRoom(): boolean {
     return this.hasRoomFor(0, 0);
@@ -329,19 +352,19 @@ export class LocalStore {
    */
   hasRoomFor(rows: number, bytes: number): boolean {
     if (this.lifecycle === "closed" || this.failure !== null) return false;
-    return this.overlay.rows + rows < this.overlayRowsMax && this.overlay.bytes + bytes < LOCAL_OVERLAY_BYTES_MAX;
+    return this.overlayBudget.hasRoomFor(rows, bytes);
   }
 
   /**
-   * Resolves once the overlay holds fewer than `fold.overlayRowsMax` rows
-   * (LOCAL_OVERLAY_ROWS_MAX) and LOCAL_OVERLAY_BYTES_MAX bytes: whoever applies faster
-   * than folds keep up (a replica far behind, a writer whose commits outpace its folds)
-   * awaits it between batches, so memory stays bounded.
+   * Resolves once the node's overlays hold fewer rows and bytes than their budget
+   * (OverlayBudget.ts): whoever applies faster than folds keep up (a replica far behind,
+   * a writer whose commits outpace its folds) awaits it between batches, so memory stays
+   * bounded. While it waits, every store of the node folds what it holds.
    */
   async room(): Promise<void> {
     this.assertOpen();
     while (!this.hasRoom) {
-      if (this.folding === null) this.startFold();
+      this.overlayBudget.relieve();
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
       this.assertOpen();
     }
@@ -718,6 +741,7 @@ export class LocalStore {
     for (const cursor of [...this.cursors]) cursor.close();
     this.db.close();
     this.wakeRoomWaiters();
+    this.leaveBudget();
   }
 
   // ---- folding --------------------------------------------------------------------------
@@ -725,11 +749,13 @@ export class LocalStore {
   /** Starts a fold now if one is due, else makes sure one will start. */
   private scheduleFold(): void {
     if (this.folding !== null || this.mainWriting || this.overlay.pendingBatches === 0) return;
-    if (this.overlay.pendingRows >= this.foldMinRows || this.overlay.pendingBytes >= LOCAL_FOLD_MIN_BYTES) {
+    if (this.overlay.pendingRows >= this.foldMinRows || this.overlay.pendingBytes >= LOCAL_FOLD_MIN_BYTES || this.overlayBudget.foldAllDue) {
       // Not inside apply: building the job is O(rows) and belongs to no caller's latency.
       this.foldSoon ??= setImmediate(() => {
         this.foldSoon = null;
-        this.startFold();
+        // A node past its fold share folds every store, not only the one applying now.
+        if (this.overlayBudget.foldAllDue) this.overlayBudget.relieve();
+        else this.startFold();
       });
       return;
     }
@@ -756,7 +782,7 @@ export class LocalStore {
         this.overlay.folded();
         this.foldedBatches += batches.length;
         this.fileMeta = metaAfter;
-        this.wakeRoomWaiters();
+        this.overlayBudget.released();
         this.scheduleFold();
       },
       (error: unknown) => {
@@ -780,6 +806,8 @@ export class LocalStore {
           });
     this.clearFoldTimers();
     this.wakeRoomWaiters();
+    // Its rows will never fold: they no longer count against the node's budget.
+    this.leaveBudget();
   }
 
   /**

@@ -12,6 +12,7 @@ export {
   type StoredRows,
 } from "./LocalStore.js";
 export type { LocalMeta, MetaUpdate } from "./LocalMeta.js";
+export { OverlayBudget, type OverlayBudgetLimits } from "./OverlayBudget.js";
 export type { ScannedDocument } from "./scanDocuments.js";
 export type { DumpChunk, DumpCursor, DumpCursorOptions } from "./DumpCursor.js";
 export type { RestoreMeta, RestoreOptions, RestoreStats } from "./restore.js";

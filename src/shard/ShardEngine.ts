@@ -582,7 +582,7 @@ export class ShardEngine {
     const local = this.options.local;
     const path = local.filePath === ":memory:" ? ":memory:" : `${local.filePath}.rebuild`;
     removeSqliteFiles(path);
-    const beside = LocalStore.open({ path, shard: this.shard, deploymentId: this.options.deploymentId });
+    const beside = LocalStore.open({ path, shard: this.shard, deploymentId: this.options.deploymentId, overlayBudget: local.overlayBudget });
     try {
       const validator = new LogValidator(this.shard, positionFromMeta(beside.meta()));
       await catchUp({ ...this.catchUpOptions(beside, validator), refreshWhenEmpty: true });

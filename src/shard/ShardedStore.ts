@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { systemClock, type Clock, CairnError, hasErrorCode, systemRandom, type Random } from "../base/index.js";
-import { LocalStore, SCHEMA_VERSION } from "../local/index.js";
+import { LocalStore, OverlayBudget, SCHEMA_VERSION, type LocalStoreOptions } from "../local/index.js";
 import { globalsObject, openGlobals, generationStore, claimLayoutForWriting } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import type { ShardEngineTuning } from "./engineOptions.js";
@@ -25,6 +25,11 @@ export interface ShardedStoreOptions {
   readonly random?: Random;
   readonly tuning?: Partial<ShardEngineTuning>;
   readonly onEvent?: (event: EngineEvent) => void;
+  /**
+   * What every shard's local copy may hold unfolded, together (default: a budget of
+   * LOCAL_OVERLAY_ROWS_MAX rows and LOCAL_OVERLAY_BYTES_MAX bytes for the whole node).
+   */
+  readonly overlayBudget?: OverlayBudget;
   /** Refuse a bucket without a deployment instead of creating one (replicas never create). */
   readonly mustExist?: boolean;
   /** See ShardEngineOptions.catchUpOnOpen (default true). */
@@ -59,9 +64,11 @@ export class ShardedStore {
     const hybridClock = new HybridClock(clock);
     const locals: LocalStore[] = [];
     const engines: ShardEngine[] = [];
+    const overlayBudget = options.overlayBudget ?? new OverlayBudget();
     try {
       for (let shard = 0; shard < numShards; shard++) {
-        const local = openLocalCopy(localPath(options.localDirectory, deploymentId, generation, shard), shard, deploymentId, options.onEvent, clock);
+        const path = localPath(options.localDirectory, deploymentId, generation, shard);
+        const local = openLocalCopy({ path, shard, deploymentId, clock, overlayBudget }, options.onEvent);
         locals.push(local);
         engines.push(
           await ShardEngine.open({
@@ -158,15 +165,16 @@ export class ShardedStore {
  * build in an older layout is deleted and rebuilt from the bucket (reported as an
  * event), while one of a newer build is refused, so that a rollback never destroys it.
  */
-function openLocalCopy(path: string, shard: number, deploymentId: string, onEvent: ShardedStoreOptions["onEvent"], clock: Clock): LocalStore {
+function openLocalCopy(options: LocalStoreOptions, onEvent: ShardedStoreOptions["onEvent"]): LocalStore {
+  const { path, shard } = options;
   try {
-    return LocalStore.open({ path, shard, deploymentId, clock });
+    return LocalStore.open(options);
   } catch (error) {
     const stored = hasErrorCode(error, "LOCAL_SCHEMA_UNSUPPORTED") ? (error as CairnError).details.storedSchemaVersion : undefined;
     if (typeof stored !== "number" || stored >= SCHEMA_VERSION) throw error;
     for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
     onEvent?.({ type: "local-rebuilt", shard, reason: `its local copy had schema version ${stored}; this build uses ${SCHEMA_VERSION}` });
-    return LocalStore.open({ path, shard, deploymentId, clock });
+    return LocalStore.open(options);
   }
 }
 

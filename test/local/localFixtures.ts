@@ -8,7 +8,7 @@ import { encodeIndexKey } from "../../src/model/IndexKey.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../../src/model/Revision.js";
 import type { Value } from "../../src/model/Value.js";
 import type { ApplyBatch, LocalStoreOptions, MetaUpdate } from "../../src/local/index.js";
-import { LocalStore } from "../../src/local/index.js";
+import { LocalStore, type OverlayBudget } from "../../src/local/index.js";
 
 /** Shared builders for the local store tests: temp dirs, ids, keys, batches. */
 
@@ -37,8 +37,8 @@ export class TempDirs {
 export class OpenStores {
   private readonly stores: LocalStore[] = [];
 
-  open(path: string, shard = 0, deploymentId = DEPLOYMENT, fold: LocalStoreOptions["fold"] = {}): LocalStore {
-    const store = LocalStore.open({ path, shard, deploymentId, fold });
+  open(path: string, shard = 0, deploymentId = DEPLOYMENT, fold: LocalStoreOptions["fold"] = {}, overlayBudget?: OverlayBudget): LocalStore {
+    const store = LocalStore.open({ path, shard, deploymentId, fold, ...(overlayBudget === undefined ? {} : { overlayBudget }) });
     this.stores.push(store);
     return store;
   }

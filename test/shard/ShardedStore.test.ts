@@ -1,7 +1,8 @@
 /**
  * Scenario: one node opens a two-shard deployment: the globals fix the shard count,
- * each shard gets its own engine and SQLite file, one hybrid clock orders commits
- * across shards, and closing relinquishes every lease so another node takes over at once.
+ * each shard gets its own engine and SQLite file (all under one overlay budget), one
+ * hybrid clock orders commits across shards, and closing relinquishes every lease so
+ * another node takes over at once.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -34,6 +35,8 @@ describe("ShardedStore", () => {
     const random = new SeededRandom(1);
     const first = await ShardedStore.open({ store, localDirectory: localDirectory(), nodeId: "n1", numShards: 2, clock, random });
     expect(first.numShards).toBe(2);
+    // One overlay budget for the node, not one per shard.
+    expect(first.engine(0).local.overlayBudget).toBe(first.engine(1).local.overlayBudget);
     await first.acquireAll();
     const zero = first.engine(0);
     const one = first.engine(1);
