@@ -188,7 +188,7 @@ export const LOCAL_FOLD_DELAY_MS = 250;
  */
 export const LOCAL_OVERLAY_ROWS_MAX = 300_000;
 
-/** Clients' receipt floors a local store keeps in memory (~100 bytes each) before it clears them and reads them again. */
+/** Clients' receipt floors (and, apart, their highest receipt seqs) a local store keeps in memory (~100 bytes each) before it clears them and reads them again. */
 export const LOCAL_FLOOR_CACHE_ENTRIES_MAX = 100_000;
 /**
  * The same bound (per node) in bytes of the rows' values, ids and keys: rows of large documents

@@ -207,6 +207,12 @@ export class LocalStore {
    * the file and change no floor. Bounded: cleared when full.
    */
   private readonly floorCache = new Map<string, number>();
+  /**
+   * Clients' highest receipt seq (overlay and file together; -1: none), kept like
+   * `floorCache`: a new mutation's seq is above it, so `receipt` answers "none" without
+   * asking SQLite. A prune leaves it at most too high (a lookup then finds nothing).
+   */
+  private readonly receiptCeilingCache = new Map<string, number>();
   /** Receipts holding their client's floor below this ts were pruned since open (0: none). */
   private floorsPrunedBelowTs = 0;
   /** Where the bounded sweep of index entries by pruneHistoryStep continues (null: from the start). */
@@ -306,6 +312,8 @@ export class LocalStore {
     const meta = mergeMetaUpdate(this.currentMeta, batch.meta);
     this.overlay.add({ revisions: [...batch.revisions], indexUpdates: [...batch.indexUpdates], receipts: [...batch.receipts], meta });
     for (const receipt of batch.receipts) {
+      const ceiling = this.receiptCeilingCache.get(receipt.clientId);
+      if (ceiling !== undefined && receipt.seq > ceiling) this.receiptCeilingCache.set(receipt.clientId, receipt.seq);
       if (!receipt.floorSeq) continue;
       const key = floorCacheKey(receipt.clientId, receipt.owner ?? null);
       const cached = this.floorCache.get(key);
@@ -555,10 +563,20 @@ export class LocalStore {
   receipt(clientId: string, seq: number): ClientReceipt | null {
     this.assertOpen();
     checkReceiptKey(clientId, seq);
+    if (seq > this.receiptCeiling(clientId)) return null;
     const held = this.overlay.receipt(clientId, seq);
     if (held !== undefined) return held;
     const row = this.statements.receipt.get(clientId, seq);
     return row === undefined ? null : receiptOfRow(row);
+  }
+
+  private receiptCeiling(clientId: string): number {
+    const cached = this.receiptCeilingCache.get(clientId);
+    if (cached !== undefined) return cached;
+    const ceiling = Math.max(this.overlay.receiptCeiling(clientId), this.statements.receiptCeiling.get(clientId) ?? -1);
+    if (this.receiptCeilingCache.size >= LOCAL_FLOOR_CACHE_ENTRIES_MAX) this.receiptCeilingCache.clear();
+    this.receiptCeilingCache.set(clientId, ceiling);
+    return ceiling;
   }
 
   /**
@@ -658,6 +676,7 @@ export class LocalStore {
         // In the same macrotask as the swap: no read sees the new file with the old overlay.
         this.overlay.clear();
         this.floorCache.clear();
+        this.receiptCeilingCache.clear();
         this.receiptsPrunedBelowTs = 0;
         this.floorsPrunedBelowTs = 0;
         this.sweepCursor = null;

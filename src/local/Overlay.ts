@@ -102,6 +102,8 @@ class Generation implements FrozenGeneration {
   readonly receipts = new Map<string, ClientReceipt>();
   /** Per client and owner (floorKey), the highest floorSeq of its receipts here. */
   readonly floors = new Map<string, number>();
+  /** Per client, the highest seq of its receipts here. */
+  readonly receiptCeilings = new Map<string, number>();
   readonly batches: OverlayBatch[] = [];
   held = { documents: 0, indexEntries: 0, receipts: 0 };
   /** Roughly the bytes of the rows' variable parts (values, ids, keys, results), in string length units. */
@@ -140,6 +142,8 @@ class Generation implements FrozenGeneration {
       if (row.ts < this.minTs) this.minTs = row.ts;
       this.bytes += row.clientId.length + row.result.length + (row.route?.byteLength ?? 0) + (row.owner?.length ?? 0);
       this.receipts.set(receiptKey(row.clientId, row.seq), row);
+      const ceiling = this.receiptCeilings.get(row.clientId);
+      if (ceiling === undefined || row.seq > ceiling) this.receiptCeilings.set(row.clientId, row.seq);
       const floorSeq = row.floorSeq ?? 0;
       if (floorSeq > 0) {
         const key = floorKey(row.clientId, row.owner ?? null);
@@ -285,6 +289,11 @@ export class Overlay {
   receipt(clientId: string, seq: number): ClientReceipt | undefined {
     const key = receiptKey(clientId, seq);
     return this.active.receipts.get(key) ?? this.folding?.receipts.get(key);
+  }
+
+  /** The highest seq of the client's receipts held here (-1: none). */
+  receiptCeiling(clientId: string): number {
+    return Math.max(this.active.receiptCeilings.get(clientId) ?? -1, this.folding?.receiptCeilings.get(clientId) ?? -1);
   }
 
   /** The highest floor of the client's receipts of `owner` held here (0: none). */

@@ -175,6 +175,8 @@ export class Statements {
   readonly countUnbounded: Statement<[Omit<ScanParameters, "limit">], number>;
   readonly changes: Statement<[number, number, number], DocumentRow>;
   readonly receipt: Statement<[string, number], ReceiptRow>;
+  /** The highest seq among a client's receipts (null: none), by the primary key. */
+  readonly receiptCeiling: Statement<[string], number | null>;
   /** The highest floor among a client's receipts of one owner (0: none), by receipts_by_floor. */
   readonly receiptFloor: Statement<[string, string | null], number>;
   readonly maxTs: Statement<[], number | null>;
@@ -201,6 +203,7 @@ export class Statements {
        WHERE ts > ? AND ts <= ? ORDER BY ts, id LIMIT ?`,
     );
     this.receipt = db.prepare(`SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE client_id = ? AND seq = ?`);
+    this.receiptCeiling = db.prepare<[string], number | null>(`SELECT MAX(seq) FROM receipts WHERE client_id = ?`).pluck();
     this.receiptFloor = db
       .prepare<[string, string | null], number>(`SELECT COALESCE(MAX(floor_seq), 0) FROM receipts WHERE client_id = ? AND owner IS ?`)
       .pluck();

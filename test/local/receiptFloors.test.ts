@@ -4,9 +4,12 @@
  * (from the overlay), and once folded the client's receipts below it are gone, while
  * another owner's receipts of the same clientId and other clients' receipts stay. The
  * owner and the floor survive a reopen, a dump and restore, and a snapshot written to a
- * bucket and restored into another store.
+ * bucket and restored into another store. A store that remembers clients' floors and
+ * highest receipt seqs answers every lookup as one that asks SQLite each time would,
+ * whatever order receipts, lookups, folds, prunes and resets come in.
  */
 import { describe, expect, it } from "vitest";
+import { randomInt, SeededRandom } from "../../src/base/random.js";
 import type { ClientReceipt } from "../../src/model/Revision.js";
 import { MemoryObjectStore } from "../../src/objectstore/MemoryObjectStore.js";
 import { restoreSnapshot } from "../../src/snapshots/restoreSnapshot.js";
@@ -126,5 +129,68 @@ describe("receipt floors", () => {
     await store.reset();
     expect(store.receiptFloor("phone", "user:ada")).toBe(0);
     expect(store.receiptFloor("phone", "")).toBe(0);
+  });
+
+  it("answers every receipt lookup as the model of applied receipts says, with lookups, folds, prunes and resets in any order", async () => {
+    const clients = ["a", "b", "c", "d"];
+    // What a restore brings: higher seqs than any applied below, for every client.
+    const donor = stores.open(dirs.file());
+    donor.apply(batch({ receipts: clients.map((clientId) => ({ clientId, seq: 45, ts: 5, result: "1", route: null })), meta: { appliedSeqno: 0, frontierTs: 5 } }));
+    await donor.flush();
+    const cursor = await donor.openDumpCursor();
+    const donated = [];
+    for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) donated.push(chunk);
+    cursor.close();
+    for (let seed = 1; seed <= 8; seed++) {
+      const random = new SeededRandom(seed);
+      const store = stores.open(dirs.file());
+      /** `${client}/${seq}` → ts of the receipt the store holds. */
+      const model = new Map<string, number>();
+      let seqno = 0;
+      let ts = 10;
+      for (let step = 0; step < 120; step++) {
+        const roll = randomInt(random, 20);
+        if (roll < 10) {
+          // Seqs out of order on purpose: a lower seq than the client's highest is held too.
+          const receipts = Array.from({ length: 1 + randomInt(random, 3) }, () => {
+            const clientId = clients[randomInt(random, clients.length)]!;
+            return { clientId, seq: randomInt(random, 40), ts, result: "1", route: null };
+          });
+          store.apply(batch({ receipts, meta: { appliedSeqno: seqno++, frontierTs: ts } }));
+          for (const receipt of receipts) model.set(`${receipt.clientId}/${receipt.seq}`, ts);
+          ts++;
+        } else if (roll < 16) {
+          // A lookup remembers the client's highest seq as it stands now.
+          const clientId = clients[randomInt(random, clients.length)]!;
+          const seq = randomInt(random, 47);
+          expect(store.receipt(clientId, seq)?.ts ?? null).toBe(model.get(`${clientId}/${seq}`) ?? null);
+        } else if (roll < 18) {
+          await store.flush();
+        } else if (roll < 19) {
+          const belowTs = ts - randomInt(random, 5);
+          await store.pruneHistory(belowTs);
+          for (const [key, at] of model) if (at < belowTs) model.delete(key);
+        } else if (randomInt(random, 2) === 0) {
+          await store.reset();
+          model.clear();
+          seqno = 0;
+        } else {
+          await store.restore(
+            (async function* () {
+              yield* donated;
+            })(),
+            { appliedSeqno: 0, epoch: 1, lastHash: null, frontierTs: 5 },
+          );
+          model.clear();
+          for (const clientId of clients) model.set(`${clientId}/45`, 5);
+          seqno = 1;
+          ts = 10;
+        }
+      }
+      for (const clientId of clients) {
+        for (let seq = 0; seq < 47; seq++) expect(store.receipt(clientId, seq)?.ts ?? null, `seed ${seed}: ${clientId}/${seq}`).toBe(model.get(`${clientId}/${seq}`) ?? null);
+      }
+      store.close();
+    }
   });
 });
