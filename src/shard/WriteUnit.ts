@@ -1,5 +1,5 @@
 import { CairnError, DOCUMENT_BYTES_MAX } from "../base/index.js";
-import { type DocumentId, type ClientReceipt, type DocumentRevision, type IndexUpdate, ROUTE_BYTES } from "../model/index.js";
+import { type DocumentId, type ClientReceipt, type DocumentRevision, type IndexUpdate, keyString, ROUTE_BYTES } from "../model/index.js";
 import type { RecordBatch } from "../segments/index.js";
 import type { PendingStamp } from "./PendingDocuments.js";
 
@@ -43,7 +43,13 @@ export interface ReceiptWrite {
 /** A key a unit wrote, as seen by optimistic-concurrency checks. */
 export type WrittenKey =
   | { readonly kind: "document"; readonly tableNumber: number; readonly id: DocumentId }
-  | { readonly kind: "index"; readonly indexId: number; readonly key: Uint8Array }
+  | {
+      readonly kind: "index";
+      readonly indexId: number;
+      readonly key: Uint8Array;
+      /** `keyString(key)`, made once: the written-key indexes hash and order keys by it (four times per key a unit writes). */
+      readonly name: string;
+    }
   | { readonly kind: "receipt"; readonly clientId: string; readonly seq: number };
 
 /**
@@ -114,7 +120,7 @@ export function unitBytes(unit: WriteUnit): number {
 export function writtenKeys(unit: WriteUnit): WrittenKey[] {
   const keys: WrittenKey[] = [
     ...unit.documents.map((write): WrittenKey => ({ kind: "document", tableNumber: write.tableNumber, id: write.id })),
-    ...unit.indexWrites.map((write): WrittenKey => ({ kind: "index", indexId: write.indexId, key: write.key })),
+    ...unit.indexWrites.map((write): WrittenKey => ({ kind: "index", indexId: write.indexId, key: write.key, name: keyString(write.key) })),
   ];
   if (unit.receipt !== undefined) keys.push({ kind: "receipt", clientId: unit.receipt.clientId, seq: unit.receipt.seq });
   return keys;

@@ -38,7 +38,7 @@ export class WrittenKeyIndex {
           index = { numbers: new Map(), sorted: new SortedMap<string, true>(undefined, compareKeyStrings) };
           this.indexes.set(key.indexId, index);
         }
-        const name = keyString(key.key);
+        const name = key.name;
         const current = index.numbers.get(name);
         const next = update(current);
         if (next === undefined) {

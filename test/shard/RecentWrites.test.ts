@@ -12,6 +12,11 @@ import { compareBytes } from "../../src/model/compareBytes.js";
 import { encodeIndexKey } from "../../src/model/IndexKey.js";
 import { RecentWrites } from "../../src/shard/RecentWrites.js";
 import type { ReadSet, WrittenKey } from "../../src/shard/WriteUnit.js";
+import { keyString } from "../../src/model/keyString.js";
+
+function indexKey(indexId: number, key: Uint8Array): WrittenKey {
+  return { kind: "index", indexId, key, name: keyString(key) };
+}
 
 const SEEDS = 60;
 
@@ -43,7 +48,7 @@ describe("RecentWrites", () => {
               pick < 0.4
                 ? { kind: "document", tableNumber: 1, id: ids[randomInt(random, ids.length)]! }
                 : pick < 0.8
-                  ? { kind: "index", indexId: 1 + randomInt(random, 2), key: key() }
+                  ? indexKey(1 + randomInt(random, 2), key())
                   : { kind: "receipt", clientId: `c${randomInt(random, 2)}`, seq: randomInt(random, 3) },
             );
           }
