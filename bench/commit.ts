@@ -56,10 +56,10 @@ import { join } from "node:path";
 import { measureBootstrap } from "./commitSupport/bootstrap.js";
 import { formatSummaryTable, summarize, type MeasuredFigures } from "./commitSupport/commitReport.js";
 import { measureConcurrentWriters } from "./commitSupport/concurrentWriters.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
 import { latencyBoundOf, measureOpenLoop, OPEN_LOOP_P99_ROUND_TRIPS_MAX } from "./commitSupport/openLoop.js";
 import { parseCommitBenchOptions, type BenchPhase, type CommitBenchOptions } from "./commitSupport/options.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { measureRoundTrips } from "./commitSupport/roundTrips.js";
 import { measureSequentialCommits } from "./commitSupport/sequentialCommits.js";
 

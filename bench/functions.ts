@@ -42,10 +42,10 @@ import { resolveCatalog } from "../src/functions/catalog.js";
 import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
 import { openBenchWriter, type BenchWriter } from "./commitSupport/BenchWriter.js";
 import { measureConcurrentWriters } from "./commitSupport/concurrentWriters.js";
-import { round, summarizeLatencies, type LatencySummary } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
-import { formatTable, latencies, verdict, type TableLine } from "./commitSupport/reportTable.js";
+import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
+import { formatTable, latencies, verdict, type TableLine } from "./kit/report.js";
 import * as benchApp from "./functionsSupport/benchApp.js";
 
 const { values } = parseArgs({

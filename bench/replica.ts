@@ -42,15 +42,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { SeededRandom } from "../src/base/random.js";
-import { round } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
+import { round } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { BenchSocket } from "./syncSupport/BenchSocket.js";
 import { primeCounter, sequentialBumps } from "./syncSupport/sequentialBumps.js";
 import { measureCatchUp, type CatchUpFigures } from "./replicaSupport/catchUpAfterPause.js";
-import { Cleanup, stopOnSignal } from "./replicaSupport/Cleanup.js";
+import { Cleanup, stopOnSignal } from "./kit/Cleanup.js";
 import { measureIdleRequests, type IdleRequestFigures } from "./replicaSupport/idleRequests.js";
-import { NodePair } from "./replicaSupport/NodePair.js";
+import { NodePair, shardHealth } from "./replicaSupport/NodePair.js";
 import { parseReplicaBenchOptions } from "./replicaSupport/options.js";
 import { measureReplicaLatency, type ReplicaLatencyFigures } from "./replicaSupport/replicaLatency.js";
 import { printReport, ROUND_TRIP_MS } from "./replicaSupport/replicaReport.js";
@@ -105,7 +105,7 @@ async function main(): Promise<void> {
       catchUp = await measureCatchUp(hints, bucket, { pauseSeconds: options.pauseSeconds, loadWriters: options.loadWriters, documentBytes: options.documentBytes, random, progress });
     }
 
-    const hintsSegments = (await hints.writer.shardHealth()).appliedSeqno + 1;
+    const hintsSegments = (await shardHealth(hints.writer)).appliedSeqno + 1;
     progress("stopping the nodes…");
     await cleanup.run();
     printReport(

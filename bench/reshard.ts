@@ -22,7 +22,6 @@
  *
  * Prints a table, then exactly one line of JSON with every figure. Progress goes to stderr.
  */
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -35,10 +34,11 @@ import { App } from "../src/functions/App.js";
 import { resolveCatalog } from "../src/functions/catalog.js";
 import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
 import { ShardedStore } from "../src/shard/ShardedStore.js";
-import { round, summarizeLatencies, type LatencySummary } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel, type LatencyModelName } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint, type EndpointAddress } from "./commitSupport/RemoteEndpoint.js";
-import { formatTable, type TableLine } from "./commitSupport/reportTable.js";
+import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel, type LatencyModelName } from "./kit/latencyModels.js";
+import { RemoteEndpoint, storeUrlAt, type EndpointAddress } from "./kit/RemoteEndpoint.js";
+import { TsxChild } from "./kit/TsxChild.js";
+import { formatTable, type TableLine } from "./kit/report.js";
 import * as benchApp from "./reshardSupport/reshardBenchApp.js";
 
 const { values } = parseArgs({
@@ -71,6 +71,8 @@ if (!LATENCY_MODEL_NAMES.includes(options.latency)) throw new Error(`--latency m
 const OWNERS = 10_000;
 const BULK_DOCUMENTS = 100;
 const BULK_IN_FLIGHT = 32;
+/** Lines of `cairn reshard`'s output kept: its report (a line per new shard) and, on failure, what it said. */
+const RESHARD_OUTPUT_LINES_MAX = 10_000;
 /** ~80 bytes of body: with owner, n and the system fields, ~110 bytes of document. */
 const BODY = "x".repeat(80);
 const app = App.fromModule(benchApp, "reshard bench app");
@@ -170,21 +172,14 @@ async function buildDeployment(endpoint: RemoteEndpoint, prefix: string, localDi
   }
 }
 
-/** `cairn reshard` in a child process, its peak RSS polled from /proc while it runs. */
-function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: string): Promise<{ stdout: string; peakRssKiB: number }> {
-  const url = `s3://${address.bucket}/${prefix}?endpoint=${encodeURIComponent(address.url)}&region=${address.region}&forcePathStyle=true`;
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "reshard", "--store", url, "--to", String(options.to), "--work-dir", workDirectory], {
-    cwd: process.cwd(),
-    env: {
-      ...process.env,
-      AWS_ACCESS_KEY_ID: address.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+/** `cairn reshard` in a child process, its peak RSS polled from /proc while it runs; its progress shows on stderr. */
+async function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: string): Promise<{ stdout: string; peakRssKiB: number }> {
+  const child = TsxChild.start("cairn reshard", ["src/cli/main.ts", "reshard", "--store", storeUrlAt(address, prefix), "--to", String(options.to), "--work-dir", workDirectory], {
+    stdout: "output",
+    outputLinesMax: RESHARD_OUTPUT_LINES_MAX,
+    echoStderr: true,
+    env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
   });
-  let stdout = "";
-  let stderr = "";
   let peakRssKiB = 0;
   const poll = setInterval(() => {
     try {
@@ -194,19 +189,10 @@ function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: 
       // The child exited between two polls.
     }
   }, 100);
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-    process.stderr.write(chunk);
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearInterval(poll);
-      if (code !== 0) reject(new Error(`cairn reshard exited with ${code}:\n${stdout}\n${stderr}`));
-      else resolve({ stdout, peakRssKiB });
-    });
-  });
+  const code = await child.exitCode().finally(() => clearInterval(poll));
+  const stdout = child.output.since(0).filter((line) => line.stream === "stdout").map((line) => `${line.text}\n`).join("");
+  if (code !== 0) throw new Error(`cairn reshard exited with ${code}:\n${child.output.last(RESHARD_OUTPUT_LINES_MAX)}`);
+  return { stdout, peakRssKiB };
 }
 
 async function measureThroughput(endpoint: RemoteEndpoint, directory: string, shards: number): Promise<ThroughputFigures> {

@@ -46,17 +46,18 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { CairnError } from "../src/base/errors.js";
 import { apiOf } from "../src/client/index.js";
-import { round } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
-import { formatTable, latencies, ms, verdict, type TableLine } from "./commitSupport/reportTable.js";
+import { round } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { Cleanup } from "./kit/Cleanup.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
+import { ServeChild } from "./kit/ServeChild.js";
+import { formatTable, latencies, ms, verdict, type TableLine } from "./kit/report.js";
 import { BenchSocket } from "./syncSupport/BenchSocket.js";
 import { ClientFleet, type FleetSubscription } from "./syncSupport/ClientFleet.js";
 import { measureBaseline, measureFanOut, type BaselineFigures, type FanOutFigures } from "./syncSupport/fanOut.js";
 import { measureIdleSessionMemory, type IdleSessionMemoryFigures } from "./syncSupport/idleSessionMemory.js";
 import { primeCounter, sequentialBumps } from "./syncSupport/sequentialBumps.js";
 import type { CpuDifference } from "./syncSupport/serverCpu.js";
-import { ServerChild } from "./syncSupport/ServerChild.js";
 import type { functions } from "./syncSupport/syncBenchApp.js";
 import { measureTransitionLatency, type TransitionLatencyFigures } from "./syncSupport/transitionLatency.js";
 
@@ -96,28 +97,9 @@ const APP_PATH = "bench/syncSupport/syncBenchApp.ts";
 /** Targets of the issue. */
 const TARGETS = { transitionOverCommitMs: 5, affectsOneCpuMs: 1, sessionKiB: 50 } as const;
 
-/** Closers run in reverse order, each whatever the others did. */
-class Cleanup {
-  private readonly steps: { readonly name: string; readonly run: () => unknown }[] = [];
-
-  add(name: string, run: () => unknown): void {
-    this.steps.push({ name, run });
-  }
-
-  async run(): Promise<void> {
-    for (const step of this.steps.splice(0).reverse()) {
-      try {
-        await step.run();
-      } catch (error) {
-        progress(`cleanup: ${step.name} failed: ${String(error)}`);
-      }
-    }
-  }
-}
-
 async function main(): Promise<void> {
   const startedMs = performance.now();
-  const cleanup = new Cleanup();
+  const cleanup = new Cleanup(progress);
   try {
     const directory = await mkdtemp(join(tmpdir(), "cairn-bench-sync-"));
     cleanup.add("removing the temp dir", () => rm(directory, { recursive: true, force: true }));
@@ -126,7 +108,17 @@ async function main(): Promise<void> {
     const endpoint = await RemoteEndpoint.start(latencyModel);
     cleanup.add("closing the endpoint", () => endpoint.close());
     progress("starting cairn serve in a child process…");
-    const server = await ServerChild.start(endpoint.address, "sync/", join(directory, "local"), APP_PATH, { nodeFlags: serverNodeFlags() });
+    const server = await ServeChild.start({
+      name: "cairn serve",
+      endpoint: endpoint.address,
+      prefix: "sync/",
+      localDirectory: join(directory, "local"),
+      appPath: APP_PATH,
+      nodeFlags: serverNodeFlags(),
+      // Nobody reads the server's output; it drains unread, and a stop waits for its drain however long.
+      outputLinesMax: 0,
+      stopWaitMsMax: null,
+    });
     cleanup.add("stopping the server", async () => {
       const code = await server.stop();
       if (code !== 0) progress(`cairn serve exited with ${code}`);
@@ -194,7 +186,7 @@ function subscriptionsOf(index: number): FleetSubscription[] {
   return [...own, "hot"].map((name) => ({ ref: api.counters.get, args: { name }, label: name }));
 }
 
-async function measurePhase2(server: ServerChild, mutator: BenchSocket, fleet: ClientFleet, baseline: BaselineFigures) {
+async function measurePhase2(server: ServeChild, mutator: BenchSocket, fleet: ClientFleet, baseline: BaselineFigures) {
   // c-0-0 exists only with two or more subscriptions per client; otherwise the 1-affected case is skipped.
   const hasOwn = options.subscriptionsPerClient >= 2;
   progress(`   affects 1: ${options.samples} bumps of c-0-0, in blocks alternating with as many bumps nobody subscribes to…`);

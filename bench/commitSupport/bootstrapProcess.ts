@@ -16,7 +16,7 @@ import { HybridClock } from "../../src/shard/HybridClock.js";
 import { ShardEngine, type EngineEvent } from "../../src/shard/ShardEngine.js";
 import { RSS_SAMPLE_INTERVAL_MS, type BootstrapRequest, type BootstrapResult } from "./bootstrapProtocol.js";
 import { CountingObjectStore } from "./CountingObjectStore.js";
-import { storeAt } from "./RemoteEndpoint.js";
+import { storeAt } from "../kit/RemoteEndpoint.js";
 
 const SHARD = 0;
 

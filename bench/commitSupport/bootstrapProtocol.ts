@@ -1,5 +1,5 @@
 import type { GetCounts } from "./CountingObjectStore.js";
-import type { EndpointAddress } from "./RemoteEndpoint.js";
+import type { EndpointAddress } from "../kit/RemoteEndpoint.js";
 
 /** What the benchmark asks a bootstrap child (argv[2], JSON) and what it answers (one stdout line). */
 export interface BootstrapRequest {

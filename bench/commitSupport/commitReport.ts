@@ -1,11 +1,11 @@
 import type { BootstrapFigures, RunFigures } from "./bootstrap.js";
 import type { ConcurrentFigures } from "./concurrentWriters.js";
-import type { BenchLatencyModel, LatencyModelName } from "./latencyModels.js";
-import { round } from "./LatencySummary.js";
+import type { BenchLatencyModel, LatencyModelName } from "../kit/latencyModels.js";
+import { round } from "../kit/LatencySummary.js";
 import type { OpenLoopFigures } from "./openLoop.js";
 import { openLoopLines } from "./openLoopReport.js";
 import type { CommitBenchOptions } from "./options.js";
-import { formatTable, latencies, mib, ms, perOperation, verdict, type Row, type TableLine } from "./reportTable.js";
+import { formatTable, latencies, mib, ms, perOperation, verdict, type Row, type TableLine } from "../kit/report.js";
 import type { RoundTripFigures } from "./roundTrips.js";
 import type { SequentialFigures } from "./sequentialCommits.js";
 

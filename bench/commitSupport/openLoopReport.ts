@@ -1,9 +1,9 @@
-import { round } from "./LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 import type { OpenLoopFigures } from "./openLoop.js";
 import { OPEN_LOOP_P99_ROUND_TRIPS_MAX } from "./openLoop.js";
 import { UPDATE_FRACTION } from "./openLoopMutations.js";
 import type { WindowFigures } from "./openLoopWindow.js";
-import { columns, latencies, mib, ms, perOperation, verdict, type TableLine } from "./reportTable.js";
+import { columns, latencies, mib, ms, perOperation, verdict, type TableLine } from "../kit/report.js";
 
 /** Phase 5's section of the benchmark table (see openLoop.ts for what each figure is). */
 export function openLoopLines(figures: OpenLoopFigures): TableLine[] {

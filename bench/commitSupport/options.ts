@@ -1,5 +1,5 @@
 import { CairnError } from "../../src/base/errors.js";
-import { isLatencyModelName, LATENCY_MODEL_NAMES, type LatencyModelName } from "./latencyModels.js";
+import { isLatencyModelName, LATENCY_MODEL_NAMES, type LatencyModelName } from "../kit/latencyModels.js";
 
 /**
  * The commit benchmark's sizes, one flag each (`--name value`); the defaults are the

@@ -7,9 +7,9 @@ import type { DocumentId } from "../../src/model/DocumentId.js";
 import type { EngineEvent } from "../../src/shard/ShardEngine.js";
 import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
 import { openBenchWriter, type BenchWriter } from "./BenchWriter.js";
-import { round } from "./LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 import { preloadUnit } from "./openLoopMutations.js";
-import type { RemoteEndpoint } from "./RemoteEndpoint.js";
+import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 
 /**
  * The open-loop phase's shard, holding `documents` documents before anything is

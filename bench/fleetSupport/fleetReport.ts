@@ -1,5 +1,5 @@
-import { round, type LatencySummary } from "../commitSupport/LatencySummary.js";
-import { columns, formatTable, latencies, verdict, type TableLine } from "../commitSupport/reportTable.js";
+import { round, type LatencySummary } from "../kit/LatencySummary.js";
+import { columns, formatTable, latencies, verdict, type TableLine } from "../kit/report.js";
 import type { FleetBenchOptions } from "./fleetOptions.js";
 import type { KillFigures, LoadWindow } from "./loadProtocol.js";
 

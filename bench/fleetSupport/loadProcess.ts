@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomInt, SeededRandom } from "../../src/base/random.js";
 import { laneOfValue } from "../../src/functions/routing.js";
-import { summarizeLatencies } from "../commitSupport/LatencySummary.js";
+import { summarizeLatencies } from "../kit/LatencySummary.js";
 import { BenchSocket, updatedValue } from "../syncSupport/BenchSocket.js";
 import { LoadClient } from "./LoadClient.js";
 import type { CrossNodeFigures, KillFigures, LoadCommand, LoadConfig, LoadReply, LoadWindow } from "./loadProtocol.js";

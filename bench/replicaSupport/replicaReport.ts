@@ -1,6 +1,6 @@
-import { round } from "../commitSupport/LatencySummary.js";
-import { SAME_REGION_LATENCY } from "../commitSupport/latencyModels.js";
-import { columns, formatTable, latencies, ms, perOperation, verdict, type TableLine } from "../commitSupport/reportTable.js";
+import { round } from "../kit/LatencySummary.js";
+import { SAME_REGION_LATENCY } from "../kit/latencyModels.js";
+import { columns, formatTable, latencies, ms, perOperation, verdict, type TableLine } from "../kit/report.js";
 import type { CatchUpFigures } from "./catchUpAfterPause.js";
 import type { IdleRequestFigures, NodeIdleRequests } from "./idleRequests.js";
 import type { ReplicaBenchOptions } from "./options.js";
