@@ -37,6 +37,7 @@ import { type ApplyBatch, type DumpChunk, LocalStore } from "../src/local/index.
 import { CONNECTION_PRAGMAS } from "../src/local/schema.js";
 import { documentIndexKey } from "../src/model/IndexKey.js";
 import { decodeSegment, encodeSegment } from "../src/segments/Segment.js";
+import { flag, parseFlags } from "./kit/flags.js";
 import { BY_SCORE, IncrementalWrites, PreloadedUsers } from "./localSupport/dataset.js";
 
 const SEGMENT_DOCUMENTS = 1_000;
@@ -48,22 +49,19 @@ const SCAN_SAMPLES = 5_000;
 const SCAN_ROWS = 100;
 const OVERLAY_READ_DOCUMENTS = 30_000;
 
-interface Options {
-  readonly sizes: readonly number[];
-  readonly applyDocuments: number;
+/** The store sizes measured, one flag each (`--sizes 1000000,5000000 --apply-documents 500000`). */
+function parseOptions(argv: readonly string[]) {
+  return parseFlags(argv, {
+    name: "bench:local",
+    description: "the local SQLite store: bulk load, sustained apply, catch-up, reads, memory",
+    flags: {
+      sizes: flag.wholeNumbers("store sizes, users each", [1_000_000, 5_000_000], { min: 10_000 }),
+      applyDocuments: flag.wholeNumber("documents each apply phase writes", 500_000, SEGMENT_DOCUMENTS),
+    },
+  });
 }
 
-function parseOptions(argv: readonly string[]): Options {
-  const valueOf = (name: string) => {
-    const at = argv.indexOf(name);
-    return at < 0 ? undefined : argv[at + 1];
-  };
-  const sizes = (valueOf("--sizes") ?? "1000000,5000000").split(",").map(Number);
-  const applyDocuments = Number(valueOf("--apply-documents") ?? 500_000);
-  for (const size of sizes) if (!Number.isSafeInteger(size) || size < 10_000) throw new Error("--sizes needs integers >= 10000");
-  if (!Number.isSafeInteger(applyDocuments) || applyDocuments < SEGMENT_DOCUMENTS) throw new Error(`--apply-documents needs an integer >= ${SEGMENT_DOCUMENTS}`);
-  return { sizes, applyDocuments };
-}
+type Options = ReturnType<typeof parseOptions>;
 
 /** Peak RSS, sampled every 25 ms the event loop allows and whenever the work passes by, overall and per phase. */
 class RssSampler {

@@ -18,6 +18,7 @@ import { FsObjectStore } from "../src/objectstore/FsObjectStore.js";
 import type { ObjectStore } from "../src/objectstore/ObjectStore.js";
 import { S3ObjectStore } from "../src/objectstore/S3ObjectStore.js";
 import { startS3Endpoint, type S3Endpoint } from "../test/support/s3-endpoint/index.js";
+import { flag, parseFlags } from "./kit/flags.js";
 
 const LATENCY_CONCURRENCY = 1;
 const THROUGHPUT_CONCURRENCY = 64;
@@ -93,7 +94,11 @@ async function openEndpointTarget(latency: { latencyMs: number; jitterMs: number
 }
 
 async function main(): Promise<void> {
-  const opsPerRun = parseOps(process.argv.slice(2));
+  const opsPerRun = parseFlags(process.argv.slice(2), {
+    name: "bench:objectstore",
+    description: "get, create, casPut and list latency and throughput against the S3 test endpoint (0 and 20 ms per request) and a directory store",
+    flags: { ops: flag.wholeNumber("operations per run, each target and operation", 1000) },
+  }).ops;
   const results: Result[] = [];
   for (const target of TARGETS) {
     process.stderr.write(`benchmarking ${target.description} (${opsPerRun} ops per run)…\n`);
@@ -236,14 +241,6 @@ function printTable(results: readonly Result[], opsPerRun: number): void {
   );
   process.stdout.write(`${line(header)}\n${widths.map((width) => "-".repeat(width)).join("  ")}\n`);
   for (const row of rows) process.stdout.write(`${line(row)}\n`);
-}
-
-function parseOps(args: readonly string[]): number {
-  const index = args.indexOf("--ops");
-  if (index < 0) return 1000;
-  const value = Number(args[index + 1]);
-  if (!Number.isSafeInteger(value) || value <= 0) throw new Error("--ops takes a positive integer");
-  return value;
 }
 
 await main();

@@ -28,45 +28,34 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import { SeededRandom, systemRandom } from "../src/base/random.js";
 import { App } from "../src/functions/App.js";
 import { resolveCatalog } from "../src/functions/catalog.js";
 import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
 import { ShardedStore } from "../src/shard/ShardedStore.js";
 import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySummary.js";
-import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel, type LatencyModelName } from "./kit/latencyModels.js";
+import { flag, parseFlags } from "./kit/flags.js";
+import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel } from "./kit/latencyModels.js";
 import { RemoteEndpoint, storeUrlAt, type EndpointAddress } from "./kit/RemoteEndpoint.js";
 import { TsxChild } from "./kit/TsxChild.js";
 import { formatTable, type TableLine } from "./kit/report.js";
 import * as benchApp from "./reshardSupport/reshardBenchApp.js";
 
-const { values } = parseArgs({
-  options: {
-    documents: { type: "string", default: "1000000" },
-    latencies: { type: "string", default: "0,20" },
-    to: { type: "string", default: "4" },
-    phases: { type: "string", default: "1,2" },
-    clients: { type: "string", default: "1000" },
-    "compare-shards": { type: "string", default: "4" },
-    seconds: { type: "string", default: "10" },
-    "warmup-seconds": { type: "string", default: "3" },
-    latency: { type: "string", default: "s3-standard" },
+const options = parseFlags(process.argv.slice(2), {
+  name: "bench:reshard",
+  description: "`cairn reshard` of a 1-shard store, and commits on 1 vs several shards",
+  flags: {
+    documents: flag.wholeNumber("phase 1: documents in the store resharded", 1_000_000),
+    latencies: flag.wholeNumbers("phase 1: ms per request of each reshard run", [0, 20], { min: 0 }),
+    to: flag.wholeNumber("phase 1: shards to reshard to", 4, 2),
+    phases: flag.phases([1, 2]),
+    clients: flag.wholeNumber("phase 2: closed-loop clients", 1_000),
+    compareShards: flag.wholeNumber("phase 2: shards compared with 1", 4),
+    seconds: flag.seconds("phase 2: measured seconds", 10),
+    warmupSeconds: flag.seconds("phase 2: warm-up seconds", 3, { zeroAllowed: true }),
+    latency: flag.choice("phase 2: the latency model", LATENCY_MODEL_NAMES, "s3-standard"),
   },
 });
-
-const options = {
-  documents: Number(values.documents),
-  latencies: values.latencies.split(",").map(Number),
-  to: Number(values.to),
-  phases: new Set(values.phases.split(",").map(Number)),
-  clients: Number(values.clients),
-  compareShards: Number(values["compare-shards"]),
-  seconds: Number(values.seconds),
-  warmupSeconds: Number(values["warmup-seconds"]),
-  latency: values.latency as LatencyModelName,
-};
-if (!LATENCY_MODEL_NAMES.includes(options.latency)) throw new Error(`--latency must be one of ${LATENCY_MODEL_NAMES.join(", ")}`);
 
 const OWNERS = 10_000;
 const BULK_DOCUMENTS = 100;
@@ -102,11 +91,11 @@ async function main(): Promise<void> {
   const endpoint = await RemoteEndpoint.start(LATENCY_MODELS[options.latency]);
   try {
     const reshards: ReshardFigures[] = [];
-    if (options.phases.has(1)) {
+    if (options.phases.includes(1)) {
       for (const latencyMs of options.latencies) reshards.push(await measureReshard(endpoint, directory, latencyMs));
     }
     const throughput: ThroughputFigures[] = [];
-    if (options.phases.has(2)) {
+    if (options.phases.includes(2)) {
       for (const shards of [1, options.compareShards]) throughput.push(await measureThroughput(endpoint, directory, shards));
     }
     report(reshards, throughput, endpoint.latencyModel);
@@ -278,7 +267,7 @@ function report(reshards: readonly ReshardFigures[], throughput: readonly Throug
   process.stdout.write(
     `${JSON.stringify({
       benchmark: "reshard",
-      options: { ...options, phases: [...options.phases] },
+      options,
       reshards,
       throughput,
       ratio: throughput.length === 2 ? round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2) : null,
