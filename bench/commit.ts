@@ -62,6 +62,9 @@ import { parseCommitBenchOptions, type BenchPhase, type CommitBenchOptions } fro
 import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { measureRoundTrips } from "./commitSupport/roundTrips.js";
 import { measureSequentialCommits } from "./commitSupport/sequentialCommits.js";
+import { progressPrinter } from "./kit/progress.js";
+
+const progress = progressPrinter();
 
 async function main(): Promise<void> {
   const options = parseCommitBenchOptions(process.argv.slice(2));
@@ -114,10 +117,6 @@ async function runPhases(endpoint: RemoteEndpoint, directory: string, options: C
     openLoop = await measureOpenLoop(endpoint, directory, options, bound);
   }
   return { roundTrips, sequential, concurrent, bootstrap, openLoop };
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 await main();

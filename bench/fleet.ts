@@ -44,6 +44,7 @@ import { assignment } from "../src/fleet/index.js";
 import { round, summarizeLatencies } from "./kit/LatencySummary.js";
 import { LATENCY_MODELS } from "./kit/latencyModels.js";
 import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
+import { progressPrinter } from "./kit/progress.js";
 import { TsxChild } from "./kit/TsxChild.js";
 import { Cleanup, stopOnSignal } from "./kit/Cleanup.js";
 import { awaitConverged, balancedNodeIds, type FleetNode, isConverged, shardsPerNode, startFleetNode } from "./fleetSupport/fleetNodes.js";
@@ -63,7 +64,7 @@ const IDLE_MEASURE_MS = 5_000;
 /** The defaults `cairn serve --fleet` runs with (src/shard/engineOptions.ts, src/fleet/fleetTuning.ts, the CLI). */
 const TUNING = { leaseTtlMs: 10_000, heartbeatIntervalMs: 3_000, beatMs: 2_000, presenceTtlMs: 6_000, maxClockSkewMs: 1_000 } as const;
 
-const progress = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n`);
+const progress = progressPrinter("[bench:fleet] ");
 
 async function main(): Promise<void> {
   const startedMs = performance.now();

@@ -47,6 +47,9 @@ import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { flag, parseFlags } from "./kit/flags.js";
 import { formatTable, latencies, verdict, type TableLine } from "./kit/report.js";
 import * as benchApp from "./functionsSupport/benchApp.js";
+import { progressPrinter } from "./kit/progress.js";
+
+const progress = progressPrinter();
 
 const options = parseFlags(process.argv.slice(2), {
   name: "bench:functions",
@@ -358,10 +361,6 @@ function skippedContention(): Awaited<ReturnType<typeof measureContention>> {
 
 function skippedReads(): Awaited<ReturnType<typeof measureReads>> {
   return { documents: 0, get: { samples: 0, p50Us: Number.NaN, p99Us: Number.NaN }, range: { samples: 0, rows: 100, p50Us: Number.NaN, p99Us: Number.NaN } };
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 await main();

@@ -39,6 +39,9 @@ import { documentIndexKey } from "../src/model/IndexKey.js";
 import { decodeSegment, encodeSegment } from "../src/segments/Segment.js";
 import { flag, parseFlags } from "./kit/flags.js";
 import { BY_SCORE, IncrementalWrites, PreloadedUsers } from "./localSupport/dataset.js";
+import { progressPrinter } from "./kit/progress.js";
+
+const progress = progressPrinter();
 
 const SEGMENT_DOCUMENTS = 1_000;
 const UPDATE_FRACTION = 0.2;
@@ -114,10 +117,6 @@ function percentiles(samplesNs: readonly bigint[]): Percentiles {
   const sorted = samplesNs.map(Number).sort((left, right) => left - right);
   const at = (fraction: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]! / 10) / 100;
   return { p50Us: at(0.5), p99Us: at(0.99) };
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 // ---- phases -------------------------------------------------------------------------------

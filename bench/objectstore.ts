@@ -19,6 +19,9 @@ import type { ObjectStore } from "../src/objectstore/ObjectStore.js";
 import { S3ObjectStore } from "../src/objectstore/S3ObjectStore.js";
 import { startS3Endpoint, type S3Endpoint } from "../test/support/s3-endpoint/index.js";
 import { flag, parseFlags } from "./kit/flags.js";
+import { progressPrinter } from "./kit/progress.js";
+
+const progress = progressPrinter();
 
 const LATENCY_CONCURRENCY = 1;
 const THROUGHPUT_CONCURRENCY = 64;
@@ -101,7 +104,7 @@ async function main(): Promise<void> {
   }).ops;
   const results: Result[] = [];
   for (const target of TARGETS) {
-    process.stderr.write(`benchmarking ${target.description} (${opsPerRun} ops per run)…\n`);
+    progress(`benchmarking ${target.description} (${opsPerRun} ops per run)…`);
     const opened = await target.open();
     try {
       for (const operation of OPERATIONS) results.push(await benchmark(target.name, operation, opened, opsPerRun));

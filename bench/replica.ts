@@ -54,6 +54,9 @@ import { NodePair, shardHealth } from "./replicaSupport/NodePair.js";
 import { parseReplicaBenchOptions } from "./replicaSupport/options.js";
 import { measureReplicaLatency, type ReplicaLatencyFigures } from "./replicaSupport/replicaLatency.js";
 import { printReport, ROUND_TRIP_MS } from "./replicaSupport/replicaReport.js";
+import { progressPrinter } from "./kit/progress.js";
+
+const progress = progressPrinter();
 
 const options = parseReplicaBenchOptions(process.argv.slice(2));
 // This process's own S3 client (phase 3's look at the bucket) would warn about Node 20 like the nodes, which spawnCairnServe silences.
@@ -161,10 +164,6 @@ async function measureLatency(pair: NodePair, label: string, random: SeededRando
   const meanSeconds = (options.warmups + options.samples) * ((options.spacingMinMs + options.spacingMaxMs) / 2000);
   progress(`1. ${label}: ${options.warmups} + ${options.samples} spaced bumps on the writer, watched from the replica (~${Math.round(meanSeconds)} s)…`);
   return measureReplicaLatency(pair, label, { spacingMinMs: options.spacingMinMs, spacingMaxMs: options.spacingMaxMs, samples: options.samples, warmups: options.warmups, random, progress });
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 /** Set once main() started: whether a signal interrupted the run (what fails then is the interruption, not an error). */

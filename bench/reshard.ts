@@ -37,6 +37,7 @@ import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySum
 import { flag, parseFlags } from "./kit/flags.js";
 import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel } from "./kit/latencyModels.js";
 import { RemoteEndpoint, storeUrlAt, type EndpointAddress } from "./kit/RemoteEndpoint.js";
+import { progressPrinter, throttled } from "./kit/progress.js";
 import { TsxChild } from "./kit/TsxChild.js";
 import { formatTable, type TableLine } from "./kit/report.js";
 import * as benchApp from "./reshardSupport/reshardBenchApp.js";
@@ -60,12 +61,14 @@ const options = parseFlags(process.argv.slice(2), {
 const OWNERS = 10_000;
 const BULK_DOCUMENTS = 100;
 const BULK_IN_FLIGHT = 32;
+/** How often the build says how far it got. */
+const BUILD_PROGRESS_INTERVAL_MS = 5_000;
 /** Lines of `cairn reshard`'s output kept: its report (a line per new shard) and, on failure, what it said. */
 const RESHARD_OUTPUT_LINES_MAX = 10_000;
 /** ~80 bytes of body: with owner, n and the system fields, ~110 bytes of document. */
 const BODY = "x".repeat(80);
 const app = App.fromModule(benchApp, "reshard bench app");
-const progress = (line: string) => process.stderr.write(`[bench:reshard] ${line}\n`);
+const progress = progressPrinter("[bench:reshard] ");
 
 interface ReshardFigures {
   readonly latencyMs: number;
@@ -141,16 +144,13 @@ async function buildDeployment(endpoint: RemoteEndpoint, prefix: string, localDi
     const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(store, app.schema, systemRandom), shard: sharded.engines[0]! });
     const bulks = Math.ceil(options.documents / BULK_DOCUMENTS);
     let next = 0;
-    let lastReport = performance.now();
+    const soFar = throttled(progress, BUILD_PROGRESS_INTERVAL_MS);
     const worker = async () => {
       for (let bulk = next++; bulk < bulks; bulk = next++) {
         const from = bulk * BULK_DOCUMENTS;
         const count = Math.min(BULK_DOCUMENTS, options.documents - from);
         await runtime.runMutation("items:addMany", { owner: `owner-${bulk % OWNERS}`, from, count, body: BODY }, { clientId: "builder", seq: bulk + 1 });
-        if (performance.now() - lastReport > 5_000) {
-          lastReport = performance.now();
-          progress(`  ${from + count} documents…`);
-        }
+        soFar(`  ${from + count} documents…`);
       }
     };
     await Promise.all(Array.from({ length: BULK_IN_FLIGHT }, worker));

@@ -60,6 +60,9 @@ import { primeCounter, sequentialBumps } from "./syncSupport/sequentialBumps.js"
 import type { CpuDifference } from "./syncSupport/serverCpu.js";
 import type { functions } from "./syncSupport/syncBenchApp.js";
 import { measureTransitionLatency, type TransitionLatencyFigures } from "./syncSupport/transitionLatency.js";
+import { progressPrinter } from "./kit/progress.js";
+
+const progress = progressPrinter();
 
 const flags = parseFlags(process.argv.slice(2), {
   name: "bench:sync",
@@ -298,10 +301,6 @@ function withError(value: number | undefined, error: number | undefined, digits 
 
 function kib(value: number | undefined): string {
   return `${(value ?? Number.NaN).toFixed(1)} KiB`;
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 await main();

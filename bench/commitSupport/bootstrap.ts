@@ -10,6 +10,9 @@ import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 import { TsxChild } from "../kit/TsxChild.js";
 import { smallDocumentsUnit, type SmallDocumentsOptions } from "./smallDocuments.js";
 import type { CommitBenchOptions } from "./options.js";
+import { progressPrinter } from "../kit/progress.js";
+
+const progress = progressPrinter("  ");
 
 /**
  * Phase 4: bootstrap of a large shard. With latency off (set-up only), a writer commits
@@ -167,8 +170,4 @@ async function timedBootstrap(
     endpointGets: counters.GetObject.requests,
     endpointPuts: counters.PutObject.requests,
   };
-}
-
-function progress(message: string): void {
-  process.stderr.write(`  ${message}\n`);
 }

@@ -15,6 +15,9 @@ import { RateSearch } from "./RateSearch.js";
 import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 import { idleRequestCosts, mutationRequestCosts, type IdleRequestCosts, type MutationRequestCosts } from "./requestCosts.js";
 import type { RoundTripFigures } from "./roundTrips.js";
+import { progressPrinter } from "../kit/progress.js";
+
+const progress = progressPrinter("  ");
 
 /**
  * Phase 5: open-loop load on a shard that already holds `openLoopDocuments` documents
@@ -268,8 +271,4 @@ function measuredTuning(tuning: ShardEngineTuning): MeasuredTuning {
 
 function verdictOf(window: WindowFigures): string {
   return window.sustained ? "sustained" : `not sustained (${window.notSustainedBecause.join("; ")})`;
-}
-
-function progress(message: string): void {
-  process.stderr.write(`  ${message}\n`);
 }
