@@ -63,6 +63,7 @@ import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { measureRoundTrips } from "./commitSupport/roundTrips.js";
 import { measureSequentialCommits } from "./commitSupport/sequentialCommits.js";
 import { progressPrinter } from "./kit/progress.js";
+import { printReport } from "./kit/report.js";
 
 const progress = progressPrinter();
 
@@ -82,8 +83,7 @@ async function main(): Promise<void> {
     await rm(directory, { recursive: true, force: true });
   }
   const summary = summarize(options, latencyModel, measured);
-  process.stdout.write(formatSummaryTable(summary));
-  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  printReport(formatSummaryTable(summary), summary);
 }
 
 async function runPhases(endpoint: RemoteEndpoint, directory: string, options: CommitBenchOptions): Promise<MeasuredFigures> {

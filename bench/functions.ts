@@ -45,7 +45,7 @@ import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySum
 import { LATENCY_MODELS } from "./kit/latencyModels.js";
 import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { flag, parseFlags } from "./kit/flags.js";
-import { formatTable, latencies, verdict, type TableLine } from "./kit/report.js";
+import { formatTable, latencies, printReport, verdict, type TableLine } from "./kit/report.js";
 import * as benchApp from "./functionsSupport/benchApp.js";
 import { progressPrinter } from "./kit/progress.js";
 
@@ -128,8 +128,7 @@ async function main(): Promise<void> {
       ["runQuery get p50 / p99", `${reads.get.p50Us} / ${reads.get.p99Us} µs`, verdict(reads.get.p50Us <= 20, "p50 ≤ 20 µs")],
       ["runQuery 100-row index range p50 / p99", `${reads.range.p50Us} / ${reads.range.p99Us} µs`, verdict(reads.range.p50Us <= 1000, "p50 ≤ 1,000 µs")],
     ];
-    process.stdout.write(formatTable(lines));
-    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    printReport(formatTable(lines), summary);
   } finally {
     await endpoint.close();
     await rm(directory, { recursive: true, force: true });

@@ -40,6 +40,7 @@ import { decodeSegment, encodeSegment } from "../src/segments/Segment.js";
 import { flag, parseFlags } from "./kit/flags.js";
 import { BY_SCORE, IncrementalWrites, PreloadedUsers } from "./localSupport/dataset.js";
 import { progressPrinter } from "./kit/progress.js";
+import { columns, printReport } from "./kit/report.js";
 
 const progress = progressPrinter();
 
@@ -373,8 +374,10 @@ async function measureSize(dir: string, size: number, options: Options): Promise
   }
 }
 
-function printTable(figures: readonly SizeFigures[]): void {
-  const rows: string[][] = [["measure", ...figures.map((figure) => `${figure.storeDocuments.toLocaleString("en")} docs`), "target"]];
+/** The figures of every size side by side, one row a measure, every column left-aligned. */
+function tableOf(figures: readonly SizeFigures[]): string {
+  const header = ["measure", ...figures.map((figure) => `${figure.storeDocuments.toLocaleString("en")} docs`), "target"];
+  const rows: string[][] = [];
   const add = (label: string, cell: (figure: SizeFigures) => string, target: string) => rows.push([label, ...figures.map(cell), target]);
   add("bulk load (restore), docs/s", (f) => String(f.bulkLoadDocumentsPerSecond), ">= 100000");
   add("sustained apply, docs/s", (f) => String(f.sustainedApplyDocumentsPerSecond), ">= 50000");
@@ -392,8 +395,7 @@ function printTable(figures: readonly SizeFigures[]): void {
   add("live JS heap after apply (after a GC), MiB", (f) => String(f.liveHeapAfterApplyMb), "");
   add("largest WAL file, MiB", (f) => String(f.largestWalMb), "");
   add("  bulk load / apply / catch-up / reads", (f) => `${f.largestWalMbByPhase.bulkLoad} / ${f.largestWalMbByPhase.sustainedApply} / ${f.largestWalMbByPhase.catchUp} / ${f.largestWalMbByPhase.reads}`, "");
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "));
+  return `${columns(header, rows, { leftAligned: header.length }).block.join("\n")}\n`;
 }
 
 async function main(): Promise<void> {
@@ -407,9 +409,8 @@ async function main(): Promise<void> {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  console.log(`store: N users of ~190-byte JSON with 2 index entries each; apply: segments of ${SEGMENT_DOCUMENTS} documents, ${UPDATE_FRACTION * 100}% updates`);
-  printTable(figures);
-  console.log(JSON.stringify({ benchmark: "local", segmentDocuments: SEGMENT_DOCUMENTS, updateFraction: UPDATE_FRACTION, sizes: figures }));
+  const title = `store: N users of ~190-byte JSON with 2 index entries each; apply: segments of ${SEGMENT_DOCUMENTS} documents, ${UPDATE_FRACTION * 100}% updates`;
+  printReport(`${title}\n${tableOf(figures)}`, { benchmark: "local", segmentDocuments: SEGMENT_DOCUMENTS, updateFraction: UPDATE_FRACTION, sizes: figures });
 }
 
 await main();

@@ -53,7 +53,7 @@ import { measureIdleRequests, type IdleRequestFigures } from "./replicaSupport/i
 import { NodePair, shardHealth } from "./replicaSupport/NodePair.js";
 import { parseReplicaBenchOptions } from "./replicaSupport/options.js";
 import { measureReplicaLatency, type ReplicaLatencyFigures } from "./replicaSupport/replicaLatency.js";
-import { printReport, ROUND_TRIP_MS } from "./replicaSupport/replicaReport.js";
+import { printReplicaReport, ROUND_TRIP_MS } from "./replicaSupport/replicaReport.js";
 import { progressPrinter } from "./kit/progress.js";
 
 const progress = progressPrinter();
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
     const hintsSegments = (await shardHealth(hints.writer)).appliedSeqno + 1;
     progress("stopping the nodes…");
     await cleanup.run();
-    printReport(
+    printReplicaReport(
       {
         latencyModel: latencyModel.description,
         store: {

@@ -39,7 +39,7 @@ import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel } from "./k
 import { RemoteEndpoint, storeUrlAt, type EndpointAddress } from "./kit/RemoteEndpoint.js";
 import { progressPrinter, throttled } from "./kit/progress.js";
 import { TsxChild } from "./kit/TsxChild.js";
-import { formatTable, type TableLine } from "./kit/report.js";
+import { formatTable, printReport, type TableLine } from "./kit/report.js";
 import * as benchApp from "./reshardSupport/reshardBenchApp.js";
 
 const options = parseFlags(process.argv.slice(2), {
@@ -263,16 +263,13 @@ function report(reshards: readonly ReshardFigures[], throughput: readonly Throug
       lines.push([`ratio ${throughput[1]!.shards} : 1`, String(round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2)), "≥ 2.5"]);
     }
   }
-  process.stdout.write(formatTable(lines));
-  process.stdout.write(
-    `${JSON.stringify({
-      benchmark: "reshard",
-      options,
-      reshards,
-      throughput,
-      ratio: throughput.length === 2 ? round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2) : null,
-    })}\n`,
-  );
+  printReport(formatTable(lines), {
+    benchmark: "reshard",
+    options,
+    reshards,
+    throughput,
+    ratio: throughput.length === 2 ? round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2) : null,
+  });
 }
 
 await main();

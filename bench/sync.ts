@@ -51,7 +51,7 @@ import { Cleanup } from "./kit/Cleanup.js";
 import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { ServeChild } from "./kit/ServeChild.js";
 import { flag, parseFlags } from "./kit/flags.js";
-import { formatTable, latencies, ms, verdict, type TableLine } from "./kit/report.js";
+import { formatTable, latencies, ms, printReport, verdict, type TableLine } from "./kit/report.js";
 import { BenchSocket } from "./syncSupport/BenchSocket.js";
 import { ClientFleet, type FleetSubscription } from "./syncSupport/ClientFleet.js";
 import { measureBaseline, measureFanOut, type BaselineFigures, type FanOutFigures } from "./syncSupport/fanOut.js";
@@ -217,8 +217,7 @@ function report(summary: Summary): void {
     ...memorySection(summary.memory),
     ...distinctSection(summary.distinct, summary.cpuMsPer1000Transitions.distinct),
   ];
-  process.stdout.write(formatTable(lines));
-  process.stdout.write(`${JSON.stringify({ ...summary, targets: TARGETS, options })}\n`);
+  printReport(formatTable(lines), { ...summary, targets: TARGETS, options });
 }
 
 function latencySection(latency: TransitionLatencyFigures | null): TableLine[] {
