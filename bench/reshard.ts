@@ -22,7 +22,6 @@
  *
  * Prints a table, then exactly one line of JSON with every figure. Progress goes to stderr.
  */
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -37,6 +36,7 @@ import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySum
 import { flag, parseFlags } from "./kit/flags.js";
 import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel } from "./kit/latencyModels.js";
 import { RemoteEndpoint, storeUrlAt, type EndpointAddress } from "./kit/RemoteEndpoint.js";
+import { watchPeakRss } from "./kit/peakRss.js";
 import { progressPrinter, throttled } from "./kit/progress.js";
 import { TsxChild } from "./kit/TsxChild.js";
 import { formatTable, printReport, type TableLine } from "./kit/report.js";
@@ -129,7 +129,7 @@ async function measureReshard(endpoint: RemoteEndpoint, directory: string, laten
     buildSeconds: round(buildSeconds, 1),
     seconds: round(seconds, 1),
     documentsPerSecond: Math.round(documents / seconds),
-    peakRssMiB: round(run.peakRssKiB / 1024, 0),
+    peakRssMiB: round(run.peakRssBytes / 2 ** 20, 0),
     perShard,
   };
 }
@@ -162,26 +162,24 @@ async function buildDeployment(endpoint: RemoteEndpoint, prefix: string, localDi
 }
 
 /** `cairn reshard` in a child process, its peak RSS polled from /proc while it runs; its progress shows on stderr. */
-async function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: string): Promise<{ stdout: string; peakRssKiB: number }> {
+async function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: string): Promise<{ stdout: string; peakRssBytes: number }> {
   const child = TsxChild.start("cairn reshard", ["src/cli/main.ts", "reshard", "--store", storeUrlAt(address, prefix), "--to", String(options.to), "--work-dir", workDirectory], {
     stdout: "output",
     outputLinesMax: RESHARD_OUTPUT_LINES_MAX,
     echoStderr: true,
     env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
   });
-  let peakRssKiB = 0;
-  const poll = setInterval(() => {
-    try {
-      const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
-      if (match) peakRssKiB = Math.max(peakRssKiB, Number(match[1]));
-    } catch {
-      // The child exited between two polls.
-    }
-  }, 100);
-  const code = await child.exitCode().finally(() => clearInterval(poll));
+  const peakRss = watchPeakRss(child.pid!);
+  let peakRssBytes = 0;
+  let code: number | null;
+  try {
+    code = await child.exitCode();
+  } finally {
+    peakRssBytes = peakRss.stop();
+  }
   const stdout = child.output.since(0).filter((line) => line.stream === "stdout").map((line) => `${line.text}\n`).join("");
   if (code !== 0) throw new Error(`cairn reshard exited with ${code}:\n${child.output.last(RESHARD_OUTPUT_LINES_MAX)}`);
-  return { stdout, peakRssKiB };
+  return { stdout, peakRssBytes };
 }
 
 async function measureThroughput(endpoint: RemoteEndpoint, directory: string, shards: number): Promise<ThroughputFigures> {

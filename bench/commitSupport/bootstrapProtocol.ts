@@ -30,8 +30,8 @@ export interface BootstrapResult {
   readonly rssBaselineBytes: number;
   /** Highest `process.memoryUsage().rss` sampled every RSS_SAMPLE_INTERVAL_MS while opening. */
   readonly rssPeakSampledBytes: number;
-  /** The kernel's high-water mark of the process (getrusage maxrss). */
-  readonly rssPeakKernelBytes: number;
+  /** The kernel's high-water mark of the process's RSS (VmHWM of /proc/self/status; null where /proc has none). */
+  readonly rssPeakKernelBytes: number | null;
   readonly gets: GetCounts;
 }
 
