@@ -4,7 +4,7 @@
  * engine's event loop; local SQLite files live in a temp dir, removed at the end; time
  * is the system clock.
  *
- * Latency model (`--latency`, default s3-standard; commitSupport/latencyModels.ts),
+ * Latency model (`--latency`, default s3-standard; kit/latencyModels.ts),
  * injected per request while measuring:
  * - s3-standard: S3 Standard seen from the same region, lognormal per request: writes
  *   (PUT, DELETE) p50 28 ms / p99 75 ms, reads (GET, HEAD, LIST) p50 25 ms / p99 70 ms,
@@ -47,10 +47,10 @@
  * --with-index, --documents, --build-unit-documents, --tail-segments,
  * --tail-segment-documents, --warm-segments, --open-loop-start-rate,
  * --open-loop-max-rate, --open-loop-bisections, --open-loop-warmup-seconds,
- * --open-loop-seconds, --open-loop-cost-seconds, --open-loop-cost-rate, --idle-seconds,
- * --child-cpu-prof-dir (see commitSupport/options.ts). Prints a table, then exactly one
- * line of JSON with every figure. Progress goes to stderr. Never asserted in tests. To
- * profile the engine:
+ * --open-loop-seconds, --open-loop-cost-seconds, --open-loop-cost-rate, --open-loop-rates,
+ * --pipeline-depth, --idle-seconds, --child-cpu-prof-dir (see commitSupport/options.ts,
+ * or --help). Prints a table, then exactly one line of JSON with every figure. Progress
+ * goes to stderr. Never asserted in tests. To profile the engine:
  *
  *   node --cpu-prof --import tsx bench/commit.ts [--child-cpu-prof-dir /tmp/profiles]
  */

@@ -11,7 +11,7 @@ export type BenchPhase = (typeof BENCH_PHASES)[number];
 const COMMIT_BENCH_FLAGS = {
   /** Which phases run, in order (`--phases 1,5`). */
   phases: flag.phases(BENCH_PHASES),
-  /** The latency the endpoint injects while measuring (see latencyModels.ts). */
+  /** The latency the endpoint injects while measuring (see ../kit/latencyModels.ts). */
   latency: flag.choice("the latency the endpoint injects while measuring", LATENCY_MODEL_NAMES, "s3-standard"),
   /** Sequential samples of each baseline round trip (PUT, PUT + conditional GET). */
   roundTrips: flag.wholeNumber("phase 1: sequential samples of each baseline round trip", 300),
