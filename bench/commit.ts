@@ -4,7 +4,7 @@
  * engine's event loop; local SQLite files live in a temp dir, removed at the end; time
  * is the system clock.
  *
- * Latency model (`--latency`, default s3-standard; commitSupport/latencyModels.ts),
+ * Latency model (`--latency`, default s3-standard; kit/latencyModels.ts),
  * injected per request while measuring:
  * - s3-standard: S3 Standard seen from the same region, lognormal per request: writes
  *   (PUT, DELETE) p50 28 ms / p99 75 ms, reads (GET, HEAD, LIST) p50 25 ms / p99 70 ms,
@@ -37,16 +37,20 @@
  *    per 1,000 mutations over a window holding at least one snapshot and one GC pass, and
  *    requests per idle shard-hour. CPU per commit of this process is reported throughout.
  *
+ * Phases 2 to 5 run their shard writer in this process and report its peak RSS over the
+ * phase as the kernel keeps it (VmHWM of /proc/self/status, reset as the phase starts);
+ * phase 4's bootstrap children report their own VmHWM beside a sampled peak.
+ *
  *   npm run bench:commit [-- --phases 1,5 --latency s3-standard --open-loop-documents 1000000]
  *
  * Other flags: --round-trips, --commits, --writers, --seconds, --warmup-seconds,
  * --with-index, --documents, --build-unit-documents, --tail-segments,
  * --tail-segment-documents, --warm-segments, --open-loop-start-rate,
  * --open-loop-max-rate, --open-loop-bisections, --open-loop-warmup-seconds,
- * --open-loop-seconds, --open-loop-cost-seconds, --open-loop-cost-rate, --idle-seconds,
- * --child-cpu-prof-dir (see commitSupport/options.ts). Prints a table, then exactly one
- * line of JSON with every figure. Progress goes to stderr. Never asserted in tests. To
- * profile the engine:
+ * --open-loop-seconds, --open-loop-cost-seconds, --open-loop-cost-rate, --open-loop-rates,
+ * --pipeline-depth, --idle-seconds, --child-cpu-prof-dir (see commitSupport/options.ts,
+ * or --help). Prints a table, then exactly one line of JSON with every figure. Progress
+ * goes to stderr. Never asserted in tests. To profile the engine:
  *
  *   node --cpu-prof --import tsx bench/commit.ts [--child-cpu-prof-dir /tmp/profiles]
  */
@@ -56,12 +60,18 @@ import { join } from "node:path";
 import { measureBootstrap } from "./commitSupport/bootstrap.js";
 import { formatSummaryTable, summarize, type MeasuredFigures } from "./commitSupport/commitReport.js";
 import { measureConcurrentWriters } from "./commitSupport/concurrentWriters.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
 import { latencyBoundOf, measureOpenLoop, OPEN_LOOP_P99_ROUND_TRIPS_MAX } from "./commitSupport/openLoop.js";
 import { parseCommitBenchOptions, type BenchPhase, type CommitBenchOptions } from "./commitSupport/options.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { measureRoundTrips } from "./commitSupport/roundTrips.js";
 import { measureSequentialCommits } from "./commitSupport/sequentialCommits.js";
+import type { WriterPeakRss } from "./commitSupport/writerPeakRss.js";
+import { peakRssBytes, resetPeakRss } from "./kit/peakRss.js";
+import { progressPrinter } from "./kit/progress.js";
+import { printReport } from "./kit/report.js";
+
+const progress = progressPrinter();
 
 async function main(): Promise<void> {
   const options = parseCommitBenchOptions(process.argv.slice(2));
@@ -79,8 +89,7 @@ async function main(): Promise<void> {
     await rm(directory, { recursive: true, force: true });
   }
   const summary = summarize(options, latencyModel, measured);
-  process.stdout.write(formatSummaryTable(summary));
-  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  printReport(formatSummaryTable(summary), summary);
 }
 
 async function runPhases(endpoint: RemoteEndpoint, directory: string, options: CommitBenchOptions): Promise<MeasuredFigures> {
@@ -93,31 +102,40 @@ async function runPhases(endpoint: RemoteEndpoint, directory: string, options: C
   let sequential = null;
   if (runs(2)) {
     progress(`2. ${options.commits} sequential commits, verify "always" then "lease"…`);
-    const always = await measureSequentialCommits(endpoint.store("sequential-always/"), directory, "always", options.commits);
-    const lease = await measureSequentialCommits(endpoint.store("sequential-lease/"), directory, "lease", options.commits);
-    sequential = { always, lease };
+    sequential = await withWriterPeakRss(async () => {
+      const always = await measureSequentialCommits(endpoint.store("sequential-always/"), directory, "always", options.commits);
+      const lease = await measureSequentialCommits(endpoint.store("sequential-lease/"), directory, "lease", options.commits);
+      return { always, lease };
+    });
   }
   let concurrent = null;
   if (runs(3)) {
     progress(`3. ${options.writers} concurrent writers, ${options.warmupSeconds} s warm-up + ${options.seconds} s…`);
-    concurrent = await measureConcurrentWriters(endpoint, directory, options);
+    concurrent = await withWriterPeakRss(() => measureConcurrentWriters(endpoint, directory, options));
   }
   let bootstrap = null;
   if (runs(4)) {
     progress(`4. bootstrap of ${options.documents} documents + ${options.tailSegments} tail segments…`);
-    bootstrap = await measureBootstrap(endpoint, directory, options);
+    bootstrap = await withWriterPeakRss(() => measureBootstrap(endpoint, directory, options));
   }
   let openLoop = null;
   if (runs(5)) {
     const bound = latencyBoundOf(roundTrips, endpoint.latencyModel);
     progress(`5. open loop on ${options.openLoopDocuments} documents; p99 bound ${bound.p99MsMax} ms (${OPEN_LOOP_P99_ROUND_TRIPS_MAX} × ${bound.source})…`);
-    openLoop = await measureOpenLoop(endpoint, directory, options, bound);
+    openLoop = await withWriterPeakRss(() => measureOpenLoop(endpoint, directory, options, bound));
   }
   return { roundTrips, sequential, concurrent, bootstrap, openLoop };
 }
 
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
+/**
+ * Runs a phase whose shard writer lives in this process (phases 2–5; phase 4's bootstrap
+ * readers report their own peak) and adds this process's peak RSS over it: VmHWM, reset
+ * as the phase starts so that it is the phase's own.
+ */
+async function withWriterPeakRss<T extends object>(measure: () => Promise<T>): Promise<T & WriterPeakRss> {
+  if (!resetPeakRss()) progress("  VmHWM could not be reset (/proc/self/clear_refs): this phase's figure runs from the process's start");
+  const figures = await measure();
+  return { ...figures, vmHwmBytes: peakRssBytes() };
 }
 
 await main();

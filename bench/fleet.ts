@@ -41,13 +41,13 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../src/base/errors.js";
 import { assignment } from "../src/fleet/index.js";
-import { round, summarizeLatencies } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
-import { TsxChild } from "./commitSupport/TsxChild.js";
-import { Cleanup, stopOnSignal } from "./replicaSupport/Cleanup.js";
-import { FleetNode } from "./fleetSupport/FleetNode.js";
-import { awaitConverged, balancedNodeIds, isConverged, shardsPerNode } from "./fleetSupport/fleetNodes.js";
+import { round, summarizeLatencies } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
+import { progressPrinter } from "./kit/progress.js";
+import { TsxChild } from "./kit/TsxChild.js";
+import { Cleanup, stopOnSignal } from "./kit/Cleanup.js";
+import { awaitConverged, balancedNodeIds, type FleetNode, isConverged, shardsPerNode, startFleetNode } from "./fleetSupport/fleetNodes.js";
 import { FLEET_BENCH_SHARDS, parseFleetBenchOptions } from "./fleetSupport/fleetOptions.js";
 import { printFleetReport, type FleetRun, type KillRun, type CpuFigures } from "./fleetSupport/fleetReport.js";
 import type { KillFigures, LoadConfig, LoadReply, LoadWindow } from "./fleetSupport/loadProtocol.js";
@@ -64,7 +64,7 @@ const IDLE_MEASURE_MS = 5_000;
 /** The defaults `cairn serve --fleet` runs with (src/shard/engineOptions.ts, src/fleet/fleetTuning.ts, the CLI). */
 const TUNING = { leaseTtlMs: 10_000, heartbeatIntervalMs: 3_000, beatMs: 2_000, presenceTtlMs: 6_000, maxClockSkewMs: 1_000 } as const;
 
-const progress = (line: string) => process.stderr.write(`[bench:fleet] ${line}\n`);
+const progress = progressPrinter("[bench:fleet] ");
 
 async function main(): Promise<void> {
   const startedMs = performance.now();
@@ -111,7 +111,7 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
   const expected = assignment(FLEET_BENCH_SHARDS, ids);
   progress(`${size} node(s) ${ids.join(", ")}: expected writers ${JSON.stringify(expected)}`);
   const start = (nodeId: string) =>
-    FleetNode.start({
+    startFleetNode({
       nodeId,
       endpoint: endpoint.address,
       prefix,
@@ -123,11 +123,11 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
   const nodes: FleetNode[] = [];
   const track = (node: FleetNode) => {
     nodes.push(node);
-    cleanup.add(`stopping ${node.nodeId}`, async () => {
+    cleanup.add(`stopping ${node.name}`, async () => {
       const code = await node.stop();
-      if (code !== 0 && code !== null) progress(`${node.nodeId} exited with ${code}:\n${node.lastOutput()}`);
+      if (code !== 0 && code !== null) progress(`${node.name} exited with ${code}:\n${node.output.last(40)}`);
     });
-    progress(`   ${node.nodeId} at ${node.url} (pid ${node.pid})`);
+    progress(`   ${node.name} at ${node.url} (pid ${node.pid})`);
   };
   // The first node creates the deployment; the rest join it.
   track(await start(ids[0]!));
@@ -141,7 +141,7 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
   progress(`   idle: the nodes use ${idleNodesCores} cores between them`);
 
   const config: LoadConfig = {
-    nodes: nodes.map((node) => ({ nodeId: node.nodeId, url: node.url })),
+    nodes: nodes.map((node) => ({ nodeId: node.name, url: node.url })),
     owners: expected.map((owner) => owner!),
     numShards: FLEET_BENCH_SHARDS,
     clients: options.clients,
@@ -152,7 +152,7 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
     probes: size > 1,
     seed: options.seed,
   };
-  const loader = TsxChild.start("load generator", "../fleetSupport/loadProcess.ts", [JSON.stringify(config)]);
+  const loader = TsxChild.start("load generator", ["bench/fleetSupport/loadProcess.ts", JSON.stringify(config)], { stdout: "messages" });
   cleanup.add("stopping the load generator", async () => {
     loader.send({ command: "stop" });
     await loader.finished().catch(() => loader.kill());
@@ -218,14 +218,14 @@ async function measureFleet(cleanup: Cleanup, endpoint: RemoteEndpoint, director
 
 /** SIGKILLs the node that writes the most shards (load still on) and times each of its shards' first acknowledged write after it. */
 async function measureKill(nodes: readonly FleetNode[], ask: (command: unknown) => Promise<LoadReply>): Promise<KillRun> {
-  const ids = nodes.map((node) => node.nodeId);
+  const ids = nodes.map((node) => node.name);
   const owners = assignment(FLEET_BENCH_SHARDS, ids);
   const counts = shardsPerNode(ids, FLEET_BENCH_SHARDS);
-  const victim = [...nodes].reverse().reduce((most, node) => (counts[node.nodeId]! > counts[most.nodeId]! ? node : most));
-  const shards = owners.flatMap((owner, shard) => (owner === victim.nodeId ? [shard] : []));
+  const victim = [...nodes].reverse().reduce((most, node) => (counts[node.name]! > counts[most.name]! ? node : most));
+  const shards = owners.flatMap((owner, shard) => (owner === victim.name ? [shard] : []));
   const survivors = nodes.filter((node) => node !== victim);
-  const survivorTargets = assignment(FLEET_BENCH_SHARDS, survivors.map((node) => node.nodeId));
-  progress(`kill: SIGKILL to ${victim.nodeId} (writes shards ${shards.join(", ")}) with the load on; survivors should end at ${JSON.stringify(survivorTargets)}…`);
+  const survivorTargets = assignment(FLEET_BENCH_SHARDS, survivors.map((node) => node.name));
+  progress(`kill: SIGKILL to ${victim.name} (writes shards ${shards.join(", ")}) with the load on; survivors should end at ${JSON.stringify(survivorTargets)}…`);
   await ask({ command: "arm-kill" });
   await sleep(1_000);
   // The victim writes its shards, so its own view of their leases is exact.
@@ -237,15 +237,15 @@ async function measureKill(nodes: readonly FleetNode[], ask: (command: unknown) 
     (ms) => round(ms / 1000, 2),
     () => null,
   );
-  const left = survivorsDropped(survivors, victim.nodeId, options.killWaitS * 1000, killedMs);
-  const reply = await ask({ command: "killed", nodeId: victim.nodeId, atWallMs: killedWallMs, shards, waitMsMax: options.killWaitS * 1000 });
+  const left = survivorsDropped(survivors, victim.name, options.killWaitS * 1000, killedMs);
+  const reply = await ask({ command: "killed", nodeId: victim.name, atWallMs: killedWallMs, shards, waitMsMax: options.killWaitS * 1000 });
   if (reply.type !== "kill") throw new CairnError("INTERNAL", `expected kill figures, got ${reply.type}`);
   const figures: KillFigures = reply.kill;
   const survivorsConvergedS = await converged;
   const victimLeftLiveSetS = await left;
   const perShard = shards.map((shard) => {
     const expiresAt = victimView.shards[shard]?.leaseExpiresAt ?? null;
-    const acquiredAt = survivors.map((node) => node.printedAt(new RegExp(`shard ${shard}: this node writes it now`), killedWallMs)).find((at) => at !== null) ?? null;
+    const acquiredAt = survivors.map((node) => node.output.firstAt(new RegExp(`shard ${shard}: this node writes it now`), killedWallMs)).find((at) => at !== null) ?? null;
     return {
       shard,
       leaseLapsedAfterKillS: expiresAt === null ? null : round((Date.parse(expiresAt) - killedWallMs) / 1000, 2),
@@ -254,7 +254,7 @@ async function measureKill(nodes: readonly FleetNode[], ask: (command: unknown) 
     };
   });
   progress(`   per shard: ${JSON.stringify(perShard)}; the victim left the survivors' live set after ${victimLeftLiveSetS} s; survivors converged after ${survivorsConvergedS} s`);
-  return { nodes: nodes.length, victim: victim.nodeId, shards, figures, perShard, victimLeftLiveSetS, survivorsConvergedS };
+  return { nodes: nodes.length, victim: victim.name, shards, figures, perShard, victimLeftLiveSetS, survivorsConvergedS };
 }
 
 /** Seconds from the kill until no survivor counts `victim` live any more (null: not within the wait). */
@@ -293,14 +293,14 @@ async function logPosition(nodes: readonly FleetNode[], owners: readonly (string
   const statuses = await Promise.all(nodes.map((node) => node.adminStatus()));
   let segments = 0;
   owners.forEach((owner, shard) => {
-    const view = views[nodes.findIndex((node) => node.nodeId === owner)]!;
+    const view = views[nodes.findIndex((node) => node.name === owner)]!;
     segments += view.shards[shard]!.appliedSeqno + 1;
   });
   return { segments, hintsSent: statuses.reduce((sum, status) => sum + (status.hints?.sent ?? 0), 0) };
 }
 
 function sampleNodesCpu(nodes: readonly FleetNode[]): { readonly atMs: number; readonly cpuMs: number } {
-  return { atMs: performance.now(), cpuMs: nodes.reduce((sum, node) => sum + (node.cpuMs() ?? Number.NaN), 0) };
+  return { atMs: performance.now(), cpuMs: nodes.reduce((sum, node) => sum + (processCpuMs(node.pid) ?? Number.NaN), 0) };
 }
 
 interface CpuSample {
@@ -316,7 +316,7 @@ function sampleCpu(nodes: readonly FleetNode[], endpoint: RemoteEndpoint, loader
   const usage = process.cpuUsage();
   return {
     atMs: performance.now(),
-    nodes: nodes.map((node) => node.cpuMs()),
+    nodes: nodes.map((node) => processCpuMs(node.pid)),
     endpoint: endpoint.pid === undefined ? null : processCpuMs(endpoint.pid),
     loader: loader.pid === undefined ? null : processCpuMs(loader.pid),
     bench: (usage.user + usage.system) / 1000,
@@ -327,7 +327,7 @@ function sampleCpu(nodes: readonly FleetNode[], endpoint: RemoteEndpoint, loader
 function cpuBetween(before: CpuSample, after: CpuSample, nodes: readonly FleetNode[]): CpuFigures {
   const wallMs = after.atMs - before.atMs;
   const grew = (a: number | null | undefined, b: number | null | undefined) => (a === null || a === undefined || b === null || b === undefined ? Number.NaN : b - a);
-  const perNode = Object.fromEntries(nodes.map((node, index) => [node.nodeId, round(grew(before.nodes[index], after.nodes[index]) / wallMs, 3)]));
+  const perNode = Object.fromEntries(nodes.map((node, index) => [node.name, round(grew(before.nodes[index], after.nodes[index]) / wallMs, 3)]));
   const nodesCpuMs = nodes.reduce((sum, _, index) => sum + grew(before.nodes[index], after.nodes[index]), 0);
   const machineBusyMs = after.machine.busyMs - before.machine.busyMs;
   const machineTotalMs = after.machine.totalMs - before.machine.totalMs;

@@ -35,46 +35,39 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import { SeededRandom, systemRandom } from "../src/base/random.js";
 import { App } from "../src/functions/App.js";
 import { resolveCatalog } from "../src/functions/catalog.js";
 import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
 import { openBenchWriter, type BenchWriter } from "./commitSupport/BenchWriter.js";
 import { measureConcurrentWriters } from "./commitSupport/concurrentWriters.js";
-import { round, summarizeLatencies, type LatencySummary } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
-import { formatTable, latencies, verdict, type TableLine } from "./commitSupport/reportTable.js";
+import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
+import { flag, parseFlags } from "./kit/flags.js";
+import { formatTable, latencies, printReport, verdict, type TableLine } from "./kit/report.js";
 import * as benchApp from "./functionsSupport/benchApp.js";
+import { progressPrinter } from "./kit/progress.js";
 
-const { values } = parseArgs({
-  options: {
-    clients: { type: "string", default: "1000" },
-    seconds: { type: "string", default: "10" },
-    "warmup-seconds": { type: "string", default: "3" },
-    "hot-clients": { type: "string", default: "100" },
-    "hot-documents": { type: "string", default: "10" },
-    "read-documents": { type: "string", default: "100000" },
-    "read-samples": { type: "string", default: "20000" },
-    "move-documents": { type: "string", default: "100000" },
-    phases: { type: "string", default: "1,2,3,4,5" },
-    "pipeline-depth": { type: "string" },
+const progress = progressPrinter();
+
+const options = parseFlags(process.argv.slice(2), {
+  name: "bench:functions",
+  description: "the functions runtime: mutations/s, hot documents, the realistic mutation's main-thread cost, query latency",
+  flags: {
+    clients: flag.wholeNumber("phases 1, 2 and 5: concurrent clients", 1_000),
+    seconds: flag.seconds("measured seconds of each closed loop", 10),
+    warmupSeconds: flag.seconds("warm-up seconds before each window", 3, { zeroAllowed: true }),
+    hotClients: flag.wholeNumber("phase 3: clients on the hot counters", 100),
+    hotDocuments: flag.wholeNumber("phase 3: hot counters", 10),
+    readDocuments: flag.wholeNumber("phase 4: documents in the warm store", 100_000),
+    readSamples: flag.wholeNumber("phase 4: timed gets (a tenth as many 100-row ranges)", 20_000),
+    moveDocuments: flag.wholeNumber("phase 5: rows the realistic mutation moves among", 100_000),
+    phases: flag.phases([1, 2, 3, 4, 5]),
+    /** The writers' pipelineDepth (segments in flight); null: the engine's default. */
+    pipelineDepth: flag.optionalWholeNumber("the writers' pipelineDepth", { absent: "the engine's" }),
   },
 });
-const options = {
-  clients: Number(values.clients),
-  seconds: Number(values.seconds),
-  warmupSeconds: Number(values["warmup-seconds"]),
-  hotClients: Number(values["hot-clients"]),
-  hotDocuments: Number(values["hot-documents"]),
-  readDocuments: Number(values["read-documents"]),
-  readSamples: Number(values["read-samples"]),
-  moveDocuments: Number(values["move-documents"]),
-  phases: new Set(values.phases.split(",").map(Number)),
-  /** The writers' pipelineDepth (segments in flight); undefined: the engine's default. */
-  pipelineDepth: values["pipeline-depth"] === undefined ? undefined : Number(values["pipeline-depth"]),
-};
 
 interface LoopFigures {
   readonly clients: number;
@@ -92,16 +85,16 @@ async function main(): Promise<void> {
   try {
     await endpoint.latencyOn();
     progress(`1. raw engine: ${options.clients} concurrent writers, ${options.warmupSeconds} s warm-up + ${options.seconds} s…`);
-    const raw = !options.phases.has(1) ? skippedRaw() : await measureConcurrentWriters(endpoint, directory, { writers: options.clients, seconds: options.seconds, warmupSeconds: options.warmupSeconds, withIndex: true });
+    const raw = !options.phases.includes(1) ? skippedRaw() : await measureConcurrentWriters(endpoint, directory, { writers: options.clients, seconds: options.seconds, warmupSeconds: options.warmupSeconds, withIndex: true });
     progress(`2. functions: ${options.clients} concurrent clients calling notes:add…`);
-    const distinct = options.phases.has(2) ? await measureDistinct(endpoint, directory) : skippedLoop();
+    const distinct = options.phases.includes(2) ? await measureDistinct(endpoint, directory) : skippedLoop();
     progress(`3. contention: ${options.hotClients} clients on ${options.hotDocuments} hot counters…`);
-    const contention = options.phases.has(3) ? await measureContention(endpoint, directory) : skippedContention();
+    const contention = options.phases.includes(3) ? await measureContention(endpoint, directory) : skippedContention();
     progress(`5. the realistic mutation: ${options.clients} clients calling rows:move on ${options.moveDocuments} rows…`);
-    const realistic = options.phases.has(5) ? await measureRealistic(endpoint, directory) : skippedRealistic();
+    const realistic = options.phases.includes(5) ? await measureRealistic(endpoint, directory) : skippedRealistic();
     await endpoint.latencyOff();
     progress(`4. reads on a warm store of ${options.readDocuments} documents…`);
-    const reads = options.phases.has(4) ? await measureReads(endpoint, directory) : skippedReads();
+    const reads = options.phases.includes(4) ? await measureReads(endpoint, directory) : skippedReads();
     const ratio = round(distinct.mutationsPerSecond / raw.mutationsPerSecond, 2);
     const summary = {
       latencyModel: latencyModel.description,
@@ -135,8 +128,7 @@ async function main(): Promise<void> {
       ["runQuery get p50 / p99", `${reads.get.p50Us} / ${reads.get.p99Us} µs`, verdict(reads.get.p50Us <= 20, "p50 ≤ 20 µs")],
       ["runQuery 100-row index range p50 / p99", `${reads.range.p50Us} / ${reads.range.p99Us} µs`, verdict(reads.range.p50Us <= 1000, "p50 ≤ 1,000 µs")],
     ];
-    process.stdout.write(formatTable(lines));
-    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    printReport(formatTable(lines), summary);
   } finally {
     await endpoint.close();
     await rm(directory, { recursive: true, force: true });
@@ -151,7 +143,7 @@ interface FunctionsWriter {
 /** A one-shard writer under its own prefix with the bench app's runtime on it; closing the writer closes the store. */
 async function openFunctionsWriter(endpoint: RemoteEndpoint, directory: string, name: string): Promise<FunctionsWriter> {
   const store = endpoint.store(`${name}/`);
-  const writer = await openBenchWriter(store, directory, name, options.pipelineDepth === undefined ? {} : { pipelineDepth: options.pipelineDepth });
+  const writer = await openBenchWriter(store, directory, name, options.pipelineDepth === null ? {} : { pipelineDepth: options.pipelineDepth });
   try {
     const app = App.fromModule(benchApp, "bench/functionsSupport/benchApp.ts");
     const catalog = await resolveCatalog(store, app.schema, systemRandom);
@@ -368,10 +360,6 @@ function skippedContention(): Awaited<ReturnType<typeof measureContention>> {
 
 function skippedReads(): Awaited<ReturnType<typeof measureReads>> {
   return { documents: 0, get: { samples: 0, p50Us: Number.NaN, p99Us: Number.NaN }, range: { samples: 0, rows: 100, p50Us: Number.NaN, p99Us: Number.NaN } };
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 await main();

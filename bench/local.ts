@@ -20,8 +20,9 @@
  *    random score, p50/p99, once everything is folded and again with ~30,000 documents
  *    still in the overlay.
  * 6. Peak RSS of the process and the largest size of the store's WAL file, sampled
- *    throughout, and the live JS heap once the apply phase is over (after a full GC): the
- *    difference to the RSS is mostly garbage V8 collects lazily.
+ *    throughout; the kernel's own peak RSS of the process over each size (VmHWM, which
+ *    no sample misses); and the live JS heap once the apply phase is over (after a full
+ *    GC): the difference to the RSS is mostly garbage V8 collects lazily.
  *
  *   npm run bench:local [-- --sizes 1000000,5000000 --apply-documents 500000]
  *
@@ -37,7 +38,13 @@ import { type ApplyBatch, type DumpChunk, LocalStore } from "../src/local/index.
 import { CONNECTION_PRAGMAS } from "../src/local/schema.js";
 import { documentIndexKey } from "../src/model/IndexKey.js";
 import { decodeSegment, encodeSegment } from "../src/segments/Segment.js";
+import { flag, parseFlags } from "./kit/flags.js";
 import { BY_SCORE, IncrementalWrites, PreloadedUsers } from "./localSupport/dataset.js";
+import { peakRssBytes, resetPeakRss } from "./kit/peakRss.js";
+import { progressPrinter } from "./kit/progress.js";
+import { columns, printReport } from "./kit/report.js";
+
+const progress = progressPrinter();
 
 const SEGMENT_DOCUMENTS = 1_000;
 const UPDATE_FRACTION = 0.2;
@@ -48,22 +55,19 @@ const SCAN_SAMPLES = 5_000;
 const SCAN_ROWS = 100;
 const OVERLAY_READ_DOCUMENTS = 30_000;
 
-interface Options {
-  readonly sizes: readonly number[];
-  readonly applyDocuments: number;
+/** The store sizes measured, one flag each (`--sizes 1000000,5000000 --apply-documents 500000`). */
+function parseOptions(argv: readonly string[]) {
+  return parseFlags(argv, {
+    name: "bench:local",
+    description: "the local SQLite store: bulk load, sustained apply, catch-up, reads, memory",
+    flags: {
+      sizes: flag.wholeNumbers("store sizes, users each", [1_000_000, 5_000_000], { min: 10_000 }),
+      applyDocuments: flag.wholeNumber("documents each apply phase writes", 500_000, SEGMENT_DOCUMENTS),
+    },
+  });
 }
 
-function parseOptions(argv: readonly string[]): Options {
-  const valueOf = (name: string) => {
-    const at = argv.indexOf(name);
-    return at < 0 ? undefined : argv[at + 1];
-  };
-  const sizes = (valueOf("--sizes") ?? "1000000,5000000").split(",").map(Number);
-  const applyDocuments = Number(valueOf("--apply-documents") ?? 500_000);
-  for (const size of sizes) if (!Number.isSafeInteger(size) || size < 10_000) throw new Error("--sizes needs integers >= 10000");
-  if (!Number.isSafeInteger(applyDocuments) || applyDocuments < SEGMENT_DOCUMENTS) throw new Error(`--apply-documents needs an integer >= ${SEGMENT_DOCUMENTS}`);
-  return { sizes, applyDocuments };
-}
+type Options = ReturnType<typeof parseOptions>;
 
 /** Peak RSS, sampled every 25 ms the event loop allows and whenever the work passes by, overall and per phase. */
 class RssSampler {
@@ -116,10 +120,6 @@ function percentiles(samplesNs: readonly bigint[]): Percentiles {
   const sorted = samplesNs.map(Number).sort((left, right) => left - right);
   const at = (fraction: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))]! / 10) / 100;
   return { p50Us: at(0.5), p99Us: at(0.99) };
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 // ---- phases -------------------------------------------------------------------------------
@@ -302,8 +302,11 @@ interface SizeFigures {
   readonly applyToFloorRatio: number;
   readonly folded: { readonly get: Percentiles; readonly scan100: Percentiles };
   readonly withOverlay: { readonly unfoldedRows: number; readonly get: Percentiles; readonly scan100: Percentiles };
+  /** Sampled every 25 ms (RssSampler). */
   readonly peakRssMb: number;
   readonly peakRssMbByPhase: Record<string, number>;
+  /** The kernel's high-water mark of this process's RSS over this size (VmHWM, reset as the size starts): no peak missed between samples. */
+  readonly vmHwmBytes: number | null;
   readonly liveHeapAfterApplyMb: number;
   readonly largestWalMb: number;
   readonly largestWalMbByPhase: Record<string, number>;
@@ -311,6 +314,7 @@ interface SizeFigures {
 
 async function measureSize(dir: string, size: number, options: Options): Promise<SizeFigures> {
   const path = join(dir, `store-${size}.sqlite`);
+  if (!resetPeakRss()) progress("VmHWM could not be reset (/proc/self/clear_refs): its figure runs from the process's start");
   const sampler = new RssSampler(`${path}-wal`);
   const users = new PreloadedUsers(size);
   const store = LocalStore.open({ path, shard: 0, deploymentId: "bench" });
@@ -366,6 +370,7 @@ async function measureSize(dir: string, size: number, options: Options): Promise
       withOverlay: { unfoldedRows, get: withOverlay.get, scan100: withOverlay.scan },
       peakRssMb: Math.round(sampler.peakBytes / 2 ** 20),
       peakRssMbByPhase: sampler.phases,
+      vmHwmBytes: peakRssBytes(),
       liveHeapAfterApplyMb,
       largestWalMb: Math.round(sampler.peakWalBytes / 2 ** 20),
       largestWalMbByPhase: sampler.walPhases,
@@ -376,8 +381,10 @@ async function measureSize(dir: string, size: number, options: Options): Promise
   }
 }
 
-function printTable(figures: readonly SizeFigures[]): void {
-  const rows: string[][] = [["measure", ...figures.map((figure) => `${figure.storeDocuments.toLocaleString("en")} docs`), "target"]];
+/** The figures of every size side by side, one row a measure, every column left-aligned. */
+function tableOf(figures: readonly SizeFigures[]): string {
+  const header = ["measure", ...figures.map((figure) => `${figure.storeDocuments.toLocaleString("en")} docs`), "target"];
+  const rows: string[][] = [];
   const add = (label: string, cell: (figure: SizeFigures) => string, target: string) => rows.push([label, ...figures.map(cell), target]);
   add("bulk load (restore), docs/s", (f) => String(f.bulkLoadDocumentsPerSecond), ">= 100000");
   add("sustained apply, docs/s", (f) => String(f.sustainedApplyDocumentsPerSecond), ">= 50000");
@@ -392,11 +399,11 @@ function printTable(figures: readonly SizeFigures[]): void {
   add("rows in the overlay during those reads", (f) => String(f.withOverlay.unfoldedRows), "");
   add("peak RSS, MiB", (f) => String(f.peakRssMb), "<= 500");
   add("  bulk load / apply / catch-up / reads", (f) => `${f.peakRssMbByPhase.bulkLoad} / ${f.peakRssMbByPhase.sustainedApply} / ${f.peakRssMbByPhase.catchUp} / ${f.peakRssMbByPhase.reads}`, "");
+  add("peak RSS (kernel VmHWM), MiB", (f) => (f.vmHwmBytes === null ? "-" : String(Math.round(f.vmHwmBytes / 2 ** 20))), "<= 500");
   add("live JS heap after apply (after a GC), MiB", (f) => String(f.liveHeapAfterApplyMb), "");
   add("largest WAL file, MiB", (f) => String(f.largestWalMb), "");
   add("  bulk load / apply / catch-up / reads", (f) => `${f.largestWalMbByPhase.bulkLoad} / ${f.largestWalMbByPhase.sustainedApply} / ${f.largestWalMbByPhase.catchUp} / ${f.largestWalMbByPhase.reads}`, "");
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join("  "));
+  return `${columns(header, rows, { leftAligned: header.length }).block.join("\n")}\n`;
 }
 
 async function main(): Promise<void> {
@@ -410,9 +417,8 @@ async function main(): Promise<void> {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  console.log(`store: N users of ~190-byte JSON with 2 index entries each; apply: segments of ${SEGMENT_DOCUMENTS} documents, ${UPDATE_FRACTION * 100}% updates`);
-  printTable(figures);
-  console.log(JSON.stringify({ benchmark: "local", segmentDocuments: SEGMENT_DOCUMENTS, updateFraction: UPDATE_FRACTION, sizes: figures }));
+  const title = `store: N users of ~190-byte JSON with 2 index entries each; apply: segments of ${SEGMENT_DOCUMENTS} documents, ${UPDATE_FRACTION * 100}% updates`;
+  printReport(`${title}\n${tableOf(figures)}`, { benchmark: "local", segmentDocuments: SEGMENT_DOCUMENTS, updateFraction: UPDATE_FRACTION, sizes: figures });
 }
 
 await main();

@@ -18,6 +18,12 @@ import { FsObjectStore } from "../src/objectstore/FsObjectStore.js";
 import type { ObjectStore } from "../src/objectstore/ObjectStore.js";
 import { S3ObjectStore } from "../src/objectstore/S3ObjectStore.js";
 import { startS3Endpoint, type S3Endpoint } from "../test/support/s3-endpoint/index.js";
+import { flag, parseFlags } from "./kit/flags.js";
+import { round, summarizeLatencies } from "./kit/LatencySummary.js";
+import { progressPrinter } from "./kit/progress.js";
+import { columns, printReport } from "./kit/report.js";
+
+const progress = progressPrinter();
 
 const LATENCY_CONCURRENCY = 1;
 const THROUGHPUT_CONCURRENCY = 64;
@@ -93,10 +99,14 @@ async function openEndpointTarget(latency: { latencyMs: number; jitterMs: number
 }
 
 async function main(): Promise<void> {
-  const opsPerRun = parseOps(process.argv.slice(2));
+  const opsPerRun = parseFlags(process.argv.slice(2), {
+    name: "bench:objectstore",
+    description: "get, create, casPut and list latency and throughput against the S3 test endpoint (0 and 20 ms per request) and a directory store",
+    flags: { ops: flag.wholeNumber("operations per run, each target and operation", 1000) },
+  }).ops;
   const results: Result[] = [];
   for (const target of TARGETS) {
-    process.stderr.write(`benchmarking ${target.description} (${opsPerRun} ops per run)…\n`);
+    progress(`benchmarking ${target.description} (${opsPerRun} ops per run)…`);
     const opened = await target.open();
     try {
       for (const operation of OPERATIONS) results.push(await benchmark(target.name, operation, opened, opsPerRun));
@@ -104,8 +114,7 @@ async function main(): Promise<void> {
       await opened.close();
     }
   }
-  printTable(results, opsPerRun);
-  const summary = {
+  printReport(tableOf(results, opsPerRun), {
     bench: "objectstore",
     opsPerRun,
     bodyBytes: BODY_BYTES,
@@ -113,8 +122,7 @@ async function main(): Promise<void> {
     throughputConcurrency: THROUGHPUT_CONCURRENCY,
     node: process.version,
     results,
-  };
-  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  });
 }
 
 async function benchmark(
@@ -132,12 +140,12 @@ async function benchmark(
   await run(opsPerRun, THROUGHPUT_CONCURRENCY, throughputRun);
   const elapsedMs = performance.now() - started;
   const requests = endpoint === undefined ? null : totalRequests(endpoint);
-  latencies.sort((a, b) => a - b);
+  const latency = summarizeLatencies(latencies);
   return {
     target,
     operation,
-    p50Ms: round(percentile(latencies, 0.5)),
-    p99Ms: round(percentile(latencies, 0.99)),
+    p50Ms: latency.p50Ms,
+    p99Ms: latency.p99Ms,
     opsPerSecond: Math.round((opsPerRun / elapsedMs) * 1000),
     requestsPerOperation: requests === null ? null : round(requests / opsPerRun),
   };
@@ -209,16 +217,7 @@ function totalRequests(endpoint: S3Endpoint): number {
   return Object.values(endpoint.counters()).reduce((sum, counters) => sum + counters.requests, 0);
 }
 
-function percentile(sorted: readonly number[], fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] as number;
-}
-
-function round(value: number): number {
-  return Math.round(value * 100) / 100;
-}
-
-function printTable(results: readonly Result[], opsPerRun: number): void {
+function tableOf(results: readonly Result[], opsPerRun: number): string {
   const header = ["target", "operation", "p50 ms", "p99 ms", `ops/s @${THROUGHPUT_CONCURRENCY}`, "S3 req/op"];
   const rows = results.map((result) => [
     result.target,
@@ -228,22 +227,8 @@ function printTable(results: readonly Result[], opsPerRun: number): void {
     String(result.opsPerSecond),
     result.requestsPerOperation === null ? "-" : result.requestsPerOperation.toFixed(2),
   ]);
-  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] as string).length)));
-  const line = (cells: readonly string[]) =>
-    cells.map((cell, column) => (column < 2 ? cell.padEnd(widths[column] as number) : cell.padStart(widths[column] as number))).join("  ");
-  process.stdout.write(
-    `object-store benchmark: ${opsPerRun} ops per run, ${BODY_BYTES} B bodies, latency at concurrency ${LATENCY_CONCURRENCY}\n`,
-  );
-  process.stdout.write(`${line(header)}\n${widths.map((width) => "-".repeat(width)).join("  ")}\n`);
-  for (const row of rows) process.stdout.write(`${line(row)}\n`);
-}
-
-function parseOps(args: readonly string[]): number {
-  const index = args.indexOf("--ops");
-  if (index < 0) return 1000;
-  const value = Number(args[index + 1]);
-  if (!Number.isSafeInteger(value) || value <= 0) throw new Error("--ops takes a positive integer");
-  return value;
+  const title = `object-store benchmark: ${opsPerRun} ops per run, ${BODY_BYTES} B bodies, latency at concurrency ${LATENCY_CONCURRENCY}`;
+  return `${title}\n${columns(header, rows, { leftAligned: 2, rule: true }).block.join("\n")}\n`;
 }
 
 await main();

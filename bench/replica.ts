@@ -42,18 +42,21 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 import { SeededRandom } from "../src/base/random.js";
-import { round } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
+import { round } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { BenchSocket } from "./syncSupport/BenchSocket.js";
 import { primeCounter, sequentialBumps } from "./syncSupport/sequentialBumps.js";
 import { measureCatchUp, type CatchUpFigures } from "./replicaSupport/catchUpAfterPause.js";
-import { Cleanup, stopOnSignal } from "./replicaSupport/Cleanup.js";
+import { Cleanup, stopOnSignal } from "./kit/Cleanup.js";
 import { measureIdleRequests, type IdleRequestFigures } from "./replicaSupport/idleRequests.js";
-import { NodePair } from "./replicaSupport/NodePair.js";
+import { NodePair, shardHealth } from "./replicaSupport/NodePair.js";
 import { parseReplicaBenchOptions } from "./replicaSupport/options.js";
 import { measureReplicaLatency, type ReplicaLatencyFigures } from "./replicaSupport/replicaLatency.js";
-import { printReport, ROUND_TRIP_MS } from "./replicaSupport/replicaReport.js";
+import { printReplicaReport, ROUND_TRIP_MS } from "./replicaSupport/replicaReport.js";
+import { progressPrinter } from "./kit/progress.js";
+
+const progress = progressPrinter();
 
 const options = parseReplicaBenchOptions(process.argv.slice(2));
 // This process's own S3 client (phase 3's look at the bucket) would warn about Node 20 like the nodes, which spawnCairnServe silences.
@@ -105,10 +108,10 @@ async function main(): Promise<void> {
       catchUp = await measureCatchUp(hints, bucket, { pauseSeconds: options.pauseSeconds, loadWriters: options.loadWriters, documentBytes: options.documentBytes, random, progress });
     }
 
-    const hintsSegments = (await hints.writer.shardHealth()).appliedSeqno + 1;
+    const hintsSegments = (await shardHealth(hints.writer)).appliedSeqno + 1;
     progress("stopping the nodes…");
     await cleanup.run();
-    printReport(
+    printReplicaReport(
       {
         latencyModel: latencyModel.description,
         store: {
@@ -161,10 +164,6 @@ async function measureLatency(pair: NodePair, label: string, random: SeededRando
   const meanSeconds = (options.warmups + options.samples) * ((options.spacingMinMs + options.spacingMaxMs) / 2000);
   progress(`1. ${label}: ${options.warmups} + ${options.samples} spaced bumps on the writer, watched from the replica (~${Math.round(meanSeconds)} s)…`);
   return measureReplicaLatency(pair, label, { spacingMinMs: options.spacingMinMs, spacingMaxMs: options.spacingMaxMs, samples: options.samples, warmups: options.warmups, random, progress });
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 /** Set once main() started: whether a signal interrupted the run (what fails then is the interruption, not an error). */

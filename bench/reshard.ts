@@ -22,59 +22,53 @@
  *
  * Prints a table, then exactly one line of JSON with every figure. Progress goes to stderr.
  */
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { parseArgs } from "node:util";
 import { SeededRandom, systemRandom } from "../src/base/random.js";
 import { App } from "../src/functions/App.js";
 import { resolveCatalog } from "../src/functions/catalog.js";
 import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
 import { ShardedStore } from "../src/shard/ShardedStore.js";
-import { round, summarizeLatencies, type LatencySummary } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel, type LatencyModelName } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint, type EndpointAddress } from "./commitSupport/RemoteEndpoint.js";
-import { formatTable, type TableLine } from "./commitSupport/reportTable.js";
+import { round, summarizeLatencies, type LatencySummary } from "./kit/LatencySummary.js";
+import { flag, parseFlags } from "./kit/flags.js";
+import { LATENCY_MODELS, LATENCY_MODEL_NAMES, type BenchLatencyModel } from "./kit/latencyModels.js";
+import { RemoteEndpoint, storeUrlAt, type EndpointAddress } from "./kit/RemoteEndpoint.js";
+import { watchPeakRss } from "./kit/peakRss.js";
+import { progressPrinter, throttled } from "./kit/progress.js";
+import { TsxChild } from "./kit/TsxChild.js";
+import { formatTable, printReport, type TableLine } from "./kit/report.js";
 import * as benchApp from "./reshardSupport/reshardBenchApp.js";
 
-const { values } = parseArgs({
-  options: {
-    documents: { type: "string", default: "1000000" },
-    latencies: { type: "string", default: "0,20" },
-    to: { type: "string", default: "4" },
-    phases: { type: "string", default: "1,2" },
-    clients: { type: "string", default: "1000" },
-    "compare-shards": { type: "string", default: "4" },
-    seconds: { type: "string", default: "10" },
-    "warmup-seconds": { type: "string", default: "3" },
-    latency: { type: "string", default: "s3-standard" },
+const options = parseFlags(process.argv.slice(2), {
+  name: "bench:reshard",
+  description: "`cairn reshard` of a 1-shard store, and commits on 1 vs several shards",
+  flags: {
+    documents: flag.wholeNumber("phase 1: documents in the store resharded", 1_000_000),
+    latencies: flag.wholeNumbers("phase 1: ms per request of each reshard run", [0, 20], { min: 0 }),
+    to: flag.wholeNumber("phase 1: shards to reshard to", 4, 2),
+    phases: flag.phases([1, 2]),
+    clients: flag.wholeNumber("phase 2: closed-loop clients", 1_000),
+    compareShards: flag.wholeNumber("phase 2: shards compared with 1", 4),
+    seconds: flag.seconds("phase 2: measured seconds", 10),
+    warmupSeconds: flag.seconds("phase 2: warm-up seconds", 3, { zeroAllowed: true }),
+    latency: flag.choice("phase 2: the latency model", LATENCY_MODEL_NAMES, "s3-standard"),
   },
 });
-
-const options = {
-  documents: Number(values.documents),
-  latencies: values.latencies.split(",").map(Number),
-  to: Number(values.to),
-  phases: new Set(values.phases.split(",").map(Number)),
-  clients: Number(values.clients),
-  compareShards: Number(values["compare-shards"]),
-  seconds: Number(values.seconds),
-  warmupSeconds: Number(values["warmup-seconds"]),
-  latency: values.latency as LatencyModelName,
-};
-if (!LATENCY_MODEL_NAMES.includes(options.latency)) throw new Error(`--latency must be one of ${LATENCY_MODEL_NAMES.join(", ")}`);
 
 const OWNERS = 10_000;
 const BULK_DOCUMENTS = 100;
 const BULK_IN_FLIGHT = 32;
+/** How often the build says how far it got. */
+const BUILD_PROGRESS_INTERVAL_MS = 5_000;
+/** Lines of `cairn reshard`'s output kept: its report (a line per new shard) and, on failure, what it said. */
+const RESHARD_OUTPUT_LINES_MAX = 10_000;
 /** ~80 bytes of body: with owner, n and the system fields, ~110 bytes of document. */
 const BODY = "x".repeat(80);
 const app = App.fromModule(benchApp, "reshard bench app");
-const progress = (line: string) => process.stderr.write(`[bench:reshard] ${line}\n`);
+const progress = progressPrinter("[bench:reshard] ");
 
 interface ReshardFigures {
   readonly latencyMs: number;
@@ -100,11 +94,11 @@ async function main(): Promise<void> {
   const endpoint = await RemoteEndpoint.start(LATENCY_MODELS[options.latency]);
   try {
     const reshards: ReshardFigures[] = [];
-    if (options.phases.has(1)) {
+    if (options.phases.includes(1)) {
       for (const latencyMs of options.latencies) reshards.push(await measureReshard(endpoint, directory, latencyMs));
     }
     const throughput: ThroughputFigures[] = [];
-    if (options.phases.has(2)) {
+    if (options.phases.includes(2)) {
       for (const shards of [1, options.compareShards]) throughput.push(await measureThroughput(endpoint, directory, shards));
     }
     report(reshards, throughput, endpoint.latencyModel);
@@ -135,7 +129,7 @@ async function measureReshard(endpoint: RemoteEndpoint, directory: string, laten
     buildSeconds: round(buildSeconds, 1),
     seconds: round(seconds, 1),
     documentsPerSecond: Math.round(documents / seconds),
-    peakRssMiB: round(run.peakRssKiB / 1024, 0),
+    peakRssMiB: round(run.peakRssBytes / 2 ** 20, 0),
     perShard,
   };
 }
@@ -150,16 +144,13 @@ async function buildDeployment(endpoint: RemoteEndpoint, prefix: string, localDi
     const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(store, app.schema, systemRandom), shard: sharded.engines[0]! });
     const bulks = Math.ceil(options.documents / BULK_DOCUMENTS);
     let next = 0;
-    let lastReport = performance.now();
+    const soFar = throttled(progress, BUILD_PROGRESS_INTERVAL_MS);
     const worker = async () => {
       for (let bulk = next++; bulk < bulks; bulk = next++) {
         const from = bulk * BULK_DOCUMENTS;
         const count = Math.min(BULK_DOCUMENTS, options.documents - from);
         await runtime.runMutation("items:addMany", { owner: `owner-${bulk % OWNERS}`, from, count, body: BODY }, { clientId: "builder", seq: bulk + 1 });
-        if (performance.now() - lastReport > 5_000) {
-          lastReport = performance.now();
-          progress(`  ${from + count} documents…`);
-        }
+        soFar(`  ${from + count} documents…`);
       }
     };
     await Promise.all(Array.from({ length: BULK_IN_FLIGHT }, worker));
@@ -170,43 +161,25 @@ async function buildDeployment(endpoint: RemoteEndpoint, prefix: string, localDi
   }
 }
 
-/** `cairn reshard` in a child process, its peak RSS polled from /proc while it runs. */
-function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: string): Promise<{ stdout: string; peakRssKiB: number }> {
-  const url = `s3://${address.bucket}/${prefix}?endpoint=${encodeURIComponent(address.url)}&region=${address.region}&forcePathStyle=true`;
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "reshard", "--store", url, "--to", String(options.to), "--work-dir", workDirectory], {
-    cwd: process.cwd(),
-    env: {
-      ...process.env,
-      AWS_ACCESS_KEY_ID: address.credentials.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey,
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
+/** `cairn reshard` in a child process, its peak RSS polled from /proc while it runs; its progress shows on stderr. */
+async function runReshardCli(address: EndpointAddress, prefix: string, workDirectory: string): Promise<{ stdout: string; peakRssBytes: number }> {
+  const child = TsxChild.start("cairn reshard", ["src/cli/main.ts", "reshard", "--store", storeUrlAt(address, prefix), "--to", String(options.to), "--work-dir", workDirectory], {
+    stdout: "output",
+    outputLinesMax: RESHARD_OUTPUT_LINES_MAX,
+    echoStderr: true,
+    env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
   });
-  let stdout = "";
-  let stderr = "";
-  let peakRssKiB = 0;
-  const poll = setInterval(() => {
-    try {
-      const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"));
-      if (match) peakRssKiB = Math.max(peakRssKiB, Number(match[1]));
-    } catch {
-      // The child exited between two polls.
-    }
-  }, 100);
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-    process.stderr.write(chunk);
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearInterval(poll);
-      if (code !== 0) reject(new Error(`cairn reshard exited with ${code}:\n${stdout}\n${stderr}`));
-      else resolve({ stdout, peakRssKiB });
-    });
-  });
+  const peakRss = watchPeakRss(child.pid!);
+  let peakRssBytes = 0;
+  let code: number | null;
+  try {
+    code = await child.exitCode();
+  } finally {
+    peakRssBytes = peakRss.stop();
+  }
+  const stdout = child.output.since(0).filter((line) => line.stream === "stdout").map((line) => `${line.text}\n`).join("");
+  if (code !== 0) throw new Error(`cairn reshard exited with ${code}:\n${child.output.last(RESHARD_OUTPUT_LINES_MAX)}`);
+  return { stdout, peakRssBytes };
 }
 
 async function measureThroughput(endpoint: RemoteEndpoint, directory: string, shards: number): Promise<ThroughputFigures> {
@@ -288,16 +261,13 @@ function report(reshards: readonly ReshardFigures[], throughput: readonly Throug
       lines.push([`ratio ${throughput[1]!.shards} : 1`, String(round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2)), "≥ 2.5"]);
     }
   }
-  process.stdout.write(formatTable(lines));
-  process.stdout.write(
-    `${JSON.stringify({
-      benchmark: "reshard",
-      options: { ...options, phases: [...options.phases] },
-      reshards,
-      throughput,
-      ratio: throughput.length === 2 ? round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2) : null,
-    })}\n`,
-  );
+  printReport(formatTable(lines), {
+    benchmark: "reshard",
+    options,
+    reshards,
+    throughput,
+    ratio: throughput.length === 2 ? round(throughput[1]!.mutationsPerSecond / throughput[0]!.mutationsPerSecond, 2) : null,
+  });
 }
 
 await main();

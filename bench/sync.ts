@@ -43,81 +43,52 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
 import { CairnError } from "../src/base/errors.js";
 import { apiOf } from "../src/client/index.js";
-import { round } from "./commitSupport/LatencySummary.js";
-import { LATENCY_MODELS } from "./commitSupport/latencyModels.js";
-import { RemoteEndpoint } from "./commitSupport/RemoteEndpoint.js";
-import { formatTable, latencies, ms, verdict, type TableLine } from "./commitSupport/reportTable.js";
+import { round } from "./kit/LatencySummary.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { Cleanup } from "./kit/Cleanup.js";
+import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
+import { ServeChild } from "./kit/ServeChild.js";
+import { flag, parseFlags } from "./kit/flags.js";
+import { formatTable, latencies, ms, printReport, verdict, type TableLine } from "./kit/report.js";
 import { BenchSocket } from "./syncSupport/BenchSocket.js";
 import { ClientFleet, type FleetSubscription } from "./syncSupport/ClientFleet.js";
 import { measureBaseline, measureFanOut, type BaselineFigures, type FanOutFigures } from "./syncSupport/fanOut.js";
 import { measureIdleSessionMemory, type IdleSessionMemoryFigures } from "./syncSupport/idleSessionMemory.js";
 import { primeCounter, sequentialBumps } from "./syncSupport/sequentialBumps.js";
 import type { CpuDifference } from "./syncSupport/serverCpu.js";
-import { ServerChild } from "./syncSupport/ServerChild.js";
 import type { functions } from "./syncSupport/syncBenchApp.js";
 import { measureTransitionLatency, type TransitionLatencyFigures } from "./syncSupport/transitionLatency.js";
+import { progressPrinter } from "./kit/progress.js";
 
-const { values } = parseArgs({
-  options: {
-    samples: { type: "string", default: "200" },
-    warmups: { type: "string", default: "10" },
-    clients: { type: "string", default: "1000" },
-    "subscriptions-per-client": { type: "string", default: "10" },
-    "fanout-commits": { type: "string", default: "50" },
-    "server-warmup-commits": { type: "string", default: "1000" },
-    phases: { type: "string", default: "1,2,3,4" },
-    "cpu-profile-dir": { type: "string" },
+const progress = progressPrinter();
+
+const flags = parseFlags(process.argv.slice(2), {
+  name: "bench:sync",
+  description: "live queries: commit → Transition latency, fan-out cost, memory per session",
+  flags: {
+    samples: flag.wholeNumber("phases 1 and 2: bumps measured", 200),
+    warmups: flag.wholeNumber("unmeasured bumps before each measurement", 10, 0),
+    clients: flag.wholeNumber("phases 2–4: clients (and phase 3's idle sessions)", 1_000),
+    /** At least 1: the shared `hot` query. */
+    subscriptionsPerClient: flag.wholeNumber("phase 2: subscriptions per client, the shared `hot` one included", 10),
+    fanoutCommits: flag.wholeNumber("phases 2 and 4: bumps that reach every client", 50),
+    serverWarmupCommits: flag.wholeNumber("commits with latency off before anything is measured", 1_000, 0),
+    phases: flag.phases([1, 2, 3, 4]),
+    cpuProfileDirectory: flag.optionalText("where the server writes a V8 CPU profile", "dir", { name: "cpu-profile-dir" }),
   },
 });
-const options = {
-  samples: count("samples", 1),
-  warmups: count("warmups", 0),
-  clients: count("clients", 1),
-  /** At least 1: the shared `hot` query. */
-  subscriptionsPerClient: count("subscriptions-per-client", 1),
-  fanoutCommits: count("fanout-commits", 1),
-  serverWarmupCommits: count("server-warmup-commits", 0),
-  phases: new Set(values.phases.split(",").map(Number)),
-  cpuProfileDirectory: values["cpu-profile-dir"] === undefined ? null : resolve(values["cpu-profile-dir"]),
-};
-
-/** A whole-number flag of at least `min`. */
-function count(flag: keyof typeof values, min: number): number {
-  const value = Number(values[flag]);
-  if (!Number.isInteger(value) || value < min) throw new CairnError("INVALID_ARGUMENT", `--${flag} must be a whole number ≥ ${min}, not ${String(values[flag])}`);
-  return value;
-}
+const options = { ...flags, cpuProfileDirectory: flags.cpuProfileDirectory === null ? null : resolve(flags.cpuProfileDirectory) };
 
 const api = apiOf<typeof functions>();
 const APP_PATH = "bench/syncSupport/syncBenchApp.ts";
 /** Targets of the issue. */
 const TARGETS = { transitionOverCommitMs: 5, affectsOneCpuMs: 1, sessionKiB: 50 } as const;
 
-/** Closers run in reverse order, each whatever the others did. */
-class Cleanup {
-  private readonly steps: { readonly name: string; readonly run: () => unknown }[] = [];
-
-  add(name: string, run: () => unknown): void {
-    this.steps.push({ name, run });
-  }
-
-  async run(): Promise<void> {
-    for (const step of this.steps.splice(0).reverse()) {
-      try {
-        await step.run();
-      } catch (error) {
-        progress(`cleanup: ${step.name} failed: ${String(error)}`);
-      }
-    }
-  }
-}
-
 async function main(): Promise<void> {
   const startedMs = performance.now();
-  const cleanup = new Cleanup();
+  const cleanup = new Cleanup(progress);
   try {
     const directory = await mkdtemp(join(tmpdir(), "cairn-bench-sync-"));
     cleanup.add("removing the temp dir", () => rm(directory, { recursive: true, force: true }));
@@ -126,7 +97,17 @@ async function main(): Promise<void> {
     const endpoint = await RemoteEndpoint.start(latencyModel);
     cleanup.add("closing the endpoint", () => endpoint.close());
     progress("starting cairn serve in a child process…");
-    const server = await ServerChild.start(endpoint.address, "sync/", join(directory, "local"), APP_PATH, { nodeFlags: serverNodeFlags() });
+    const server = await ServeChild.start({
+      name: "cairn serve",
+      endpoint: endpoint.address,
+      prefix: "sync/",
+      localDirectory: join(directory, "local"),
+      appPath: APP_PATH,
+      nodeFlags: serverNodeFlags(),
+      // Nobody reads the server's output; it drains unread, and a stop waits for its drain however long.
+      outputLinesMax: 0,
+      stopWaitMsMax: null,
+    });
     cleanup.add("stopping the server", async () => {
       const code = await server.stop();
       if (code !== 0) progress(`cairn serve exited with ${code}`);
@@ -137,12 +118,12 @@ async function main(): Promise<void> {
     await warmUpServer(mutator);
     await endpoint.latencyOn();
 
-    if (options.phases.has(1)) progress(`1. latency: ${options.samples} sequential bumps, another client subscribed…`);
-    const latency = options.phases.has(1) ? await measureTransitionLatency(endpoint, server.syncUrl, options.samples, options.warmups) : null;
+    if (options.phases.includes(1)) progress(`1. latency: ${options.samples} sequential bumps, another client subscribed…`);
+    const latency = options.phases.includes(1) ? await measureTransitionLatency(endpoint, server.syncUrl, options.samples, options.warmups) : null;
 
     const fleet = new ClientFleet(server.syncUrl);
     cleanup.add("closing the clients", () => fleet.close());
-    const fanOutPhases = options.phases.has(2) || options.phases.has(4);
+    const fanOutPhases = options.phases.includes(2) || options.phases.includes(4);
     if (fanOutPhases) progress(`2. baseline: ${options.samples} bumps of a counter nobody subscribes to…`);
     const baseline = fanOutPhases ? await measureBaseline(server, mutator, options.samples, options.warmups) : null;
     const subscriptions = options.clients * options.subscriptionsPerClient;
@@ -153,13 +134,13 @@ async function main(): Promise<void> {
       if (status.sync.subscriptions !== subscriptions) throw new CairnError("INTERNAL", `the server holds ${status.sync.subscriptions} subscriptions, not ${subscriptions}`);
       progress(`   the server holds ${status.sync.sessions} sessions, ${status.sync.subscriptions} subscriptions`);
     }
-    const fanOut = options.phases.has(2) ? await measurePhase2(server, mutator, fleet, baseline!) : null;
+    const fanOut = options.phases.includes(2) ? await measurePhase2(server, mutator, fleet, baseline!) : null;
 
-    if (options.phases.has(3)) progress(`3. memory: ${options.clients} more idle sessions…`);
-    const memory = options.phases.has(3) ? await measureIdleSessionMemory(server, options.clients, progress) : null;
+    if (options.phases.includes(3)) progress(`3. memory: ${options.clients} more idle sessions…`);
+    const memory = options.phases.includes(3) ? await measureIdleSessionMemory(server, options.clients, progress) : null;
 
     let distinct: FanOutFigures | null = null;
-    if (options.phases.has(4)) {
+    if (options.phases.includes(4)) {
       progress(`4. distinct queries: ${options.fanoutCommits} bumps of a counter every client reads through its own query…`);
       await fleet.subscribeEach((index) => [{ ref: api.counters.getFor, args: { name: "spread", viewer: index }, label: "spread" }]);
       distinct = await measureFanOut(server, mutator, fleet, "spread", options.clients, { commits: options.fanoutCommits, warmups: options.warmups, baseline: baseline! });
@@ -194,7 +175,7 @@ function subscriptionsOf(index: number): FleetSubscription[] {
   return [...own, "hot"].map((name) => ({ ref: api.counters.get, args: { name }, label: name }));
 }
 
-async function measurePhase2(server: ServerChild, mutator: BenchSocket, fleet: ClientFleet, baseline: BaselineFigures) {
+async function measurePhase2(server: ServeChild, mutator: BenchSocket, fleet: ClientFleet, baseline: BaselineFigures) {
   // c-0-0 exists only with two or more subscriptions per client; otherwise the 1-affected case is skipped.
   const hasOwn = options.subscriptionsPerClient >= 2;
   progress(`   affects 1: ${options.samples} bumps of c-0-0, in blocks alternating with as many bumps nobody subscribes to…`);
@@ -207,7 +188,7 @@ async function measurePhase2(server: ServerChild, mutator: BenchSocket, fleet: C
 function serverNodeFlags(): string[] {
   const flags: string[] = [];
   // The inspector only answers phase 3's GC requests; until then nothing attaches to it, and it adds no work to the server's loop.
-  if (options.phases.has(3)) flags.push("--inspect=127.0.0.1:0");
+  if (options.phases.includes(3)) flags.push("--inspect=127.0.0.1:0");
   if (options.cpuProfileDirectory !== null) flags.push("--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDirectory}`);
   return flags;
 }
@@ -236,8 +217,7 @@ function report(summary: Summary): void {
     ...memorySection(summary.memory),
     ...distinctSection(summary.distinct, summary.cpuMsPer1000Transitions.distinct),
   ];
-  process.stdout.write(formatTable(lines));
-  process.stdout.write(`${JSON.stringify({ ...summary, targets: TARGETS, options: { ...options, phases: [...options.phases] } })}\n`);
+  printReport(formatTable(lines), { ...summary, targets: TARGETS, options });
 }
 
 function latencySection(latency: TransitionLatencyFigures | null): TableLine[] {
@@ -320,10 +300,6 @@ function withError(value: number | undefined, error: number | undefined, digits 
 
 function kib(value: number | undefined): string {
   return `${(value ?? Number.NaN).toFixed(1)} KiB`;
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
 }
 
 await main();

@@ -5,11 +5,14 @@ import { SeededRandom } from "../../src/base/random.js";
 import type { ShardEngine } from "../../src/shard/ShardEngine.js";
 import type { BootstrapRequest, BootstrapResult } from "./bootstrapProtocol.js";
 import { openBenchWriter } from "./BenchWriter.js";
-import { round } from "./LatencySummary.js";
-import type { RemoteEndpoint } from "./RemoteEndpoint.js";
+import { round } from "../kit/LatencySummary.js";
+import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
+import { TsxChild } from "../kit/TsxChild.js";
 import { smallDocumentsUnit, type SmallDocumentsOptions } from "./smallDocuments.js";
-import { TsxChild } from "./TsxChild.js";
 import type { CommitBenchOptions } from "./options.js";
+import { progressPrinter } from "../kit/progress.js";
+
+const progress = progressPrinter("  ");
 
 /**
  * Phase 4: bootstrap of a large shard. With latency off (set-up only), a writer commits
@@ -152,13 +155,13 @@ async function timedBootstrap(
   await endpoint.latencyOn();
   await endpoint.resetCounters();
   progress(`${name}: a fresh process opens the shard (latency on)${nodeFlags.length > 0 ? `, node ${nodeFlags.join(" ")}` : ""}…`);
-  const child = TsxChild.start(name, "./bootstrapProcess.ts", [JSON.stringify(request)], nodeFlags);
+  const child = TsxChild.start(name, ["bench/commitSupport/bootstrapProcess.ts", JSON.stringify(request)], { stdout: "messages", nodeFlags });
   let result: BootstrapResult;
   try {
     result = (await child.nextMessage()) as BootstrapResult;
     await child.finished();
   } finally {
-    child.kill();
+    await child.kill();
   }
   const counters = await endpoint.counters();
   return {
@@ -167,8 +170,4 @@ async function timedBootstrap(
     endpointGets: counters.GetObject.requests,
     endpointPuts: counters.PutObject.requests,
   };
-}
-
-function progress(message: string): void {
-  process.stderr.write(`  ${message}\n`);
 }

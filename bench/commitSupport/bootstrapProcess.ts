@@ -2,8 +2,9 @@
  * Child-process entry: opens one shard's engine on a local file, as a node starting up
  * would, and reports how long `ShardEngine.open` took (restoring the snapshot if the file
  * is empty or far behind, then replaying the log to its tail), how many GETs of which
- * kind it sent, and the process's peak RSS. A fresh process, so that the RSS is the
- * bootstrap's alone. Never acquires the lease: the benchmark's writer keeps it.
+ * kind it sent, and the process's peak RSS (sampled, and the kernel's VmHWM). A fresh
+ * process, so that the RSS is the bootstrap's alone. Never acquires the lease: the
+ * benchmark's writer keeps it.
  *
  *   node --import tsx bench/commitSupport/bootstrapProcess.ts '<BootstrapRequest JSON>'
  */
@@ -16,7 +17,8 @@ import { HybridClock } from "../../src/shard/HybridClock.js";
 import { ShardEngine, type EngineEvent } from "../../src/shard/ShardEngine.js";
 import { RSS_SAMPLE_INTERVAL_MS, type BootstrapRequest, type BootstrapResult } from "./bootstrapProtocol.js";
 import { CountingObjectStore } from "./CountingObjectStore.js";
-import { storeAt } from "./RemoteEndpoint.js";
+import { peakRssBytes } from "../kit/peakRss.js";
+import { storeAt } from "../kit/RemoteEndpoint.js";
 
 const SHARD = 0;
 
@@ -81,7 +83,7 @@ const result: BootstrapResult = {
   documentsAfter: local.storedRows().documents,
   rssBaselineBytes,
   rssPeakSampledBytes,
-  rssPeakKernelBytes: process.resourceUsage().maxRSS * 1024,
+  rssPeakKernelBytes: peakRssBytes(),
   gets: store.getCounts(),
 };
 await engine.close();

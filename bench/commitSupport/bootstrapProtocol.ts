@@ -1,5 +1,5 @@
 import type { GetCounts } from "./CountingObjectStore.js";
-import type { EndpointAddress } from "./RemoteEndpoint.js";
+import type { EndpointAddress } from "../kit/RemoteEndpoint.js";
 
 /** What the benchmark asks a bootstrap child (argv[2], JSON) and what it answers (one stdout line). */
 export interface BootstrapRequest {
@@ -30,8 +30,8 @@ export interface BootstrapResult {
   readonly rssBaselineBytes: number;
   /** Highest `process.memoryUsage().rss` sampled every RSS_SAMPLE_INTERVAL_MS while opening. */
   readonly rssPeakSampledBytes: number;
-  /** The kernel's high-water mark of the process (getrusage maxrss). */
-  readonly rssPeakKernelBytes: number;
+  /** The kernel's high-water mark of the process's RSS (VmHWM of /proc/self/status; null where /proc has none). */
+  readonly rssPeakKernelBytes: number | null;
   readonly gets: GetCounts;
 }
 

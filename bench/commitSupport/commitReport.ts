@@ -1,13 +1,14 @@
 import type { BootstrapFigures, RunFigures } from "./bootstrap.js";
 import type { ConcurrentFigures } from "./concurrentWriters.js";
-import type { BenchLatencyModel, LatencyModelName } from "./latencyModels.js";
-import { round } from "./LatencySummary.js";
+import type { BenchLatencyModel, LatencyModelName } from "../kit/latencyModels.js";
+import { round } from "../kit/LatencySummary.js";
 import type { OpenLoopFigures } from "./openLoop.js";
 import { openLoopLines } from "./openLoopReport.js";
 import type { CommitBenchOptions } from "./options.js";
-import { formatTable, latencies, mib, ms, perOperation, verdict, type Row, type TableLine } from "./reportTable.js";
+import { formatTable, latencies, mib, ms, perOperation, verdict, type Row, type TableLine } from "../kit/report.js";
 import type { RoundTripFigures } from "./roundTrips.js";
 import type { SequentialFigures } from "./sequentialCommits.js";
+import { writerPeakRssRow, type WriterPeakRss } from "./writerPeakRss.js";
 
 /**
  * The commit benchmark's figures as one JSON object, the targets they are judged
@@ -31,23 +32,25 @@ export interface CommitBenchSummary {
   readonly endpoint: { readonly process: "child"; readonly latencyModel: LatencyModelName; readonly latency: string };
   /** Each phase's figures, or null when it did not run. */
   readonly roundTrips: RoundTripFigures | null;
-  readonly sequential: {
-    readonly always: SequentialFigures & { readonly ratioToPutGetP50: number };
-    readonly lease: SequentialFigures & { readonly ratioToPutP50: number };
-  } | null;
-  readonly concurrent: (ConcurrentFigures & { readonly roundTripMs: number; readonly p99RoundTrips: number }) | null;
-  readonly bootstrap: BootstrapFigures | null;
-  readonly openLoop: OpenLoopFigures | null;
+  readonly sequential:
+    | ({
+        readonly always: SequentialFigures & { readonly ratioToPutGetP50: number };
+        readonly lease: SequentialFigures & { readonly ratioToPutP50: number };
+      } & WriterPeakRss)
+    | null;
+  readonly concurrent: (ConcurrentFigures & WriterPeakRss & { readonly roundTripMs: number; readonly p99RoundTrips: number }) | null;
+  readonly bootstrap: (BootstrapFigures & WriterPeakRss) | null;
+  readonly openLoop: (OpenLoopFigures & WriterPeakRss) | null;
   /** Null for a target whose phase (or phase 1, which it is judged against) did not run. */
   readonly targetsMet: Readonly<Record<keyof typeof TARGETS, boolean | null>>;
 }
 
 export interface MeasuredFigures {
   readonly roundTrips: RoundTripFigures | null;
-  readonly sequential: { readonly always: SequentialFigures; readonly lease: SequentialFigures } | null;
-  readonly concurrent: ConcurrentFigures | null;
-  readonly bootstrap: BootstrapFigures | null;
-  readonly openLoop: OpenLoopFigures | null;
+  readonly sequential: ({ readonly always: SequentialFigures; readonly lease: SequentialFigures } & WriterPeakRss) | null;
+  readonly concurrent: (ConcurrentFigures & WriterPeakRss) | null;
+  readonly bootstrap: (BootstrapFigures & WriterPeakRss) | null;
+  readonly openLoop: (OpenLoopFigures & WriterPeakRss) | null;
 }
 
 export function summarize(options: CommitBenchOptions, latencyModel: BenchLatencyModel, measured: MeasuredFigures): CommitBenchSummary {
@@ -85,6 +88,7 @@ function sequentialSummary(roundTrips: RoundTripFigures, measured: NonNullable<M
   return {
     always: { ...always, ratioToPutGetP50: round(always.commit.p50Ms / roundTrips.putGet.p50Ms, 3) },
     lease: { ...lease, ratioToPutP50: round(lease.commit.p50Ms / roundTrips.put.p50Ms, 3) },
+    vmHwmBytes: measured.vmHwmBytes,
   };
 }
 
@@ -108,10 +112,11 @@ function roundTripRows(roundTrips: RoundTripFigures): TableLine[] {
 }
 
 function sequentialRows(
-  { always, lease }: NonNullable<CommitBenchSummary["sequential"]>,
+  sequential: NonNullable<CommitBenchSummary["sequential"]>,
   roundTrips: RoundTripFigures,
   targetsMet: CommitBenchSummary["targetsMet"],
 ): TableLine[] {
+  const { always, lease } = sequential;
   return [
     `2. one client, ${always.commit.samples} sequential one-document commits per verify mode`,
     ['verify "always": commit p50 / p99', latencies(always.commit), ""],
@@ -126,6 +131,7 @@ function sequentialRows(
       lease.ratioToPutP50.toFixed(2),
       verdict(targetsMet.sequentialLeaseRatioMax === true, `<= ${TARGETS.sequentialLeaseRatioMax}`),
     ],
+    writerPeakRssRow(sequential),
   ];
 }
 
@@ -152,15 +158,17 @@ function concurrentRows(
     ["S3 requests per 1,000 mutations", perThousand, ""],
     ["PUT bytes per mutation", String(concurrent.putBytesPerMutation), ""],
     ["S3 Standard request cost per 1M mutations", `$${concurrent.dollarsPerMillionMutations.toFixed(4)}`, ""],
+    writerPeakRssRow(concurrent),
   ];
 }
 
-function bootstrapRows(bootstrap: BootstrapFigures): TableLine[] {
+function bootstrapRows(bootstrap: NonNullable<CommitBenchSummary["bootstrap"]>): TableLine[] {
   const { build, cold, warm } = bootstrap;
   return [
     `4. bootstrap: snapshot of ${build.documents} documents at seqno ${build.snapshotSeqno} + ${build.tailSegments} tail segments`,
     ["set-up (latency off): build / snapshot / tail s", `${build.seconds} / ${build.snapshotSeconds} / ${build.tailSeconds}`, ""],
     ["snapshot parts / MiB", `${build.snapshotParts} / ${(build.snapshotBytes / 2 ** 20).toFixed(1)}`, ""],
+    writerPeakRssRow(bootstrap),
     ...runRows("cold (empty file): open s (restore + replay)", cold),
     ...runRows(`warm restart after ${warm.newSegments} new segments: open s`, warm),
   ];
@@ -173,14 +181,14 @@ function runRows(title: string, run: RunFigures): Row[] {
     run.restoreSeconds > 0
       ? `${run.openSeconds.toFixed(2)} (${run.restoreSeconds.toFixed(2)} + ${replaySeconds.toFixed(2)})`
       : run.openSeconds.toFixed(3);
-  const rss = `${mib(run.rssPeakSampledBytes)} / ${mib(run.rssPeakKernelBytes)} (${mib(run.rssBaselineBytes)})`;
+  const rss = `${mib(run.rssPeakSampledBytes)} / ${run.rssPeakKernelBytes === null ? "-" : mib(run.rssPeakKernelBytes)} (${mib(run.rssBaselineBytes)})`;
   const getCounts = `${run.endpointGets} / ${gets.log} (${gets.logMissing}) / ${gets.snapshot} / ${gets.manifest}`;
   const seqnos = gets.logSeqnoMin === null ? "none" : `${gets.logSeqnoMin}..${gets.logSeqnoMax}`;
   return [
     [title, openSeconds, ""],
     ["  documents materialized / per s", `${run.documentsAfter - run.documentsBefore} / ${run.documentsPerSecond}`, ""],
     ["  segments replayed", String(run.segmentsReplayed), ""],
-    ["  peak RSS MiB sampled / kernel (baseline)", rss, ""],
+    ["  peak RSS MiB sampled / kernel VmHWM (baseline)", rss, ""],
     ["  GETs: endpoint / log (empty slots) / snapshot / manifest", getCounts, ""],
     ["  log seqnos read", seqnos, ""],
   ];

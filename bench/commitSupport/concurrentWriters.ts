@@ -3,9 +3,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import { openBenchWriter } from "./BenchWriter.js";
-import type { EndpointCounters } from "./endpointProtocol.js";
-import { round, summarizeLatencies, type LatencySummary } from "./LatencySummary.js";
-import type { RemoteEndpoint } from "./RemoteEndpoint.js";
+import type { EndpointCounters } from "../kit/endpointProtocol.js";
+import { round, summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
+import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 import { mutationRequestCosts, type MutationRequestCosts } from "./requestCosts.js";
 import { smallDocumentsUnit } from "./smallDocuments.js";
 

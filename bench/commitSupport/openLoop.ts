@@ -3,18 +3,21 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
-import type { EndpointCounters } from "./endpointProtocol.js";
-import type { BenchLatencyModel } from "./latencyModels.js";
-import { round } from "./LatencySummary.js";
+import type { EndpointCounters } from "../kit/endpointProtocol.js";
+import type { BenchLatencyModel } from "../kit/latencyModels.js";
+import { round } from "../kit/LatencySummary.js";
 import { OpenLoopMutations } from "./openLoopMutations.js";
 import { EngineEventTally, type EngineEventCounts } from "./EngineEventTally.js";
 import { runOpenLoopWindow, type OpenLoopTarget, type WindowFigures } from "./openLoopWindow.js";
 import type { CommitBenchOptions } from "./options.js";
 import { preloadShard, type PreloadFigures } from "./preloadedShard.js";
 import { RateSearch } from "./RateSearch.js";
-import type { RemoteEndpoint } from "./RemoteEndpoint.js";
+import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 import { idleRequestCosts, mutationRequestCosts, type IdleRequestCosts, type MutationRequestCosts } from "./requestCosts.js";
 import type { RoundTripFigures } from "./roundTrips.js";
+import { progressPrinter } from "../kit/progress.js";
+
+const progress = progressPrinter("  ");
 
 /**
  * Phase 5: open-loop load on a shard that already holds `openLoopDocuments` documents
@@ -268,8 +271,4 @@ function measuredTuning(tuning: ShardEngineTuning): MeasuredTuning {
 
 function verdictOf(window: WindowFigures): string {
   return window.sustained ? "sustained" : `not sustained (${window.notSustainedBecause.join("; ")})`;
-}
-
-function progress(message: string): void {
-  process.stderr.write(`  ${message}\n`);
 }

@@ -1,12 +1,13 @@
-import { round } from "./LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 import type { OpenLoopFigures } from "./openLoop.js";
 import { OPEN_LOOP_P99_ROUND_TRIPS_MAX } from "./openLoop.js";
 import { UPDATE_FRACTION } from "./openLoopMutations.js";
+import { writerPeakRssRow, type WriterPeakRss } from "./writerPeakRss.js";
 import type { WindowFigures } from "./openLoopWindow.js";
-import { columns, latencies, mib, ms, perOperation, verdict, type TableLine } from "./reportTable.js";
+import { columns, latencies, mib, ms, perOperation, verdict, type TableLine } from "../kit/report.js";
 
 /** Phase 5's section of the benchmark table (see openLoop.ts for what each figure is). */
-export function openLoopLines(figures: OpenLoopFigures): TableLine[] {
+export function openLoopLines(figures: OpenLoopFigures & WriterPeakRss): TableLine[] {
   const { store, latencyBound, tuning } = figures;
   const updatePercent = Math.round(UPDATE_FRACTION * 100);
   const bound = `${OPEN_LOOP_P99_ROUND_TRIPS_MAX} × ${ms(latencyBound.roundTripMs)} (${latencyBound.source}) = ${ms(latencyBound.p99MsMax)}`;
@@ -30,6 +31,7 @@ export function openLoopLines(figures: OpenLoopFigures): TableLine[] {
     ["documents at start / at end", `${store.documents} / ${store.documentsAtEnd}`, ""],
     ["local SQLite MiB; snapshot parts / MiB", `${mib(store.localFileBytes)}; ${store.snapshotParts} / ${mib(store.snapshotBytes)}`, ""],
     ["set-up s (latency off): build / snapshot / re-open", `${store.buildSeconds} / ${store.snapshotSeconds} / ${store.reopenSeconds}`, ""],
+    writerPeakRssRow(figures),
     `   rate steps: ${figures.steps[0]?.measuredSeconds ?? 0} s measured each, after a warm-up`,
     stepTable(figures.steps),
     { block: figures.steps.filter((step) => !step.sustained).map((step) => `  ${step.targetRate}/s not sustained: ${step.notSustainedBecause.join("; ")}`) },

@@ -4,7 +4,7 @@ import { hasErrorCode } from "../../src/base/errors.js";
 import type { Random } from "../../src/base/random.js";
 import type { ShardEngine } from "../../src/shard/ShardEngine.js";
 import { eventsSince, type EngineEventCounts, type EngineEventTally } from "./EngineEventTally.js";
-import { round, summarizeLatencies, type LatencySummary } from "./LatencySummary.js";
+import { round, summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 import type { OpenLoopMutations, PlannedMutation } from "./openLoopMutations.js";
 import { PoissonArrivals } from "./PoissonArrivals.js";
 import { backlogLimit, keptUp, sustainFailures } from "./windowVerdict.js";

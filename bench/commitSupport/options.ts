@@ -1,225 +1,92 @@
-import { CairnError } from "../../src/base/errors.js";
-import { isLatencyModelName, LATENCY_MODEL_NAMES, type LatencyModelName } from "./latencyModels.js";
+import { flag, parseFlags, type FlagValues } from "../kit/flags.js";
+import { LATENCY_MODEL_NAMES } from "../kit/latencyModels.js";
 
 /**
  * The commit benchmark's sizes, one flag each (`--name value`); the defaults are the
- * sizes the benchmark is specified at. Unknown flags and bad values are refused before
- * anything starts.
+ * sizes the benchmark is specified at.
  */
 export const BENCH_PHASES = [1, 2, 3, 4, 5] as const;
 export type BenchPhase = (typeof BENCH_PHASES)[number];
 
-export interface CommitBenchOptions {
+const COMMIT_BENCH_FLAGS = {
   /** Which phases run, in order (`--phases 1,5`). */
-  readonly phases: readonly BenchPhase[];
-  /** The latency the endpoint injects while measuring (see latencyModels.ts). */
-  readonly latency: LatencyModelName;
+  phases: flag.phases(BENCH_PHASES),
+  /** The latency the endpoint injects while measuring (see ../kit/latencyModels.ts). */
+  latency: flag.choice("the latency the endpoint injects while measuring", LATENCY_MODEL_NAMES, "s3-standard"),
   /** Sequential samples of each baseline round trip (PUT, PUT + conditional GET). */
-  readonly roundTrips: number;
+  roundTrips: flag.wholeNumber("phase 1: sequential samples of each baseline round trip", 300),
   /** Sequential one-document commits per verify mode. */
-  readonly commits: number;
+  commits: flag.wholeNumber("phase 2: sequential one-document commits per verify mode", 300),
   /** Concurrent writers on one shard, each committing one document at a time. */
-  readonly writers: number;
+  writers: flag.wholeNumber("phase 3: concurrent writers on one shard", 1_000),
   /** Measured seconds of the concurrent run, after the warm-up. */
-  readonly seconds: number;
-  readonly warmupSeconds: number;
+  seconds: flag.seconds("phase 3: measured seconds", 10),
+  warmupSeconds: flag.seconds("phase 3: warm-up seconds", 2),
   /** Also write one index entry per document in the concurrent run. */
-  readonly withIndex: boolean;
+  withIndex: flag.switch("phase 3: also write one index entry per document"),
   /** Documents in the bootstrap snapshot. */
-  readonly documents: number;
+  documents: flag.wholeNumber("phase 4: documents in the bootstrap snapshot", 1_000_000),
   /** Documents per write unit while building a large shard (phases 4 and 5). */
-  readonly buildUnitDocuments: number;
+  buildUnitDocuments: flag.wholeNumber("phases 4 and 5: documents per write unit while building a large shard", 1_000),
   /** Segments committed after the snapshot (replayed by the cold bootstrap). */
-  readonly tailSegments: number;
+  tailSegments: flag.wholeNumber("phase 4: segments committed after the snapshot", 1_000),
   /** Documents per tail segment. */
-  readonly tailSegmentDocuments: number;
+  tailSegmentDocuments: flag.wholeNumber("phase 4: documents per tail segment", 10),
   /** Segments committed before the warm restart. */
-  readonly warmSegments: number;
+  warmSegments: flag.wholeNumber("phase 4: segments committed before the warm restart", 100),
   /** Documents the open-loop shard holds before anything is measured. */
-  readonly openLoopDocuments: number;
+  openLoopDocuments: flag.wholeNumber("phase 5: documents the shard holds before anything is measured", 1_000_000),
   /** First arrival rate tried (mutations/s); doubled while sustained, halved while not. */
-  readonly openLoopStartRate: number;
+  openLoopStartRate: flag.wholeNumber("phase 5: first arrival rate tried, mutations/s", 200),
   /** Highest arrival rate tried. */
-  readonly openLoopMaxRate: number;
+  openLoopMaxRate: flag.wholeNumber("phase 5: highest arrival rate tried, mutations/s", 100_000),
   /** Bisection steps between the highest sustained and the lowest unsustained rate. */
-  readonly openLoopBisections: number;
+  openLoopBisections: flag.wholeNumber("phase 5: bisection steps between the highest sustained and the lowest unsustained rate", 3, 0),
   /** Per rate step: seconds of arrivals before the measured window, then the window. */
-  readonly openLoopWarmupSeconds: number;
-  readonly openLoopSeconds: number;
+  openLoopWarmupSeconds: flag.seconds("phase 5: warm-up seconds per rate step", 2),
+  openLoopSeconds: flag.seconds("phase 5: measured seconds per rate step", 6),
   /**
    * Least length of the request-count window; it is extended (up to a limit) until a
-   * snapshot and a GC pass have completed inside it.
+   * snapshot and a GC pass have completed inside it. Above the default GC interval (60 s),
+   * so a GC pass always falls inside.
    */
-  readonly openLoopCostSeconds: number;
+  openLoopCostSeconds: flag.seconds("phase 5: least length of the request-count window", 70),
   /** Arrival rate of the request-count window; null: the highest sustained rate found. */
-  readonly openLoopCostRate: number | null;
-  /** Length of the idle window whose requests are scaled to one shard-hour. */
-  readonly idleSeconds: number;
+  openLoopCostRate: flag.optionalWholeNumber("phase 5: arrival rate of the request-count window", { absent: "the highest sustained rate" }),
   /** Rates measured one window each before the search (`--open-loop-rates 1000,3000,6000`), for fixed-rate p50/p99. */
-  readonly openLoopRates: readonly number[];
+  openLoopRates: flag.wholeNumbers("phase 5: rates measured one window each before the search", []),
   /** The measured writer's pipelineDepth (segments in flight); null: the engine's default. */
-  readonly pipelineDepth: number | null;
+  pipelineDepth: flag.optionalWholeNumber("the measured writer's pipelineDepth", { absent: "the engine's" }),
+  /**
+   * Length of the idle window whose requests are scaled to one shard-hour. One default GC
+   * interval: a window of whole intervals holds as many GC passes as an hour has per
+   * interval, so the scaled figure is not skewed by where a pass fell.
+   */
+  idleSeconds: flag.seconds("phase 5: idle window scaled to one shard-hour", 120),
   /**
    * Where the bootstrap child processes write CPU profiles (`node --cpu-prof`), or null.
    * (The benchmark's own process is profiled with `node --cpu-prof --import tsx bench/commit.ts`;
    * Node refuses --cpu-prof in NODE_OPTIONS, so children need it passed explicitly.)
    */
-  readonly childCpuProfileDirectory: string | null;
-}
-
-export const COMMIT_BENCH_DEFAULTS: CommitBenchOptions = {
-  phases: BENCH_PHASES,
-  latency: "s3-standard",
-  roundTrips: 300,
-  commits: 300,
-  writers: 1_000,
-  seconds: 10,
-  warmupSeconds: 2,
-  withIndex: false,
-  documents: 1_000_000,
-  buildUnitDocuments: 1_000,
-  tailSegments: 1_000,
-  tailSegmentDocuments: 10,
-  warmSegments: 100,
-  openLoopDocuments: 1_000_000,
-  openLoopStartRate: 200,
-  openLoopMaxRate: 100_000,
-  openLoopBisections: 3,
-  openLoopWarmupSeconds: 2,
-  openLoopSeconds: 6,
-  // Above the default GC interval (60 s), so a GC pass always falls inside.
-  openLoopCostSeconds: 70,
-  openLoopCostRate: null,
-  openLoopRates: [],
-  pipelineDepth: null,
-  // One default GC interval: a window of whole intervals holds as many GC passes as an
-  // hour has per interval, so the scaled figure is not skewed by where a pass fell.
-  idleSeconds: 120,
-  childCpuProfileDirectory: null,
+  childCpuProfileDirectory: flag.optionalText("phase 4: where the bootstrap children write CPU profiles", "dir", { name: "child-cpu-prof-dir" }),
 };
 
-/** How a numeric flag's value is read: a count from 1, a count from 0, or positive seconds. */
-type ValueKind = "count" | "countFromZero" | "seconds";
-
-type NumericOption = {
-  [K in keyof CommitBenchOptions]: CommitBenchOptions[K] extends number ? K : never;
-}[keyof CommitBenchOptions];
-
-const NUMERIC_FLAGS: Readonly<Record<string, readonly [NumericOption, ValueKind]>> = {
-  "--round-trips": ["roundTrips", "count"],
-  "--commits": ["commits", "count"],
-  "--writers": ["writers", "count"],
-  "--seconds": ["seconds", "seconds"],
-  "--warmup-seconds": ["warmupSeconds", "seconds"],
-  "--documents": ["documents", "count"],
-  "--build-unit-documents": ["buildUnitDocuments", "count"],
-  "--tail-segments": ["tailSegments", "count"],
-  "--tail-segment-documents": ["tailSegmentDocuments", "count"],
-  "--warm-segments": ["warmSegments", "count"],
-  "--open-loop-documents": ["openLoopDocuments", "count"],
-  "--open-loop-start-rate": ["openLoopStartRate", "count"],
-  "--open-loop-max-rate": ["openLoopMaxRate", "count"],
-  "--open-loop-bisections": ["openLoopBisections", "countFromZero"],
-  "--open-loop-warmup-seconds": ["openLoopWarmupSeconds", "seconds"],
-  "--open-loop-seconds": ["openLoopSeconds", "seconds"],
-  "--open-loop-cost-seconds": ["openLoopCostSeconds", "seconds"],
-  "--idle-seconds": ["idleSeconds", "seconds"],
-};
-
-/** Flags whose value is not a number (`--with-index` takes none). */
-const OTHER_FLAGS = ["--phases", "--latency", "--open-loop-cost-rate", "--child-cpu-prof-dir", "--open-loop-rates", "--pipeline-depth"] as const;
-type OtherFlag = (typeof OTHER_FLAGS)[number];
-
-type MutableOptions = { -readonly [K in keyof CommitBenchOptions]: CommitBenchOptions[K] };
+export type CommitBenchOptions = FlagValues<typeof COMMIT_BENCH_FLAGS>;
 
 export function parseCommitBenchOptions(argv: readonly string[]): CommitBenchOptions {
-  const options: MutableOptions = { ...COMMIT_BENCH_DEFAULTS };
-  for (let at = 0; at < argv.length; at++) {
-    const flag = argv[at] as string;
-    if (flag === "--with-index") {
-      options.withIndex = true;
-      continue;
-    }
-    const numeric = NUMERIC_FLAGS[flag];
-    if (numeric !== undefined) {
-      const [name, kind] = numeric;
-      options[name] = parseValue(flag, argv[++at], kind);
-      continue;
-    }
-    if (!(OTHER_FLAGS as readonly string[]).includes(flag)) {
-      const known = [...Object.keys(NUMERIC_FLAGS), ...OTHER_FLAGS, "--with-index"];
-      throw new CairnError("INVALID_ARGUMENT", `unknown flag ${JSON.stringify(flag)}; known: ${known.join(" ")}`);
-    }
-    parseOtherFlag(options, flag as OtherFlag, argv[++at]);
-  }
-  checkConsistency(options);
-  return options;
+  return parseFlags(argv, {
+    name: "bench:commit",
+    description: "the shard engine's commits against an S3 latency model, bootstrap, and S3 requests per mutation under open-loop load",
+    flags: COMMIT_BENCH_FLAGS,
+    check: consistencyProblem,
+  });
 }
 
-function parseOtherFlag(options: MutableOptions, flag: OtherFlag, text: string | undefined): void {
-  switch (flag) {
-    case "--phases":
-      options.phases = parsePhases(text);
-      return;
-    case "--latency":
-      if (!isLatencyModelName(text)) {
-        throw new CairnError("INVALID_ARGUMENT", `--latency takes one of ${LATENCY_MODEL_NAMES.join(", ")}, got ${JSON.stringify(text)}`);
-      }
-      options.latency = text;
-      return;
-    case "--open-loop-cost-rate":
-      options.openLoopCostRate = parseValue(flag, text, "count");
-      return;
-    case "--open-loop-rates": {
-      const rates = (text ?? "").split(",").map((part) => Number(part.trim()));
-      if (rates.length === 0 || !rates.every((rate) => Number.isSafeInteger(rate) && rate >= 1)) {
-        throw new CairnError("INVALID_ARGUMENT", `--open-loop-rates takes a comma-separated list of positive integers, got ${JSON.stringify(text)}`);
-      }
-      options.openLoopRates = rates;
-      return;
-    }
-    case "--pipeline-depth":
-      options.pipelineDepth = parseValue(flag, text, "count");
-      return;
-    case "--child-cpu-prof-dir":
-      if (text === undefined || text === "" || text.startsWith("--")) {
-        throw new CairnError("INVALID_ARGUMENT", "--child-cpu-prof-dir takes a directory");
-      }
-      options.childCpuProfileDirectory = text;
-      return;
-  }
-}
-
-/** "1,5" → [1, 5]: known phases, each once, run in ascending order whatever the order given. */
-function parsePhases(text: string | undefined): BenchPhase[] {
-  const parts = (text ?? "").split(",").map((part) => Number(part.trim()));
-  const valid = parts.length > 0 && parts.every((phase) => (BENCH_PHASES as readonly number[]).includes(phase));
-  if (!valid || new Set(parts).size !== parts.length) {
-    throw new CairnError("INVALID_ARGUMENT", `--phases takes a comma-separated list of ${BENCH_PHASES.join(", ")}, got ${JSON.stringify(text)}`);
-  }
-  return (parts as BenchPhase[]).sort((a, b) => a - b);
-}
-
-function checkConsistency(options: CommitBenchOptions): void {
+function consistencyProblem(options: CommitBenchOptions): string | null {
   if ((options.phases.includes(2) || options.phases.includes(3)) && !options.phases.includes(1)) {
-    throw new CairnError("INVALID_ARGUMENT", "--phases: phases 2 and 3 are judged against phase 1's round trips; include 1");
+    return "--phases: phases 2 and 3 are judged against phase 1's round trips; include 1";
   }
-  if (options.documents < options.buildUnitDocuments) {
-    throw new CairnError("INVALID_ARGUMENT", "--documents must be at least --build-unit-documents");
-  }
-  if (options.openLoopStartRate > options.openLoopMaxRate) {
-    throw new CairnError("INVALID_ARGUMENT", "--open-loop-start-rate must not exceed --open-loop-max-rate");
-  }
-}
-
-function parseValue(flag: string, text: string | undefined, kind: ValueKind): number {
-  const value = Number(text);
-  const inRange =
-    kind === "seconds" ? Number.isFinite(value) && value > 0 : Number.isSafeInteger(value) && value >= (kind === "count" ? 1 : 0);
-  const valid = text !== undefined && text.trim() !== "" && inRange;
-  if (!valid) {
-    const wanted = kind === "seconds" ? "a positive number" : kind === "count" ? "a positive integer" : "an integer >= 0";
-    throw new CairnError("INVALID_ARGUMENT", `${flag} takes ${wanted}, got ${JSON.stringify(text)}`);
-  }
-  return value;
+  if (options.documents < options.buildUnitDocuments) return "--documents must be at least --build-unit-documents";
+  if (options.openLoopStartRate > options.openLoopMaxRate) return "--open-loop-start-rate must not exceed --open-loop-max-rate";
+  return null;
 }

@@ -7,9 +7,12 @@ import type { DocumentId } from "../../src/model/DocumentId.js";
 import type { EngineEvent } from "../../src/shard/ShardEngine.js";
 import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
 import { openBenchWriter, type BenchWriter } from "./BenchWriter.js";
-import { round } from "./LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 import { preloadUnit } from "./openLoopMutations.js";
-import type { RemoteEndpoint } from "./RemoteEndpoint.js";
+import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
+import { progressPrinter } from "../kit/progress.js";
+
+const progress = progressPrinter("  ");
 
 /**
  * The open-loop phase's shard, holding `documents` documents before anything is
@@ -137,8 +140,4 @@ async function fileBytes(path: string): Promise<number> {
     }
   }
   return bytes;
-}
-
-function progress(message: string): void {
-  process.stderr.write(`  ${message}\n`);
 }

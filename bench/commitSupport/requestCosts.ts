@@ -1,6 +1,6 @@
 import { REQUEST_PRICE_DOLLARS, S3_OPERATIONS, type S3Operation } from "../../test/support/s3-endpoint/index.js";
-import type { EndpointCounters } from "./endpointProtocol.js";
-import { round } from "./LatencySummary.js";
+import type { EndpointCounters } from "../kit/endpointProtocol.js";
+import { round } from "../kit/LatencySummary.js";
 
 /**
  * What a measured window's S3 requests cost, from the endpoint's counters: per 1,000

@@ -2,7 +2,7 @@ import { performance } from "node:perf_hooks";
 import { CairnError } from "../../src/base/errors.js";
 import { SeededRandom } from "../../src/base/random.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
-import { summarizeLatencies, type LatencySummary } from "./LatencySummary.js";
+import { summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 
 /**
  * Phase 1, the baseline a commit is compared with: sequential create-only PUTs of a

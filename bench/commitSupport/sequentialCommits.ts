@@ -2,7 +2,7 @@ import { SeededRandom } from "../../src/base/random.js";
 import type { S3ObjectStore } from "../../src/objectstore/S3ObjectStore.js";
 import type { ShardEngineTuning } from "../../src/shard/engineOptions.js";
 import { openBenchWriter } from "./BenchWriter.js";
-import { summarizeLatencies, type LatencySummary } from "./LatencySummary.js";
+import { summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 import { timeSequentially } from "./roundTrips.js";
 import { smallDocumentsUnit } from "./smallDocuments.js";
 

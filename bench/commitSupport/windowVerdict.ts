@@ -1,4 +1,4 @@
-import { round } from "./LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 
 /**
  * Whether an open-loop window kept up with its arrival rate and whether it sustained it,

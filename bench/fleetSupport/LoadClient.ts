@@ -2,9 +2,14 @@ import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { CairnError } from "../../src/base/errors.js";
 import { encodeMessage } from "../../src/sync/protocol.js";
+import { progressPrinter } from "../kit/progress.js";
 
 /** How long one answer may take before the client counts it as lost and re-sends (a failover takes a lease or so). */
 const ANSWER_WAIT_MS_MAX = 60_000;
+
+/** How the load generator's lines on stderr start (the nodes' and the benchmark's have their own). */
+export const LOAD_PROGRESS_PREFIX = "[bench:fleet load] ";
+const progress = progressPrinter(LOAD_PROGRESS_PREFIX);
 
 /** The answer to one Mutation frame. */
 export type MutationAnswer = { readonly ok: true; readonly atMs: number } | { readonly ok: false; readonly code: string; readonly atMs: number };
@@ -89,7 +94,7 @@ export class LoadClient {
       clearTimeout(waiter.timer);
       waiter.resolve(message.success === true ? { ok: true, atMs } : { ok: false, code: message.error?.code ?? "UNKNOWN", atMs });
     } else if (message.type === "ProtocolError" || message.type === "FatalError") {
-      process.stderr.write(`[bench:fleet load] ${this.clientId}: ${text.slice(0, 300)}\n`);
+      progress(`${this.clientId}: ${text.slice(0, 300)}`);
       this.socket.close();
       this.closeAll();
     }

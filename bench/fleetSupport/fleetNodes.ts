@@ -2,7 +2,46 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../../src/base/errors.js";
 import { assignment } from "../../src/fleet/index.js";
-import type { FleetNode } from "./FleetNode.js";
+import type { EndpointAddress } from "../kit/RemoteEndpoint.js";
+import { ServeChild } from "../kit/ServeChild.js";
+
+/** Output lines a node keeps for a failure report and the kill phase's search (the rest is dropped as it comes). */
+const OUTPUT_LINES_KEPT = 200;
+/** How long a stopping node may drain and hand its leases over before it is killed. */
+const STOP_WAIT_MS_MAX = 30_000;
+/** How long one health or status read may take (a node under load may answer late; its lateness is measured). */
+const HTTP_WAIT_MS_MAX = 60_000;
+
+/** A fleet node: `cairn serve --fleet`, its ServeChild named by its node id. */
+export type FleetNode = ServeChild;
+
+export interface FleetNodeOptions {
+  readonly nodeId: string;
+  readonly endpoint: EndpointAddress;
+  /** The deployment's key prefix in the endpoint's bucket. */
+  readonly prefix: string;
+  readonly localDirectory: string;
+  readonly appPath: string;
+  readonly numShards: number;
+  /** Node's own flags (e.g. --cpu-prof). */
+  readonly nodeFlags?: readonly string[];
+}
+
+/** `cairn serve --fleet` as an operator runs it, with the fleet's default tuning; its CPU is read from /proc (procCpu.ts). */
+export function startFleetNode(options: FleetNodeOptions): Promise<FleetNode> {
+  return ServeChild.start({
+    name: options.nodeId,
+    endpoint: options.endpoint,
+    prefix: options.prefix,
+    localDirectory: options.localDirectory,
+    appPath: options.appPath,
+    serveFlags: ["--fleet", "--node-id", options.nodeId, "--shards", String(options.numShards)],
+    ...(options.nodeFlags !== undefined ? { nodeFlags: options.nodeFlags } : {}),
+    outputLinesMax: OUTPUT_LINES_KEPT,
+    stopWaitMsMax: STOP_WAIT_MS_MAX,
+    httpWaitMsMax: HTTP_WAIT_MS_MAX,
+  });
+}
 
 /**
  * Node ids for a benchmark fleet: the first `count` of them, for every fleet size asked
@@ -42,12 +81,12 @@ export function shardsPerNode(ids: readonly string[], numShards: number): Record
  * node writes exactly the shards it is named for, and every node sees all of them live.
  */
 export async function isConverged(nodes: readonly FleetNode[], expected: readonly (string | null)[]): Promise<boolean> {
-  const liveIds = nodes.map((node) => node.nodeId).sort();
+  const liveIds = nodes.map((node) => node.name).sort();
   const views = await Promise.all(nodes.map((node) => node.health()));
   return views.every(
     (view, index) =>
       JSON.stringify(view.fleet?.liveNodes ?? []) === JSON.stringify(liveIds) &&
-      view.shards.every((shard) => shard.writer === expected[shard.shard] && (shard.state === "writing") === (expected[shard.shard] === nodes[index]!.nodeId)),
+      view.shards.every((shard) => shard.writer === expected[shard.shard] && (shard.state === "writing") === (expected[shard.shard] === nodes[index]!.name)),
   );
 }
 

@@ -1,5 +1,5 @@
-import { round, type LatencySummary } from "../commitSupport/LatencySummary.js";
-import { columns, formatTable, latencies, verdict, type TableLine } from "../commitSupport/reportTable.js";
+import { round, type LatencySummary } from "../kit/LatencySummary.js";
+import { columns, formatTable, latencies, printReport, verdict, type TableLine } from "../kit/report.js";
 import type { FleetBenchOptions } from "./fleetOptions.js";
 import type { KillFigures, LoadWindow } from "./loadProtocol.js";
 
@@ -176,23 +176,20 @@ export function printFleetReport(report: FleetReport): void {
     lines.push(["the victim leaves the survivors' live set after", seconds(kill.victimLeftLiveSetS), `presence TTL ${tuning.presenceTtlMs / 1000} s`]);
     lines.push(["survivors agree on the new assignment after", kill.survivorsConvergedS === null ? "not within the wait" : `${kill.survivorsConvergedS.toFixed(2)} s`, ""]);
   }
-  process.stdout.write(formatTable(lines));
-  process.stdout.write(
-    `${JSON.stringify({
-      bench: "fleet",
-      latencyModel: report.latencyModel,
-      shards: report.shards,
-      tuning,
-      load: { clients: options.clients, rate: options.rate, routing: options.routing, channels: options.channels, bodyBytes: options.bodyBytes, durationS: options.durationS, warmupS: options.warmupS, seed: options.seed, generator: "child process" },
-      runs,
-      cpuRatios,
-      cpuRatioTarget: CPU_RATIO_MAX,
-      scaling2To1: scaling2,
-      scalingTarget: SCALING_MIN,
-      kill,
-      takeoverWorstMs,
-      takeoverTargetMs,
-      runSeconds: report.runSeconds,
-    })}\n`,
-  );
+  printReport(formatTable(lines), {
+    bench: "fleet",
+    latencyModel: report.latencyModel,
+    shards: report.shards,
+    tuning,
+    load: { clients: options.clients, rate: options.rate, routing: options.routing, channels: options.channels, bodyBytes: options.bodyBytes, durationS: options.durationS, warmupS: options.warmupS, seed: options.seed, generator: "child process" },
+    runs,
+    cpuRatios,
+    cpuRatioTarget: CPU_RATIO_MAX,
+    scaling2To1: scaling2,
+    scalingTarget: SCALING_MIN,
+    kill,
+    takeoverWorstMs,
+    takeoverTargetMs,
+    runSeconds: report.runSeconds,
+  });
 }

@@ -15,9 +15,10 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { randomInt, SeededRandom } from "../../src/base/random.js";
 import { laneOfValue } from "../../src/functions/routing.js";
-import { summarizeLatencies } from "../commitSupport/LatencySummary.js";
+import { summarizeLatencies } from "../kit/LatencySummary.js";
+import { progressPrinter } from "../kit/progress.js";
 import { BenchSocket, updatedValue } from "../syncSupport/BenchSocket.js";
-import { LoadClient } from "./LoadClient.js";
+import { LOAD_PROGRESS_PREFIX, LoadClient } from "./LoadClient.js";
 import type { CrossNodeFigures, KillFigures, LoadCommand, LoadConfig, LoadReply, LoadWindow } from "./loadProtocol.js";
 
 /** Pause before a failed mutation is re-sent (a failover's answers would otherwise spin). */
@@ -31,7 +32,7 @@ const PROBE_PAUSE_MAX_MS = 300;
 const config = JSON.parse(process.argv[2]!) as LoadConfig;
 const random = new SeededRandom(config.seed);
 const wallMs = () => performance.timeOrigin + performance.now();
-const progress = (line: string) => process.stderr.write(`[bench:fleet load] ${line}\n`);
+const progress = progressPrinter(LOAD_PROGRESS_PREFIX);
 const syncUrl = (url: string) => `${url.replace(/^http/, "ws")}api/sync`;
 
 const channels = Array.from({ length: config.channels }, (_, index) => {

@@ -1,4 +1,4 @@
-import type { LatencySummary } from "../commitSupport/LatencySummary.js";
+import type { LatencySummary } from "../kit/LatencySummary.js";
 
 /**
  * The JSON lines between bench:fleet and its load generator (loadProcess.ts): the

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { Random } from "../../src/base/random.js";
-import { summarizeLatencies, type LatencySummary } from "../commitSupport/LatencySummary.js";
+import { summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 import { BenchSocket } from "../syncSupport/BenchSocket.js";
 
 /** Characters a document body is drawn from (one byte each in JSON). */

@@ -5,11 +5,11 @@ import { CairnError } from "../../src/base/errors.js";
 import type { ConsumerWatermark } from "../../src/gc/ConsumerWatermarks.js";
 import type { ObjectStore } from "../../src/objectstore/index.js";
 import { TAILER_DEFAULTS } from "../../src/replica/ShardTailer.js";
-import type { EndpointAddress } from "../commitSupport/RemoteEndpoint.js";
+import type { EndpointAddress } from "../kit/RemoteEndpoint.js";
+import { ServeChild, type ServeHealth } from "../kit/ServeChild.js";
 import { BenchSocket } from "../syncSupport/BenchSocket.js";
 import { primeCounter, sequentialBumps } from "../syncSupport/sequentialBumps.js";
 import { readWatermark } from "./bucketState.js";
-import { NodeChild } from "./NodeChild.js";
 
 /**
  * The writer refreshes its list of replicas on the registry's cadence (startNode's
@@ -21,6 +21,9 @@ export const HINT_TARGET_WAIT_MS_MAX = 45_000;
 export const WATERMARK_WAIT_MS_MAX = TAILER_DEFAULTS.watermarkIntervalMs + 10_000;
 /** How long a replica may take to reach the writer's position when nothing else is asked of it. */
 export const CATCH_UP_WAIT_MS_MAX = 120_000;
+
+/** Output lines a node keeps for the benchmark to search (replay progress prints at most twice a second). */
+const OUTPUT_LINES_MAX = 20_000;
 
 export interface NodePairOptions {
   readonly name: string;
@@ -42,22 +45,22 @@ export interface NodePairOptions {
 export class NodePair {
   private constructor(
     readonly name: string,
-    readonly writer: NodeChild,
-    readonly replica: NodeChild,
+    readonly writer: ServeChild,
+    readonly replica: ServeChild,
     readonly wakeHints: boolean,
   ) {}
 
   /** Starts the writer, then the replica; a replica that fails to start stops the writer again. */
   static async start(options: NodePairOptions): Promise<NodePair> {
-    const common = { endpoint: options.endpoint, prefix: options.prefix, appPath: options.appPath, wakeHints: options.wakeHints };
-    const writer = await NodeChild.start({ ...common, name: `${options.name} writer`, role: "writer", localDirectory: join(options.directory, `${options.name}-writer`) });
+    const common = { endpoint: options.endpoint, prefix: options.prefix, appPath: options.appPath, outputLinesMax: OUTPUT_LINES_MAX };
+    const hintsFlags = options.wakeHints ? [] : ["--no-wake-hints"];
+    const writer = await ServeChild.start({ ...common, name: `${options.name} writer`, localDirectory: join(options.directory, `${options.name}-writer`), serveFlags: hintsFlags });
     try {
-      const replica = await NodeChild.start({
+      const replica = await ServeChild.start({
         ...common,
         name: `${options.name} replica`,
-        role: "replica",
         localDirectory: join(options.directory, `${options.name}-replica`),
-        pollIntervalMs: options.pollIntervalMs,
+        serveFlags: ["--replica", ...hintsFlags, "--poll-interval-ms", String(options.pollIntervalMs)],
       });
       return new NodePair(options.name, writer, replica, options.wakeHints);
     } catch (error) {
@@ -88,10 +91,10 @@ export class NodePair {
 
   /** Resolves once the replica has applied the writer's last segment; returns that seqno. */
   async awaitReplicaCaughtUp(timeoutMs = CATCH_UP_WAIT_MS_MAX): Promise<number> {
-    const target = (await this.writer.shardHealth()).appliedSeqno;
+    const target = (await shardHealth(this.writer)).appliedSeqno;
     const startedMs = performance.now();
     for (;;) {
-      const shard = await this.replica.shardHealth();
+      const shard = await shardHealth(this.replica);
       if (shard.appliedSeqno >= target) return target;
       if (performance.now() - startedMs > timeoutMs) {
         throw new CairnError("TIMEOUT", `${this.name}: the replica stayed at seqno ${shard.appliedSeqno}, the writer is at ${target} (last error: ${shard.lastError?.message ?? "none"})`);
@@ -109,7 +112,7 @@ export class NodePair {
     const { nodeId } = await this.replica.health();
     const startedMs = performance.now();
     for (;;) {
-      const position = (await this.replica.shardHealth()).appliedSeqno;
+      const position = (await shardHealth(this.replica)).appliedSeqno;
       const watermark = await readWatermark(bucket, nodeId);
       if (watermark !== null && watermark.appliedSeqno >= position) return watermark;
       if (performance.now() - startedMs > WATERMARK_WAIT_MS_MAX) {
@@ -128,4 +131,11 @@ export class NodePair {
     }
     return problems;
   }
+}
+
+/** Shard 0's line of a node's health report (the benchmark's deployments have one shard). */
+export async function shardHealth(node: ServeChild): Promise<ServeHealth["shards"][number]> {
+  const shard = (await node.health()).shards[0];
+  if (shard === undefined) throw new CairnError("INTERNAL", `${node.name} reports no shard`);
+  return shard;
 }

@@ -4,10 +4,10 @@ import { CairnError } from "../../src/base/errors.js";
 import type { Random } from "../../src/base/random.js";
 import type { ObjectStore } from "../../src/objectstore/index.js";
 import { SHARD_ENGINE_DEFAULTS } from "../../src/shard/engineOptions.js";
-import { round } from "../commitSupport/LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 import { readShardState, type ShardBucketState } from "./bucketState.js";
 import { DocumentLoad, type DocumentLoadFigures } from "./DocumentLoad.js";
-import type { NodePair } from "./NodePair.js";
+import { type NodePair, shardHealth } from "./NodePair.js";
 import { byRequestClass, difference, parseStoreCalls, type RequestClass } from "./storeCalls.js";
 
 export interface CatchUpOptions {
@@ -85,26 +85,26 @@ export async function measureCatchUp(pair: NodePair, bucket: ObjectStore, option
   const watermark = await pair.awaitReplicaWatermark(bucket);
   const load = await DocumentLoad.open(pair.writer.syncUrl, options.loadWriters, options.documentBytes, options.random);
   try {
-    const writerMark = pair.writer.mark();
-    const replicaMark = pair.replica.mark();
+    const writerMark = pair.writer.output.mark();
+    const replicaMark = pair.replica.output.mark();
     const callsBefore = parseStoreCalls(await pair.replica.metrics());
-    const pausedAtSeqno = (await pair.replica.shardHealth()).appliedSeqno;
+    const pausedAtSeqno = (await shardHealth(pair.replica)).appliedSeqno;
     pair.replica.pause();
     progress(`   replica (pid ${pair.replica.pid}) stopped at seqno ${pausedAtSeqno}; ${options.loadWriters} writers inserting for ${options.pauseSeconds} s…`);
     load.start();
     await waitWithProgress(options.pauseSeconds * 1000, async () => {
-      const seqno = (await pair.writer.shardHealth()).appliedSeqno;
+      const seqno = (await shardHealth(pair.writer)).appliedSeqno;
       progress(`   ${load.mutations} documents in ${seqno - pausedAtSeqno} segments so far`);
     });
     const loadFigures = await load.stop();
-    const targetSeqno = (await pair.writer.shardHealth()).appliedSeqno;
+    const targetSeqno = (await shardHealth(pair.writer)).appliedSeqno;
     const bucketAtResume = await readShardState(bucket);
     progress(`   load stopped: ${loadFigures.mutations} documents, writer at seqno ${targetSeqno}; resuming the replica…`);
     const timing = await resumeAndAwait(pair, pausedAtSeqno, targetSeqno);
     const calls = byRequestClass(difference(parseStoreCalls(await pair.replica.metrics()), callsBefore));
     const segments = targetSeqno - pausedAtSeqno;
-    const restoreLines = pair.replica.linesSince(replicaMark).filter((line) => /restor/i.test(line.text)).map((line) => line.text);
-    const writerLines = pair.writer.linesSince(writerMark);
+    const restoreLines = pair.replica.output.since(replicaMark).filter((line) => /restor/i.test(line.text)).map((line) => line.text);
+    const writerLines = pair.writer.output.since(writerMark);
     const seconds = timing.catchUpMs / 1000;
     return {
       pauseSeconds: options.pauseSeconds,
@@ -131,7 +131,7 @@ export async function measureCatchUp(pair: NodePair, bucket: ObjectStore, option
       writerGcLines: writerLines.filter((line) => /gc:/.test(line.text)).map((line) => line.text),
       replicaRestoreLines: restoreLines,
       restored: restoreLines.length > 0 || calls.GET < segments / 2,
-      replicaLastError: (await pair.replica.shardHealth()).lastError?.message ?? null,
+      replicaLastError: (await shardHealth(pair.replica)).lastError?.message ?? null,
     };
   } finally {
     pair.replica.resume();
@@ -153,7 +153,7 @@ async function resumeAndAwait(pair: NodePair, pausedAtSeqno: number, targetSeqno
   let firstAnswerMs: number | null = null;
   const progress: { atMs: number; appliedSeqno: number }[] = [];
   for (;;) {
-    const shard = await pair.replica.shardHealth();
+    const shard = await shardHealth(pair.replica);
     const elapsedMs = performance.now() - resumedMs;
     firstAnswerMs ??= elapsedMs;
     if (shard.appliedSeqno !== (progress.at(-1)?.appliedSeqno ?? pausedAtSeqno)) progress.push({ atMs: round(elapsedMs, 1), appliedSeqno: shard.appliedSeqno });

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Random } from "../../src/base/random.js";
-import { round, summarizeLatencies, type LatencySummary } from "../commitSupport/LatencySummary.js";
+import type { WakeHintStats } from "../../src/fleet/WakeHintSender.js";
+import { round, summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 import { BenchSocket, updatedValue } from "../syncSupport/BenchSocket.js";
 import { primeCounter, sequentialBumps, type BumpTiming } from "../syncSupport/sequentialBumps.js";
-import type { HintStats } from "./NodeChild.js";
 import type { NodePair } from "./NodePair.js";
 
 export interface ReplicaLatencyOptions {
@@ -27,7 +27,7 @@ export interface ReplicaLatencyFigures {
   /** Mean pause before a bump, as drawn. */
   readonly meanSpacingMs: number;
   /** The writer's wake-hint counters over the measured bumps (null: it sends none). */
-  readonly hints: HintStats | null;
+  readonly hints: WakeHintStats | null;
 }
 
 /** Progress lines every this many samples. */
@@ -75,7 +75,7 @@ export async function measureReplicaLatency(pair: NodePair, label: string, optio
   }
 }
 
-function figuresOf(wakeHints: boolean, timings: readonly BumpTiming[], spacings: readonly number[], hints: HintStats | null): ReplicaLatencyFigures {
+function figuresOf(wakeHints: boolean, timings: readonly BumpTiming[], spacings: readonly number[], hints: WakeHintStats | null): ReplicaLatencyFigures {
   const commit = summarizeLatencies(timings.map((timing) => timing.committedMs));
   const transition = summarizeLatencies(timings.map((timing) => timing.seenMs!));
   return {
@@ -89,7 +89,7 @@ function figuresOf(wakeHints: boolean, timings: readonly BumpTiming[], spacings:
   };
 }
 
-function hintDifference(before: HintStats | null, after: HintStats | null): HintStats | null {
+function hintDifference(before: WakeHintStats | null, after: WakeHintStats | null): WakeHintStats | null {
   if (before === null || after === null) return null;
   return { sent: after.sent - before.sent, failed: after.failed - before.failed, dropped: after.dropped - before.dropped };
 }

@@ -1,6 +1,6 @@
-import { round } from "../commitSupport/LatencySummary.js";
-import { SAME_REGION_LATENCY } from "../commitSupport/latencyModels.js";
-import { columns, formatTable, latencies, ms, perOperation, verdict, type TableLine } from "../commitSupport/reportTable.js";
+import { round } from "../kit/LatencySummary.js";
+import { SAME_REGION_LATENCY } from "../kit/latencyModels.js";
+import { columns, formatTable, latencies, ms, perOperation, printReport, verdict, type TableLine } from "../kit/report.js";
 import type { CatchUpFigures } from "./catchUpAfterPause.js";
 import type { IdleRequestFigures, NodeIdleRequests } from "./idleRequests.js";
 import type { ReplicaBenchOptions } from "./options.js";
@@ -33,11 +33,10 @@ export interface ReplicaBenchSummary {
   readonly runSeconds: number;
 }
 
-export function printReport(summary: ReplicaBenchSummary, options: ReplicaBenchOptions): void {
+export function printReplicaReport(summary: ReplicaBenchSummary, options: ReplicaBenchOptions): void {
   const lines: TableLine[] = [...header(summary, options), ...latencySection(summary.latency, options), ...idleSection(summary.idle, options), ...catchUpSection(summary.catchUp)];
   if (summary.stopProblems.length > 0) lines.push(`stopping: ${summary.stopProblems.join("; ")}`);
-  process.stdout.write(formatTable(lines));
-  process.stdout.write(`${JSON.stringify({ ...summary, targets: targetsOf(options), options })}\n`);
+  printReport(formatTable(lines), { ...summary, targets: targetsOf(options), options });
 }
 
 function header(summary: ReplicaBenchSummary, options: ReplicaBenchOptions): TableLine[] {

@@ -1,6 +1,6 @@
 import { CairnError } from "../../src/base/errors.js";
 import type { StoreOperation } from "../../src/objectstore/index.js";
-import { round } from "../commitSupport/LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 
 /**
  * A node's object-store calls as its GET /metrics counts them

@@ -12,7 +12,7 @@ export interface InspectedMemory {
 }
 
 /**
- * A DevTools-protocol session to a process started with `--inspect` (ServerChild's
+ * A DevTools-protocol session to a process started with `--inspect` (ServeChild's
  * `inspectorUrl`), used only to collect its garbage before reading its memory, so that a
  * heap figure is what the process holds, not what it has yet to collect. Close it before
  * stopping the process: Node waits for an attached debugger to detach before exiting.

@@ -1,9 +1,9 @@
-import { summarizeLatencies, type LatencySummary } from "../commitSupport/LatencySummary.js";
+import { summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 import type { BenchSocket } from "./BenchSocket.js";
 import type { ClientFleet } from "./ClientFleet.js";
 import { primeCounter, sequentialBumps, type BumpTiming, type KnownCounter } from "./sequentialBumps.js";
 import { cpuWindow, idleCpuMsPerSecond, independentDifference, mergeWindows, pairedDifference, type CpuDifference, type CpuWindow } from "./serverCpu.js";
-import type { ServerChild } from "./ServerChild.js";
+import type { ServeChild } from "../kit/ServeChild.js";
 
 /** A commit's own cost: server CPU per bump of a counter nobody subscribes to, before any client connects. */
 export interface BaselineFigures {
@@ -32,7 +32,7 @@ export const IDLE_WINDOW_SECONDS = 5;
 export const BLOCK_COMMITS = 10;
 
 /** Bumps of a counter nobody subscribes to, sequential, in blocks, from the raw mutator (the caller opens the fleet after this). */
-export async function measureBaseline(server: ServerChild, mutator: BenchSocket, commits: number, warmups: number): Promise<BaselineFigures> {
+export async function measureBaseline(server: ServeChild, mutator: BenchSocket, commits: number, warmups: number): Promise<BaselineFigures> {
   const counter = await primeCounter(mutator, "baseline");
   await sequentialBumps(mutator, counter, warmups);
   const idle = await idleCpuMsPerSecond(server, IDLE_WINDOW_SECONDS);
@@ -52,7 +52,7 @@ export async function measureBaseline(server: ServerChild, mutator: BenchSocket,
  * that a linear drift cancels too.
  */
 export async function measureFanOut(
-  server: ServerChild,
+  server: ServeChild,
   mutator: BenchSocket,
   fleet: ClientFleet,
   name: string,

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { CairnError } from "../../src/base/errors.js";
-import { round } from "../commitSupport/LatencySummary.js";
+import { round } from "../kit/LatencySummary.js";
 import { BenchSocket } from "./BenchSocket.js";
 import { FLEET_CONNECT_BATCH } from "./ClientFleet.js";
 import { InspectorSession, type InspectedMemory } from "./InspectorSession.js";
-import type { ServerChild } from "./ServerChild.js";
+import type { ServeChild } from "../kit/ServeChild.js";
 
 export interface IdleSessionMemoryFigures {
   readonly sessions: number;
@@ -32,7 +32,7 @@ const SETTLE_MS = 2_000;
  * heap figure, taken after a GC, says how much of it is JS. (Kernel socket buffers are
  * not in RSS; an idle socket's are empty.)
  */
-export async function measureIdleSessionMemory(server: ServerChild, count: number, onProgress: (line: string) => void): Promise<IdleSessionMemoryFigures> {
+export async function measureIdleSessionMemory(server: ServeChild, count: number, onProgress: (line: string) => void): Promise<IdleSessionMemoryFigures> {
   if (server.inspectorUrl === null) throw new CairnError("INTERNAL", "measuring session memory needs the server started with --inspect");
   const inspector = await InspectorSession.open(server.inspectorUrl);
   const sockets: BenchSocket[] = [];

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { performance } from "node:perf_hooks";
 import type { SyncStats } from "../../src/sync/index.js";
-import { round } from "../commitSupport/LatencySummary.js";
-import type { ServerAdminStatus, ServerChild } from "./ServerChild.js";
+import { round } from "../kit/LatencySummary.js";
+import type { ServeAdminStatus, ServeChild } from "../kit/ServeChild.js";
 
 /**
  * The server's own CPU over windows of work, read from its /api/admin/status before and
@@ -42,7 +42,7 @@ export interface CpuDifference {
  * one-second slices, so a burst of work a previous window left behind (a fold of the
  * local overlay, a GC) does not count as background.
  */
-export async function idleCpuMsPerSecond(server: ServerChild, seconds: number): Promise<number> {
+export async function idleCpuMsPerSecond(server: ServeChild, seconds: number): Promise<number> {
   const rates: number[] = [];
   let previous = await sample(server);
   for (let slice = 0; slice < seconds; slice++) {
@@ -56,7 +56,7 @@ export async function idleCpuMsPerSecond(server: ServerChild, seconds: number): 
 }
 
 /** Runs `commits` commits through `run` and reports the server CPU they took. */
-export async function cpuWindow(server: ServerChild, commits: number, idleCpuMsPerS: number, run: () => Promise<void>): Promise<CpuWindow> {
+export async function cpuWindow(server: ServeChild, commits: number, idleCpuMsPerS: number, run: () => Promise<void>): Promise<CpuWindow> {
   const before = await sample(server);
   await run();
   const after = await sample(server);
@@ -139,11 +139,11 @@ function twoStandardErrors(values: readonly number[]): number {
   return 2 * Math.sqrt(variance / values.length);
 }
 
-async function sample(server: ServerChild): Promise<{ readonly status: ServerAdminStatus; readonly atMs: number }> {
+async function sample(server: ServeChild): Promise<{ readonly status: ServeAdminStatus; readonly atMs: number }> {
   const status = await server.adminStatus();
   return { status, atMs: performance.now() };
 }
 
-function cpuMsOf(status: ServerAdminStatus): number {
+function cpuMsOf(status: ServeAdminStatus): number {
   return (status.process.cpuUserUs + status.process.cpuSystemUs) / 1000;
 }

@@ -1,6 +1,6 @@
-import { round, summarizeLatencies, type LatencySummary } from "../commitSupport/LatencySummary.js";
+import { round, summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 import { mutationRequestCosts } from "../commitSupport/requestCosts.js";
-import type { RemoteEndpoint } from "../commitSupport/RemoteEndpoint.js";
+import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 import { BenchSocket, updatedValue } from "./BenchSocket.js";
 import { primeCounter, sequentialBumps } from "./sequentialBumps.js";
 

@@ -1,12 +1,14 @@
 /**
- * The app the functions tests run: a counter, the on-call doctors of the write-skew
- * example, ordered items for pagination and range tests, a table with a field of every
- * value kind, and functions that misbehave on purpose.
+ * The app the functions tests run: named counters (test/support/counterApp.ts's, bumped
+ * as `counters:increment`), the on-call doctors of the write-skew example, ordered items
+ * for pagination and range tests, a table with a field of every value kind, and
+ * functions that misbehave on purpose.
  */
 import { defineSchema, defineTable, functionsFor, v } from "../../src/functions/index.js";
+import { counters as namedCounters, countersTable } from "../support/counterApp.js";
 
 export const schema = defineSchema({
-  counters: defineTable({ name: v.string(), value: v.number() }).index("by_name", ["name"]),
+  counters: countersTable,
   doctors: defineTable({ name: v.string(), onCall: v.boolean() }).index("by_onCall", ["onCall"]),
   items: defineTable({ n: v.number(), tag: v.string() }).index("by_n", ["n"]),
   everything: defineTable({
@@ -28,24 +30,7 @@ export const schema = defineSchema({
 
 const { query, mutation, action, internalQuery, internalMutation } = functionsFor(schema);
 
-const counters = {
-  get: query({
-    args: { name: v.string() },
-    handler: async (ctx, { name }) => (await ctx.db.query("counters").withIndex("by_name", (q) => q.eq("name", name)).unique())?.value ?? 0,
-  }),
-  increment: mutation({
-    args: { name: v.string() },
-    handler: async (ctx, { name }) => {
-      const counter = await ctx.db.query("counters").withIndex("by_name", (q) => q.eq("name", name)).unique();
-      if (counter === null) {
-        await ctx.db.insert("counters", { name, value: 1 });
-        return 1;
-      }
-      await ctx.db.patch(counter._id, { value: counter.value + 1 });
-      return counter.value + 1;
-    },
-  }),
-};
+const counters = { get: namedCounters.get, increment: namedCounters.bump };
 
 const doctors = {
   add: mutation({

@@ -1,4 +1,17 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** Where relative entry paths ("src/cli/main.ts") resolve, and where tsx is found. */
+const REPOSITORY_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface SpawnTsxOptions {
+  /** Added to this process's environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Node's own flags, before `--import tsx` (e.g. `--cpu-prof`, `--inspect=127.0.0.1:0`). */
+  readonly nodeFlags?: readonly string[];
+  /** stdin, stdout, stderr; by default no stdin and both outputs piped. */
+  readonly stdio?: StdioOptions;
+}
 
 export interface SpawnedServe {
   readonly child: ChildProcess;
@@ -9,11 +22,25 @@ export interface SpawnedServe {
 }
 
 /**
+ * A TypeScript entry point as a child process, run the way `npm start` runs the CLI:
+ * `node [nodeFlags] --import tsx <script> args…` from the repository root, the AWS SDK's
+ * warning about Node 20 silenced. The one way the tests and the benchmarks (bench/kit's
+ * TsxChild) start a child of their own.
+ */
+export function spawnTsx(scriptAndArgs: readonly string[], options: SpawnTsxOptions = {}): ChildProcess {
+  return spawn(process.execPath, [...(options.nodeFlags ?? []), "--import", "tsx", ...scriptAndArgs], {
+    cwd: REPOSITORY_ROOT,
+    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...options.env },
+    stdio: options.stdio ?? ["ignore", "pipe", "pipe"],
+  });
+}
+
+/**
  * `cairn serve` as a real child process (tsx, like `npm start`), resolved once it
  * announces its URL; rejected with its output if it exits first. Shared by the tests'
- * ServeProcess and the benchmarks' ServerChild.
+ * ServeProcess and the benchmarks' ServeChild.
  */
-export function spawnCairnServe(args: readonly string[], options: { env?: Record<string, string>; nodeFlags?: readonly string[] } = {}): Promise<SpawnedServe> {
+export function spawnCairnServe(args: readonly string[], options: Omit<SpawnTsxOptions, "stdio"> = {}): Promise<SpawnedServe> {
   return spawnServing(["src/cli/main.ts", "serve", ...args], options);
 }
 
@@ -21,12 +48,8 @@ export function spawnCairnServe(args: readonly string[], options: { env?: Record
  * A TypeScript entry point (run by tsx) as a child process, resolved once it prints
  * `serving at <url> ` as `cairn serve` does; rejected with its output if it exits first.
  */
-export function spawnServing(scriptAndArgs: readonly string[], options: { env?: Record<string, string>; nodeFlags?: readonly string[] } = {}): Promise<SpawnedServe> {
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), "--import", "tsx", ...scriptAndArgs], {
-    cwd: process.cwd(),
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...options.env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+export function spawnServing(scriptAndArgs: readonly string[], options: Omit<SpawnTsxOptions, "stdio"> = {}): Promise<SpawnedServe> {
+  const child = spawnTsx(scriptAndArgs, options);
   return new Promise((resolve, reject) => {
     let output = "";
     const onData = (chunk: Buffer) => {

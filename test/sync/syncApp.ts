@@ -1,12 +1,14 @@
 /**
  * The app the sync tests serve: notes in channels (an index range per channel), named
- * counters, a query that reports the caller's identity, and functions that fail.
+ * counters (test/support/counterApp.ts), a query that reports the caller's identity, and
+ * functions that fail.
  */
 import { defineSchema, defineTable, functionsFor, v } from "../../src/functions/index.js";
+import { counters, countersTable } from "../support/counterApp.js";
 
 export const schema = defineSchema({
   notes: defineTable({ channel: v.string(), body: v.string() }).index("by_channel", ["channel"]),
-  counters: defineTable({ name: v.string(), value: v.number() }).index("by_name", ["name"]),
+  counters: countersTable,
 });
 
 const { query, mutation, action } = functionsFor(schema);
@@ -45,24 +47,7 @@ export const notes = {
   }),
 };
 
-export const counters = {
-  get: query({
-    args: { name: v.string() },
-    handler: async (ctx, { name }) => (await ctx.db.query("counters").withIndex("by_name", (q) => q.eq("name", name)).first())?.value ?? 0,
-  }),
-  bump: mutation({
-    args: { name: v.string() },
-    handler: async (ctx, { name }) => {
-      const row = await ctx.db.query("counters").withIndex("by_name", (q) => q.eq("name", name)).first();
-      if (row === null) {
-        await ctx.db.insert("counters", { name, value: 1 });
-        return 1;
-      }
-      await ctx.db.patch(row._id, { value: row.value + 1 });
-      return row.value + 1;
-    },
-  }),
-};
+export { counters };
 
 export const users = {
   whoami: query({ args: {}, handler: async (ctx) => (await ctx.auth.getUserIdentity())?.subject ?? null }),

@@ -5,7 +5,7 @@
  * then answers the commands of endpointProtocol.ts read from stdin, one reply line each.
  * Exits when told to close or when stdin ends (the benchmark went away).
  *
- *   node --import tsx bench/commitSupport/endpointProcess.ts
+ *   node --import tsx bench/kit/endpointProcess.ts
  */
 import { createInterface } from "node:readline";
 import { startS3Endpoint, type S3Endpoint } from "../../test/support/s3-endpoint/index.js";

@@ -71,7 +71,3 @@ export const LATENCY_MODELS: Readonly<Record<LatencyModelName, BenchLatencyModel
     putP50Ms: SAME_REGION_LATENCY.latencyMs + SAME_REGION_LATENCY.jitterMs / 2,
   },
 };
-
-export function isLatencyModelName(value: unknown): value is LatencyModelName {
-  return typeof value === "string" && (LATENCY_MODEL_NAMES as readonly string[]).includes(value);
-}

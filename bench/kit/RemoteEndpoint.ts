@@ -1,15 +1,10 @@
-import type { ChildProcess } from "node:child_process";
 import { CairnError } from "../../src/base/errors.js";
 import { S3ObjectStore } from "../../src/objectstore/S3ObjectStore.js";
 import type { EndpointCommand, EndpointCounters, EndpointReady, EndpointReply } from "./endpointProtocol.js";
 import type { BenchLatencyModel } from "./latencyModels.js";
 import { TsxChild } from "./TsxChild.js";
 
-/**
- * The S3 test endpoint running in a child process (endpointProcess.ts), driven over its
- * stdin/stdout: the latency model on or off, counters reset and read. Commands run one at
- * a time in the order issued.
- */
+/** Where the endpoint listens, and the credentials it takes: all a client (or a `cairn` child) needs. */
 export interface EndpointAddress {
   readonly url: string;
   readonly region: string;
@@ -17,6 +12,11 @@ export interface EndpointAddress {
   readonly credentials: { readonly accessKeyId: string; readonly secretAccessKey: string };
 }
 
+/**
+ * The S3 test endpoint running in a child process (endpointProcess.ts), driven over its
+ * stdin/stdout (endpointProtocol.ts): the latency model on or off, counters reset and
+ * read. Commands run one at a time in the order issued.
+ */
 export class RemoteEndpoint {
   private pending: Promise<unknown> = Promise.resolve();
 
@@ -28,14 +28,14 @@ export class RemoteEndpoint {
   ) {}
 
   static async start(latencyModel: BenchLatencyModel): Promise<RemoteEndpoint> {
-    const child = TsxChild.start("S3 test endpoint", "./endpointProcess.ts", []);
+    const child = TsxChild.start("S3 test endpoint", ["bench/kit/endpointProcess.ts"], { stdout: "messages" });
     try {
       const ready = (await child.nextMessage()) as EndpointReady;
       if (ready.type !== "ready") throw new CairnError("INTERNAL", "the endpoint child did not announce itself first");
       const { url, region, bucket, credentials } = ready;
       return new RemoteEndpoint(child, { url, region, bucket, credentials }, latencyModel);
     } catch (error) {
-      child.kill();
+      await child.kill();
       throw error;
     }
   }
@@ -77,7 +77,7 @@ export class RemoteEndpoint {
       await this.command({ command: "close" });
       await this.child.finished();
     } finally {
-      this.child.kill();
+      await this.child.kill();
     }
   }
 
@@ -107,28 +107,4 @@ export function storeAt(address: EndpointAddress, prefix: string): S3ObjectStore
 /** The `s3://` store URL of `prefix` in the endpoint's bucket, as `cairn serve --store` takes it. */
 export function storeUrlAt(address: EndpointAddress, prefix: string): string {
   return `s3://${address.bucket}/${prefix}?endpoint=${encodeURIComponent(address.url)}&region=${address.region}&forcePathStyle=true`;
-}
-
-/**
- * Hands `keep` every line a child prints on stdout and stderr, beginning with `output`
- * (what it printed before its caller took it over), split at newlines.
- */
-export function forEachLine(child: ChildProcess, output: string, keep: (line: string) => void): void {
-  for (const line of output.split("\n")) keep(line);
-  let partial = "";
-  const onData = (chunk: Buffer) => {
-    const parts = (partial + chunk.toString()).split("\n");
-    partial = parts.pop() ?? "";
-    for (const line of parts) keep(line);
-  };
-  child.stdout!.on("data", onData);
-  child.stderr!.on("data", onData);
-}
-
-/** Resolves with the child's exit code once it has closed (at once if it already has). */
-export function exitOf(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once("close", (code) => resolve(code));
-  });
 }

@@ -1,6 +1,8 @@
 /**
- * The benchmark table's layout: titled sections of rows (measurement, value, target),
- * columns padded to their widest cell, and the number formats every section shares.
+ * What every benchmark prints on stdout: a table for a reader, then exactly one line of
+ * JSON with every figure for a script. The table's layout: titled sections of rows
+ * (measurement, value, target), columns padded to their widest cell, sub-tables of
+ * columns, and the number formats every section shares.
  */
 export type Row = readonly [measurement: string, value: string, target: string];
 
@@ -26,13 +28,28 @@ export function formatTable(lines: readonly TableLine[]): string {
     .concat("\n");
 }
 
-/** Columns right-aligned to their widest cell (the first left-aligned), header first. */
-export function columns(header: readonly string[], rows: readonly (readonly string[])[]): Block {
+/** Prints the report: the table (already formatted), then `figures` as one line of JSON. */
+export function printReport(table: string, figures: unknown): void {
+  process.stdout.write(table);
+  process.stdout.write(`${JSON.stringify(figures)}\n`);
+}
+
+export interface ColumnsLayout {
+  /** How many columns, from the first, are left-aligned (the rest right-aligned); 1 unless said. */
+  readonly leftAligned?: number;
+  /** A line of dashes under the header. */
+  readonly rule?: boolean;
+}
+
+/** Columns padded to their widest cell, header first; the first left-aligned and the rest right-aligned unless `layout` says. */
+export function columns(header: readonly string[], rows: readonly (readonly string[])[], layout: ColumnsLayout = {}): Block {
+  const leftAligned = layout.leftAligned ?? 1;
   const all = [header, ...rows];
   const widths = header.map((_, column) => Math.max(...all.map((row) => (row[column] ?? "").length)));
   const line = (row: readonly string[]) =>
-    row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join("  ");
-  return { block: all.map(line) };
+    row.map((cell, column) => (column < leftAligned ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join("  ");
+  const rule = layout.rule === true ? [widths.map((width) => "-".repeat(width)).join("  ")] : [];
+  return { block: [line(header), ...rule, ...rows.map(line)] };
 }
 
 export function latencies(summary: { p50Ms: number; p99Ms: number }): string {
