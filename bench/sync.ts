@@ -104,6 +104,8 @@ async function main(): Promise<void> {
       localDirectory: join(directory, "local"),
       appPath: APP_PATH,
       nodeFlags: serverNodeFlags(),
+      // The inspector reaches the main thread only: phase 3's full GC must reach the node's heap, so the node runs there.
+      ...(options.phases.includes(3) ? { serveFlags: ["--heap-mib", "0"] } : {}),
       // Nobody reads the server's output; it drains unread, and a stop waits for its drain however long.
       outputLinesMax: 0,
       stopWaitMsMax: null,

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "../server/index.js";
-import { serveCommand } from "./serveCommand.js";
+import { serveCommand, type ServeOptions } from "./serveCommand.js";
+import { SERVE_HEAP_MIB_DEFAULT, SERVE_HEAP_MIB_MIN, serveInWorker } from "./serveInWorker.js";
 import { inspectCommand } from "./inspectCommand.js";
 import { verifyCommand } from "./verifyCommand.js";
 import { gcCommand } from "./gcCommand.js";
@@ -26,6 +27,15 @@ function port(value: string): number {
 function positiveInteger(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a positive integer");
+  return parsed;
+}
+
+/** A node's heap limit: 0 (none of its own), or enough to start a node at all. */
+function heapLimitMib(value: string): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value) || (parsed !== 0 && parsed < SERVE_HEAP_MIB_MIN) || parsed > 1_048_576) {
+    throw new InvalidArgumentError(`expected 0 or a whole number of MiB from ${SERVE_HEAP_MIB_MIN}`);
+  }
   return parsed;
 }
 
@@ -98,12 +108,18 @@ withLogFormat(withAuth(withLocal(storeCommand("serve", "open (or create) the dep
   .option("--poll-interval-ms <ms>", "replica: longest wait between polls of a quiet log", positiveInteger, 1000)
   .option("--no-wake-hints", "neither send nor take wake hints (replicas then rely on polling alone)")
   .option("--engine-tuning <json>", "advanced: shard engine tuning as JSON, e.g. '{\"leaseTtlMs\":5000,\"heartbeatIntervalMs\":1500}' (see src/shard/engineOptions.ts)")
+  .option(
+    "--heap-mib <n>",
+    `the node's JavaScript heap limit in MiB: bounds its memory (V8 collects sooner near it); 0: none of its own, Node's default`,
+    heapLimitMib,
+    SERVE_HEAP_MIB_DEFAULT,
+  )
   .addHelpText(
     "after",
     "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) and the dashboard (/_dashboard) for that key;" +
       "\nevery node of a deployment needs the same key for write forwarding and wake hints.",
   )
-  .action(serveCommand);
+  .action(({ heapMib, ...options }: ServeOptions & { readonly heapMib: number }) => (heapMib === 0 ? serveCommand(options) : serveInWorker(options, heapMib)));
 
 program
   .command("init")

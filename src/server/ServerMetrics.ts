@@ -1,3 +1,4 @@
+import { getHeapStatistics } from "node:v8";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { StoreCall } from "../objectstore/index.js";
 import type { EngineEvent } from "../shard/index.js";
@@ -63,6 +64,14 @@ export class ServerMetrics {
     gauge("cairn_sync_sessions", "Open sync sessions", (stats) => stats.sessions);
     gauge("cairn_sync_subscriptions", "Subscribed queries over all sessions", (stats) => stats.subscriptions);
     gauge("cairn_sync_queued_frames", "Frames waiting beyond their session's socket", (stats) => stats.queuedFrames);
+    new Gauge({
+      name: "cairn_heap_limit_bytes",
+      help: "The node's JavaScript heap limit (cairn serve --heap-mib, plus V8's young generation)",
+      registers: [this.registry],
+      collect() {
+        this.set(getHeapStatistics().heap_size_limit);
+      },
+    });
     const metrics = this;
     new Counter({
       name: "cairn_sync_dropped_frames_total",
