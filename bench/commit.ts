@@ -66,6 +66,7 @@ import { parseCommitBenchOptions, type BenchPhase, type CommitBenchOptions } fro
 import { RemoteEndpoint } from "./kit/RemoteEndpoint.js";
 import { measureRoundTrips } from "./commitSupport/roundTrips.js";
 import { measureSequentialCommits } from "./commitSupport/sequentialCommits.js";
+import { measureServeMemory } from "./commitSupport/serveMemory.js";
 import type { WriterPeakRss } from "./commitSupport/writerPeakRss.js";
 import { peakRssBytes, resetPeakRss } from "./kit/peakRss.js";
 import { progressPrinter } from "./kit/progress.js";
@@ -124,7 +125,12 @@ async function runPhases(endpoint: RemoteEndpoint, directory: string, options: C
     progress(`5. open loop on ${options.openLoopDocuments} documents; p99 bound ${bound.p99MsMax} ms (${OPEN_LOOP_P99_ROUND_TRIPS_MAX} × ${bound.source})…`);
     openLoop = await withWriterPeakRss(() => measureOpenLoop(endpoint, directory, options, bound));
   }
-  return { roundTrips, sequential, concurrent, bootstrap, openLoop };
+  let serveMemory = null;
+  if (runs(6)) {
+    progress(`6. \`cairn serve\` filled with ${options.serveDocuments} rows, then rows:move at ${options.serveRate}/s: the node's memory…`);
+    serveMemory = await measureServeMemory(endpoint, directory, options);
+  }
+  return { roundTrips, sequential, concurrent, bootstrap, openLoop, serveMemory };
 }
 
 /**

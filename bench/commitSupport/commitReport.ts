@@ -8,6 +8,7 @@ import type { CommitBenchOptions } from "./options.js";
 import { formatTable, latencies, mib, ms, perOperation, verdict, type Row, type TableLine } from "../kit/report.js";
 import type { RoundTripFigures } from "./roundTrips.js";
 import type { SequentialFigures } from "./sequentialCommits.js";
+import type { ServeMemoryFigures } from "./serveMemory.js";
 import { writerPeakRssRow, type WriterPeakRss } from "./writerPeakRss.js";
 
 /**
@@ -23,6 +24,8 @@ export const TARGETS = {
   concurrentMutationsPerSecondMin: 10_000,
   /** Concurrent commit p99 in round trips, one round trip being the (PUT + conditional GET) p50. */
   concurrentP99RoundTripsMax: 6,
+  /** `cairn serve`'s VmHWM at the store size of phase 6, over the fill and over the open loop. */
+  servePeakRssMibMax: 500,
 } as const;
 
 export interface CommitBenchSummary {
@@ -41,6 +44,7 @@ export interface CommitBenchSummary {
   readonly concurrent: (ConcurrentFigures & WriterPeakRss & { readonly roundTripMs: number; readonly p99RoundTrips: number }) | null;
   readonly bootstrap: (BootstrapFigures & WriterPeakRss) | null;
   readonly openLoop: (OpenLoopFigures & WriterPeakRss) | null;
+  readonly serveMemory: ServeMemoryFigures | null;
   /** Null for a target whose phase (or phase 1, which it is judged against) did not run. */
   readonly targetsMet: Readonly<Record<keyof typeof TARGETS, boolean | null>>;
 }
@@ -51,6 +55,7 @@ export interface MeasuredFigures {
   readonly concurrent: (ConcurrentFigures & WriterPeakRss) | null;
   readonly bootstrap: (BootstrapFigures & WriterPeakRss) | null;
   readonly openLoop: (OpenLoopFigures & WriterPeakRss) | null;
+  readonly serveMemory: ServeMemoryFigures | null;
 }
 
 export function summarize(options: CommitBenchOptions, latencyModel: BenchLatencyModel, measured: MeasuredFigures): CommitBenchSummary {
@@ -74,11 +79,13 @@ export function summarize(options: CommitBenchOptions, latencyModel: BenchLatenc
     concurrent: concurrentSummary,
     bootstrap: measured.bootstrap,
     openLoop: measured.openLoop,
+    serveMemory: measured.serveMemory,
     targetsMet: {
       sequentialAlwaysRatioMax: sequential === null ? null : sequential.always.ratioToPutGetP50 <= TARGETS.sequentialAlwaysRatioMax,
       sequentialLeaseRatioMax: sequential === null ? null : sequential.lease.ratioToPutP50 <= TARGETS.sequentialLeaseRatioMax,
       concurrentMutationsPerSecondMin: concurrent === null ? null : concurrent.mutationsPerSecond >= TARGETS.concurrentMutationsPerSecondMin,
       concurrentP99RoundTripsMax: concurrentSummary === null ? null : concurrentSummary.p99RoundTrips <= TARGETS.concurrentP99RoundTripsMax,
+      servePeakRssMibMax: measured.serveMemory === null ? null : servePeakMib(measured.serveMemory) <= TARGETS.servePeakRssMibMax,
     },
   };
 }
@@ -100,7 +107,30 @@ export function formatSummaryTable(summary: CommitBenchSummary): string {
     ...(summary.concurrent === null ? [] : concurrentRows(summary.concurrent, summary.targetsMet)),
     ...(summary.bootstrap === null ? [] : bootstrapRows(summary.bootstrap)),
     ...(summary.openLoop === null ? [] : openLoopLines(summary.openLoop)),
+    ...(summary.serveMemory === null ? [] : serveMemoryRows(summary.serveMemory)),
   ]);
+}
+
+/** The higher of the node's two peaks (NaN when /proc had none). */
+function servePeakMib(figures: ServeMemoryFigures): number {
+  return Math.max(figures.fill.vmHwmBytes ?? Number.NaN, figures.openLoop.vmHwmBytes ?? Number.NaN) / 2 ** 20;
+}
+
+function serveMemoryRows(figures: ServeMemoryFigures): TableLine[] {
+  const { fill, openLoop } = figures;
+  const peak = (bytes: number | null) => (bytes === null ? "-" : mib(bytes));
+  const limit = figures.heapMibFlag === null ? "its default" : figures.heapMibFlag === 0 ? "0 (none of its own)" : `${figures.heapMibFlag} MiB`;
+  return [
+    `6. \`cairn serve\` in a child process, Node's default flags, --heap-mib ${limit} (heap limit ${figures.heapLimitBytes === null ? "-" : mib(figures.heapLimitBytes)} MiB)`,
+    [`fill: ${fill.documents} rows by rows:fill over HTTP (latency off), rows/s`, String(fill.documentsPerSecond), ""],
+    [`open loop: rows:move at ${openLoop.targetRate}/s for ${openLoop.seconds} s, acknowledged/s; p50 / p99`, `${openLoop.acknowledgedPerSecond}; ${latencies(openLoop.latency)}`, openLoop.failures > 0 ? `${openLoop.failures} failed` : ""],
+    [
+      "node's peak RSS (kernel VmHWM) over the fill / the open loop, MiB",
+      `${peak(fill.vmHwmBytes)} / ${peak(openLoop.vmHwmBytes)}`,
+      verdict(servePeakMib(figures) <= TARGETS.servePeakRssMibMax, `≤ ${TARGETS.servePeakRssMibMax}`),
+    ],
+    ["node's JavaScript heap in use at the end (garbage included), MiB", mib(figures.heapUsedBytesAtEnd), ""],
+  ];
 }
 
 function roundTripRows(roundTrips: RoundTripFigures): TableLine[] {

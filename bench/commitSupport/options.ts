@@ -5,7 +5,7 @@ import { LATENCY_MODEL_NAMES } from "../kit/latencyModels.js";
  * The commit benchmark's sizes, one flag each (`--name value`); the defaults are the
  * sizes the benchmark is specified at.
  */
-export const BENCH_PHASES = [1, 2, 3, 4, 5] as const;
+export const BENCH_PHASES = [1, 2, 3, 4, 5, 6] as const;
 export type BenchPhase = (typeof BENCH_PHASES)[number];
 
 const COMMIT_BENCH_FLAGS = {
@@ -55,6 +55,10 @@ const COMMIT_BENCH_FLAGS = {
   openLoopCostRate: flag.optionalWholeNumber("phase 5: arrival rate of the request-count window", { absent: "the highest sustained rate" }),
   /** Rates measured one window each before the search (`--open-loop-rates 1000,3000,6000`), for fixed-rate p50/p99. */
   openLoopRates: flag.wholeNumbers("phase 5: rates measured one window each before the search", []),
+  serveDocuments: flag.wholeNumber("phase 6: rows `cairn serve` is filled with before its open loop", 1_000_000),
+  serveRate: flag.wholeNumber("phase 6: rows:move arrivals a second at `cairn serve`", 3_000),
+  serveSeconds: flag.seconds("phase 6: seconds of the open loop at `cairn serve`", 30),
+  serveHeapMib: flag.optionalWholeNumber("phase 6: `cairn serve --heap-mib` (0: no limit of its own)", { absent: "serve's default", min: 0 }),
   /** The measured writer's pipelineDepth (segments in flight); null: the engine's default. */
   pipelineDepth: flag.optionalWholeNumber("the measured writer's pipelineDepth", { absent: "the engine's" }),
   /**
