@@ -127,13 +127,15 @@ export const LOCAL_PRUNE_BATCH_ROWS = 10_000;
  */
 export const LOCAL_INDEX_SWEEP_INTERVAL_MS = 60_000;
 /**
- * SQLite page cache of a store's main connection, in KiB. Misses are served by the OS
- * page cache, so size matters little for speed (measured: 16 MiB and 256 MiB apply
- * 200k documents within 3% of each other); 32 MiB holds the interior B-tree pages of a
- * multi-GB shard and every page a 1,000-document batch dirties, and a node serving
- * eight shards spends 256 MiB on it.
+ * SQLite page cache of each connection to a store's file (the main one, the fold and
+ * checkpoint workers'), in KiB. Misses are served by the OS page cache, so size matters
+ * little for speed (measured: 16 MiB and 256 MiB apply 200k documents within 3% of each
+ * other); 16 MiB holds the interior B-tree pages of a shard of a few GB (a 1M-document
+ * shard's are ~5 MiB) and every page a 1,000-document batch dirties. It is native memory
+ * outside the node's heap limit: up to 48 MiB a shard (32 MiB was 96 MiB, a fifth of a
+ * 500 MiB node).
  */
-export const LOCAL_PAGE_CACHE_KIB = 32 * 1024;
+export const LOCAL_PAGE_CACHE_KIB = 16 * 1024;
 /**
  * SQLite page size of a store file, fixed when the file is created (a file made with
  * another page size is read as it is). A fold's cost is set by how many B-tree pages it
@@ -409,10 +411,12 @@ export const PINGS_MISSED_MAX = 2;
  * Recent commits' written keys the sync handler keeps, to check a query whose run
  * overlapped them (its new read ranges were installed after those commits were matched).
  * A query that ran longer than this window re-runs once more: the bound costs a re-run,
- * never a missed update.
+ * never a missed update. A key is a range of two index keys, ~450 bytes of heap: 50,000
+ * keys are ~22 MiB, ~2 s of 6,000 mutations/s of 4 keys each (1,000,000 held ~450 MiB,
+ * most of a node's memory under a bulk insert).
  */
 export const SYNC_RECENT_COMMITS_MAX = 4_096;
-export const SYNC_RECENT_KEYS_MAX = 1_000_000;
+export const SYNC_RECENT_KEYS_MAX = 50_000;
 /**
  * Query results kept for sharing between sessions with the same subscription (same
  * path, args and identity) at the same timestamp: one run per commit, not per session.

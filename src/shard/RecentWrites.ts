@@ -23,17 +23,30 @@ export class RecentWrites {
   private head = 0;
   private horizonTs = 0;
   private readonly newest = new WrittenKeyIndex();
+  /** Written keys of the units held (a key written by two units counts twice). */
+  private keys = 0;
 
   constructor(
     /** Units kept at most; older ones are evicted first. */
     private readonly unitsMax: number,
     /** Units older than this many microseconds below the newest are evicted. */
     private readonly windowMicros: number,
+    /**
+     * Written keys kept at most (~250 bytes each): what bounds memory when units are large
+     * (a bulk insert's unit writes thousands of keys; 100,000 such units would be GiBs).
+     */
+    private readonly keysMax = Number.POSITIVE_INFINITY,
   ) {}
+
+  /** Written keys of the units held. */
+  get keysHeld(): number {
+    return this.keys;
+  }
 
   /** Records a committed unit; `ts` (and `seq`, when given) must exceed every earlier one. */
   add(ts: number, keys: readonly WrittenKey[], seq = 0): void {
     this.units.push({ ts, seq, keys });
+    this.keys += keys.length;
     this.newest.update(keys, (current) => Math.max(current ?? 0, ts));
     this.evict(ts);
   }
@@ -70,6 +83,7 @@ export class RecentWrites {
   reset(horizonTs: number): void {
     this.units = [];
     this.head = 0;
+    this.keys = 0;
     this.horizonTs = horizonTs;
     this.newest.clear();
   }
@@ -88,10 +102,13 @@ export class RecentWrites {
   private evict(newestTs: number): void {
     while (
       this.head < this.units.length &&
-      (this.units.length - this.head > this.unitsMax || this.units[this.head]!.ts < newestTs - this.windowMicros)
+      (this.units.length - this.head > this.unitsMax || this.keys > this.keysMax || this.units[this.head]!.ts < newestTs - this.windowMicros)
     ) {
       const evicted = this.units[this.head]!;
       this.horizonTs = Math.max(this.horizonTs, evicted.ts);
+      this.keys -= evicted.keys.length;
+      // Its slot is compacted away later: drop its keys now.
+      this.units[this.head] = { ts: evicted.ts, seq: evicted.seq, keys: [] };
       // A key written again later keeps that later ts.
       this.newest.update(evicted.keys, (current) => (current === evicted.ts ? undefined : current));
       this.head++;

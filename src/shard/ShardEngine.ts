@@ -318,7 +318,7 @@ export class ShardEngine {
     this.manifest = new ShardManifest(options.store, options.shard, options.deploymentId, options.random);
     this.watermarks = new ConsumerWatermarks(options.store, options.shard, options.random);
     this.validator = new LogValidator(options.shard, positionFromMeta(options.local.meta()));
-    this.recentWrites = new RecentWrites(this.tuning.recentWritesUnitsMax, this.tuning.recentWritesWindowMs * 1000);
+    this.recentWrites = new RecentWrites(this.tuning.recentWritesUnitsMax, this.tuning.recentWritesWindowMs * 1000, this.tuning.recentWritesKeysMax);
     this.manifest.onNewEpoch((manifest) =>
       this.emit({ type: "writer-changed", shard: this.shard, epoch: manifest.epoch, writer: manifest.writer === null ? null : { nodeId: manifest.writer.nodeId, url: manifest.writer.url } }),
     );

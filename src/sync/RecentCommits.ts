@@ -28,7 +28,9 @@ export class RecentCommits {
     this.commits.push({ ts, writes });
     this.keys += writes.length;
     while (this.commits.length - this.head > SYNC_RECENT_COMMITS_MAX || (this.keys > SYNC_RECENT_KEYS_MAX && this.commits.length - this.head > 1)) {
-      const oldest = this.commits[this.head++]!;
+      const oldest = this.commits[this.head]!;
+      // Its slot is compacted away later: drop its ranges now.
+      this.commits[this.head++] = { ts: oldest.ts, writes: [] };
       this.keys -= oldest.writes.length;
       this.evictedThroughTs = oldest.ts;
     }

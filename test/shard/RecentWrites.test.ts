@@ -1,7 +1,8 @@
 /**
  * Scenario: the indexed optimistic-concurrency check. For random streams of committed
- * units (documents, index keys and receipts, with eviction by count and by time) and random read
- * sets at random read timestamps, RecentWrites.touches (the index) must answer exactly
+ * units (documents, index keys and receipts, with eviction by count, by time and by keys
+ * held, never more than its bound) and random read sets at random read timestamps,
+ * RecentWrites.touches (the index) must answer exactly
  * what the brute-force predicate over every write since readTs answers, including
  * "conflict" for any readTs below the eviction horizon.
  */
@@ -36,7 +37,9 @@ describe("RecentWrites", () => {
       const random = new SeededRandom(seed);
       const ids: DocumentId[] = Array.from({ length: 12 }, () => newDocumentId(1, random));
       const key = () => encodeIndexKey([randomInt(random, 40)]);
-      const recent = new RecentWrites(5 + randomInt(random, 40), 50 + randomInt(random, 400));
+      // Evicting by units, by age and by written keys, whichever binds first.
+      const keysMax = 4 + randomInt(random, 60);
+      const recent = new RecentWrites(5 + randomInt(random, 40), 50 + randomInt(random, 400), keysMax);
       let ts = 0;
       for (let step = 0; step < 300; step++) {
         if (random.float() < 0.5) {
@@ -53,6 +56,7 @@ describe("RecentWrites", () => {
             );
           }
           recent.add(ts, keys);
+          expect(recent.keysHeld).toBeLessThanOrEqual(keysMax);
           continue;
         }
         const readSet: ReadSet = {
