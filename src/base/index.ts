@@ -3,6 +3,7 @@
  * (limits), and small helpers. Each layer above imports them from here.
  */
 export { ConditionWaiters } from "./ConditionWaiters.js";
+export { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "./embeddedDeployment.js";
 export { SortedMap } from "./SortedMap.js";
 export { every, ManualClock, systemClock, type Clock, type Timer } from "./clock.js";
 export { repeatEvery } from "./repeatEvery.js";

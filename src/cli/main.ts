@@ -1,16 +1,20 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from "commander";
-import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "../server/index.js";
-import { serveCommand, type ServeOptions } from "./serveCommand.js";
+import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "../base/index.js";
+import type { ServeOptions } from "./serveCommand.js";
 import { SERVE_HEAP_MIB_DEFAULT, SERVE_HEAP_MIB_MIN, serveInWorker } from "./serveInWorker.js";
-import { inspectCommand } from "./inspectCommand.js";
-import { verifyCommand } from "./verifyCommand.js";
-import { gcCommand } from "./gcCommand.js";
-import { reshardCommand } from "./reshardCommand.js";
-import { initCommand } from "./initCommand.js";
-import { devCommand } from "./devCommand.js";
-import { buildCommand } from "./buildCommand.js";
 import { LOG_FORMATS } from "./logFormat.js";
+
+/**
+ * A command's module, loaded when the command runs: `cairn serve`'s thread then holds the
+ * argument parser and the worker's launcher, not a second copy of the whole node (its
+ * worker thread loads that), and every command starts without loading the others.
+ */
+function lazily<Args extends unknown[]>(load: () => Promise<(...args: Args) => unknown>): (...args: Args) => Promise<void> {
+  return async (...args) => {
+    await (await load())(...args);
+  };
+}
 
 /**
  * `cairn` — the command-line entry. `npm start` runs `cairn serve` on the embedded
@@ -119,7 +123,9 @@ withLogFormat(withAuth(withLocal(storeCommand("serve", "open (or create) the dep
     "\nEnvironment: CAIRN_ADMIN_KEY enables the admin API (/api/admin/*, internal functions) and the dashboard (/_dashboard) for that key;" +
       "\nevery node of a deployment needs the same key for write forwarding and wake hints.",
   )
-  .action(({ heapMib, ...options }: ServeOptions & { readonly heapMib: number }) => (heapMib === 0 ? serveCommand(options) : serveInWorker(options, heapMib)));
+  .action(async ({ heapMib, ...options }: ServeOptions & { readonly heapMib: number }) =>
+    heapMib === 0 ? (await import("./serveCommand.js")).serveCommand(options) : serveInWorker(options, heapMib),
+  );
 
 program
   .command("init")
@@ -127,7 +133,7 @@ program
   .description("scaffold an app: schema and functions in cairn/, a page in web/, tsconfig.json and package.json scripts (dev, build, start)")
   .option("--force", "add the app to a folder that already has files (never overwriting one)")
   .option("--react", "make the page a React app (cairn/react; adds react and react-dom to package.json)")
-  .action(initCommand);
+  .action(lazily(async () => (await import("./initCommand.js")).initCommand));
 
 withLogFormat(withAuth(withLocal(storeCommand("dev", "serve the project's app and page on the embedded store, reload them on every change, type-check beside it"))))
   .option("--app <file>", "the app module", "cairn/app.ts")
@@ -137,24 +143,24 @@ withLogFormat(withAuth(withLocal(storeCommand("dev", "serve the project's app an
   .option("--cors-origin <origin...>", "origins whose pages may call the API (default: any localhost page)")
   .option("--no-typecheck", "do not run tsc --watch beside the server")
   .option("--open", "open the dashboard (logged in) in the desktop's browser")
-  .action(devCommand);
+  .action(lazily(async () => (await import("./devCommand.js")).devCommand));
 
 program
   .command("build")
   .description("build the page in web/ for production into dist/ (hashed, minified scripts), for `cairn serve --static dist`")
   .option("--web <dir>", "the page's folder", "web")
   .option("--out <dir>", "the output folder (replaced as a whole)", "dist")
-  .action(buildCommand);
+  .action(lazily(async () => (await import("./buildCommand.js")).buildCommand));
 
-storeCommand("inspect", "print the deployment's globals, each shard's manifest and log extent").action(inspectCommand);
+storeCommand("inspect", "print the deployment's globals, each shard's manifest and log extent").action(lazily(async () => (await import("./inspectCommand.js")).inspectCommand));
 
 storeCommand("verify", "check every shard's manifest, log and snapshot (checksums, chain, epochs, contiguity); exit 1 on a problem")
   .option("--shard <n>", "verify only this shard", shardNumber)
-  .action(verifyCommand);
+  .action(lazily(async () => (await import("./verifyCommand.js")).verifyCommand));
 
 withLocal(storeCommand("gc", "run one garbage-collection pass on every shard (takes and returns each shard's lease)"))
   .option("--dry-run", "only print what a pass would delete now; takes no lease, writes nothing")
-  .action(gcCommand);
+  .action(lazily(async () => (await import("./gcCommand.js")).gcCommand));
 
 storeCommand("reshard", "move a stopped deployment to another shard count (every node must be stopped; safe to re-run)")
   .requiredOption("--to <n>", "the new shard count", positiveInteger)
@@ -162,7 +168,7 @@ storeCommand("reshard", "move a stopped deployment to another shard count (every
   .option("--lock-ttl-ms <ms>", "how long the reshard lock (and the old shards' leases) outlive a reshard that stopped renewing them", milliseconds, 30_000)
   .option("--heap-mib <n>", "the reshard's JavaScript heap limit in MiB (bounds its memory; default 192)", positiveInteger)
   .option("--allow-live-followers", "reshard although replicas or standbys are registered live (they re-open on the new layout by themselves)")
-  .action(reshardCommand);
+  .action(lazily(async () => (await import("./reshardCommand.js")).reshardCommand));
 
 program.parseAsync().catch((error: unknown) => {
   const code = (error as { code?: string }).code;

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { systemRandom } from "../base/index.js";
+import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL, systemRandom } from "../base/index.js";
 import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
 import type { TokenVerifier } from "../sync/index.js";
@@ -7,9 +7,7 @@ import type { CorsOrigin } from "./CorsPolicy.js";
 import { localNodeId } from "./localNodeId.js";
 import { startNode, type NodeOptions, type RunningNode } from "./startNode.js";
 
-/** Where `cairn serve` and `startServer` keep a deployment by default: a directory bucket and the local files, under `.cairn/`. */
-export const DEFAULT_STORE_URL = ".cairn/bucket";
-export const DEFAULT_LOCAL_DIRECTORY = ".cairn/local";
+export { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL };
 
 /** What `startServer` needs: an app, and whatever differs from `cairn serve`'s defaults. */
 export interface ServerOptions {
