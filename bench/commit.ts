@@ -37,9 +37,14 @@
  *    per 1,000 mutations over a window holding at least one snapshot and one GC pass, and
  *    requests per idle shard-hour. CPU per commit of this process is reported throughout.
  *
- * Phases 2 to 5 run their shard writer in this process and report its peak RSS over the
- * phase as the kernel keeps it (VmHWM of /proc/self/status, reset as the phase starts);
- * phase 4's bootstrap children report their own VmHWM beside a sampled peak.
+ * 6. `cairn serve`'s memory (commitSupport/serveMemory.ts): the built package in a child
+ *    process, filled with `--serve-documents` rows over HTTP, then an open loop of
+ *    `rows:move` at `--serve-rate`/s; its VmHWM over each part against ≤ 500 MiB.
+ *
+ * Phases 2 to 5 run their shard writer in this process (phase 5's set-up writer in a
+ * child) and report its peak RSS over the phase as the kernel keeps it (VmHWM of
+ * /proc/self/status, reset as the phase starts); phase 4's bootstrap children report
+ * their own VmHWM beside a sampled peak.
  *
  *   npm run bench:commit [-- --phases 1,5 --latency s3-standard --open-loop-documents 1000000]
  *

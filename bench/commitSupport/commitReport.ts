@@ -121,9 +121,9 @@ function serveMemoryRows(figures: ServeMemoryFigures): TableLine[] {
   const peak = (bytes: number | null) => (bytes === null ? "-" : mib(bytes));
   const limit = figures.heapMibFlag === null ? "its default" : figures.heapMibFlag === 0 ? "0 (none of its own)" : `${figures.heapMibFlag} MiB`;
   return [
-    `6. \`cairn serve\` in a child process, Node's default flags, --heap-mib ${limit} (heap limit ${figures.heapLimitBytes === null ? "-" : mib(figures.heapLimitBytes)} MiB)`,
+    `6. \`cairn serve\` (${figures.from === "package" ? "the built package" : "the sources through tsx"}) in a child process, Node's default flags, --heap-mib ${limit} (heap limit ${figures.heapLimitBytes === null ? "-" : mib(figures.heapLimitBytes)} MiB)`,
     [`fill: ${fill.documents} rows by rows:fill over HTTP (latency off), rows/s`, String(fill.documentsPerSecond), ""],
-    [`open loop: rows:move at ${openLoop.targetRate}/s for ${openLoop.seconds} s, acknowledged/s; p50 / p99`, `${openLoop.acknowledgedPerSecond}; ${latencies(openLoop.latency)}`, openLoop.failures > 0 ? `${openLoop.failures} failed` : ""],
+    [`open loop: rows:move at ${openLoop.targetRate}/s for ${openLoop.seconds} s, acknowledged/s; p50 / p99`, `${openLoop.acknowledgedPerSecond}; ${latencies(openLoop.latency)}`, openLoop.failures > 0 ? `${openLoop.failures} failed: ${JSON.stringify(openLoop.failureCodes)}` : ""],
     [
       "node's peak RSS (kernel VmHWM) over the fill / the open loop, MiB",
       `${peak(fill.vmHwmBytes)} / ${peak(openLoop.vmHwmBytes)}`,

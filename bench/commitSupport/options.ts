@@ -58,6 +58,7 @@ const COMMIT_BENCH_FLAGS = {
   serveDocuments: flag.wholeNumber("phase 6: rows `cairn serve` is filled with before its open loop", 1_000_000),
   serveRate: flag.wholeNumber("phase 6: rows:move arrivals a second at `cairn serve`", 3_000),
   serveSeconds: flag.seconds("phase 6: seconds of the open loop at `cairn serve`", 30),
+  serveFrom: flag.choice("phase 6: run the built package (dist/, built first, as an installed `cairn`) or the sources through tsx (as `npm start`)", ["package", "source"], "package"),
   serveHeapMib: flag.optionalWholeNumber("phase 6: `cairn serve --heap-mib` (0: no limit of its own)", { absent: "serve's default", min: 0 }),
   /** The measured writer's pipelineDepth (segments in flight); null: the engine's default. */
   pipelineDepth: flag.optionalWholeNumber("the measured writer's pipelineDepth", { absent: "the engine's" }),

@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { Agent, request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -22,7 +24,7 @@ const GROUP_ROWS = 100;
 /** How long the node is left idle after the fill before the open loop, so that its folds catch up. */
 const SETTLE_MS = 2_000;
 
-export type ServeMemoryOptions = Pick<CommitBenchOptions, "serveDocuments" | "serveRate" | "serveSeconds" | "serveHeapMib">;
+export type ServeMemoryOptions = Pick<CommitBenchOptions, "serveDocuments" | "serveRate" | "serveSeconds" | "serveHeapMib" | "serveFrom">;
 
 /** One part of the phase: the node's VmHWM over it and what it did meanwhile. */
 export interface ServeMemoryPart {
@@ -31,6 +33,8 @@ export interface ServeMemoryPart {
 }
 
 export interface ServeMemoryFigures {
+  /** What ran: the built package (as installed) or the sources through tsx. */
+  readonly from: "package" | "source";
   /** The `--heap-mib` the node ran with (null: its default). */
   readonly heapMibFlag: number | null;
   /** Its heap limit as its metrics report it (old generation + V8's young generation). */
@@ -40,6 +44,8 @@ export interface ServeMemoryFigures {
     readonly targetRate: number;
     readonly acknowledged: number;
     readonly failures: number;
+    /** Failures by error code (or message), the most frequent first. */
+    readonly failureCodes: Readonly<Record<string, number>>;
     readonly acknowledgedPerSecond: number;
     readonly latency: LatencySummary;
   };
@@ -48,9 +54,11 @@ export interface ServeMemoryFigures {
 }
 
 /**
- * Phase 6: `cairn serve`'s memory at a real store size, run as an operator runs it — a
- * child process (ServeChild) with Node's default flags over the S3 test endpoint, its
- * default heap limit unless `--serve-heap-mib` — with bench:functions' app:
+ * Phase 6: `cairn serve`'s memory at a real store size, run as an operator runs it — the
+ * built package (dist/, built first; `--serve-from source` runs the sources through tsx
+ * as `npm start` does, ~70 MiB more for the loader in both threads) in a child process
+ * (ServeChild) with Node's default flags over the S3 test endpoint, its default heap
+ * limit unless `--serve-heap-mib` — with bench:functions' app:
  *
  * 1. Fill (latency off): `serveDocuments` rows through `rows:fill` mutations over HTTP,
  *    FILL_MUTATIONS_IN_FLIGHT at a time: sustained apply into the node's local store as
@@ -62,8 +70,10 @@ export interface ServeMemoryFigures {
  * the heap it held at the end. The load runs in this process; the node's memory is its own.
  */
 export async function measureServeMemory(endpoint: RemoteEndpoint, directory: string, options: ServeMemoryOptions): Promise<ServeMemoryFigures> {
+  if (options.serveFrom === "package") buildPackage();
   await endpoint.latencyOff();
   const node = await ServeChild.start({
+    from: options.serveFrom,
     name: "cairn serve",
     endpoint: endpoint.address,
     prefix: "serve-memory/",
@@ -84,6 +94,7 @@ export async function measureServeMemory(endpoint: RemoteEndpoint, directory: st
     const loopPeak = peakRssBytes(node.pid);
     const status = await node.adminStatus();
     return {
+      from: options.serveFrom,
       heapMibFlag: options.serveHeapMib,
       heapLimitBytes: Number.isFinite(heapLimitBytes) ? heapLimitBytes : null,
       fill: { documents: options.serveDocuments, seconds: filled.seconds, documentsPerSecond: Math.round(options.serveDocuments / filled.seconds), vmHwmBytes: fillPeak },
@@ -92,7 +103,15 @@ export async function measureServeMemory(endpoint: RemoteEndpoint, directory: st
     };
   } finally {
     await node.stop();
+    agent.destroy();
   }
+}
+
+/** `npm run build`: dist/ from the current sources, so that the package measured is this checkout. */
+function buildPackage(): void {
+  progress("building the package (npm run build) to run it as an installed `cairn`…");
+  const built = spawnSync(process.execPath, ["scripts/buildPackage.mjs"], { stdio: ["ignore", "ignore", "inherit"] });
+  if (built.status !== 0) throw new Error(`npm run build failed (exit ${built.status})`);
 }
 
 async function fill(node: ServeChild, documents: number): Promise<{ readonly ids: string[]; readonly seconds: number }> {
@@ -123,6 +142,7 @@ async function openLoop(node: ServeChild, ids: readonly string[], rate: number, 
   const arrivals = new PoissonArrivals(random, rate);
   const latenciesMs: number[] = [];
   let failures = 0;
+  const failureCodes = new Map<string, number>();
   const inFlight = new Set<Promise<void>>();
   const startedMs = performance.now();
   const endMs = startedMs + seconds * 1000;
@@ -135,7 +155,11 @@ async function openLoop(node: ServeChild, ids: readonly string[], rate: number, 
     const id = ids[randomInt(random, ids.length)]!;
     const call = mutation(node, "rows:move", { id, group: randomInt(random, ids.length / GROUP_ROWS) }).then(
       () => void latenciesMs.push(performance.now() - scheduledMs),
-      () => void failures++,
+      (error: unknown) => {
+        failures++;
+        const code = error instanceof MutationError ? error.code : String((error as Error).cause ?? error).slice(0, 80);
+        failureCodes.set(code, (failureCodes.get(code) ?? 0) + 1);
+      },
     );
     inFlight.add(call);
     void call.finally(() => inFlight.delete(call));
@@ -147,16 +171,46 @@ async function openLoop(node: ServeChild, ids: readonly string[], rate: number, 
     seconds: round(measuredSeconds, 2),
     acknowledged: latenciesMs.length,
     failures,
+    failureCodes: Object.fromEntries([...failureCodes].sort((a, b) => b[1] - a[1])),
     acknowledgedPerSecond: Math.round(latenciesMs.length / measuredSeconds),
     latency: summarizeLatencies(latenciesMs),
   };
 }
 
+/**
+ * Keep-alive connections to the node, at most HTTP_CONNECTIONS_MAX, as a load balancer or
+ * an app server in front of a node holds them; more requests at once wait for one. Enough
+ * for the requests in flight at the default rate (3,000/s × ~150 ms ≈ 450): with 64, the
+ * open loop measured the connections (64 ÷ 100 ms), not the node.
+ */
+const HTTP_CONNECTIONS_MAX = 512;
+const agent = new Agent({ keepAlive: true, maxSockets: HTTP_CONNECTIONS_MAX });
+
 async function mutation(node: ServeChild, path: string, args: unknown): Promise<unknown> {
-  const response = await fetch(new URL("api/mutation", node.url), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ path, args }) });
-  const body = (await response.json()) as { value?: unknown; error?: { code: string; message: string } };
-  if (!response.ok) throw new Error(`${path}: ${response.status} ${body.error?.code ?? ""} ${body.error?.message ?? ""}`);
-  return body.value;
+  const body = JSON.stringify({ path, args });
+  const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const request = httpRequest(new URL("api/mutation", node.url), { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      response.on("error", reject);
+    });
+    request.on("error", reject);
+    request.end(body);
+  });
+  const answer = JSON.parse(text) as { value?: unknown; error?: { code: string; message: string } };
+  if (status !== 200) throw new MutationError(answer.error?.code ?? `HTTP ${status}`, `${path}: ${status} ${answer.error?.message ?? ""}`);
+  return answer.value;
+}
+
+/** A mutation the node answered with an error. */
+class MutationError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
 }
 
 function mib(bytes: number | null): string {

@@ -45,6 +45,11 @@ export interface ServeChildOptions {
   readonly serveFlags?: readonly string[];
   /** Node's own flags (`--cpu-prof`, `--inspect=127.0.0.1:0`). */
   readonly nodeFlags?: readonly string[];
+  /**
+   * "source" (default): src/cli/main.ts through tsx, as `npm start` runs it; "package":
+   * the built package's dist/cli/main.js, as an installed `cairn` runs (build it first).
+   */
+  readonly from?: "source" | "package";
   /** Output lines kept to search (0: drained unread); see TsxChild. */
   readonly outputLinesMax?: number;
   /** How long `stop` lets it drain before SIGKILL (null: as long as it takes). */
@@ -76,7 +81,9 @@ export class ServeChild {
   static async start(options: ServeChildOptions): Promise<ServeChild> {
     const { endpoint } = options;
     const args = ["--store", storeUrlAt(endpoint, options.prefix), "--local", options.localDirectory, "--app", options.appPath, "--port", "0", ...(options.serveFlags ?? [])];
-    const { child, url, startOutput } = await TsxChild.serving(options.name, ["src/cli/main.ts", "serve", ...args], {
+    const entry = options.from === "package" ? "dist/cli/main.js" : "src/cli/main.ts";
+    const { child, url, startOutput } = await TsxChild.serving(options.name, [entry, "serve", ...args], {
+      loader: options.from === "package" ? "none" : "tsx",
       env: {
         AWS_ACCESS_KEY_ID: endpoint.credentials.accessKeyId,
         AWS_SECRET_ACCESS_KEY: endpoint.credentials.secretAccessKey,

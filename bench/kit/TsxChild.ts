@@ -15,6 +15,8 @@ export interface TsxChildOptions {
   readonly outputLinesMax?: number;
   /** "output": also print its stderr on the benchmark's, as it comes. */
   readonly echoStderr?: boolean;
+  /** "none": a JavaScript entry (the built package) run by node alone; default tsx. */
+  readonly loader?: "tsx" | "none";
 }
 
 /** A server child once it announced its URL. */
@@ -89,7 +91,7 @@ export class TsxChild {
    * resolved once it announces its URL; rejected with its output if it exits first.
    */
   static async serving(name: string, scriptAndArgs: readonly string[], options: Omit<TsxChildOptions, "stdout">): Promise<ServingChild> {
-    const { child, url, output } = await spawnServing(scriptAndArgs, { env: options.env, nodeFlags: options.nodeFlags }).catch((error: Error) => {
+    const { child, url, output } = await spawnServing(scriptAndArgs, { env: options.env, nodeFlags: options.nodeFlags, loader: options.loader ?? "tsx" }).catch((error: Error) => {
       throw new CairnError("INTERNAL", `${name}: ${error.message}`);
     });
     return { child: new TsxChild(child, name, { ...options, stdout: "output" }, output), url, startOutput: output };

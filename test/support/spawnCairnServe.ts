@@ -11,6 +11,8 @@ export interface SpawnTsxOptions {
   readonly nodeFlags?: readonly string[];
   /** stdin, stdout, stderr; by default no stdin and both outputs piped. */
   readonly stdio?: StdioOptions;
+  /** "none": the entry is JavaScript (the built package, dist/), run by node alone. Default "tsx". */
+  readonly loader?: "tsx" | "none";
 }
 
 export interface SpawnedServe {
@@ -28,7 +30,8 @@ export interface SpawnedServe {
  * TsxChild) start a child of their own.
  */
 export function spawnTsx(scriptAndArgs: readonly string[], options: SpawnTsxOptions = {}): ChildProcess {
-  return spawn(process.execPath, [...(options.nodeFlags ?? []), "--import", "tsx", ...scriptAndArgs], {
+  const loader = options.loader === "none" ? [] : ["--import", "tsx"];
+  return spawn(process.execPath, [...(options.nodeFlags ?? []), ...loader, ...scriptAndArgs], {
     cwd: REPOSITORY_ROOT,
     env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: "true", ...options.env },
     stdio: options.stdio ?? ["ignore", "pipe", "pipe"],
