@@ -88,7 +88,7 @@ function runInWorker(
   onProgress: (progress: ReshardProgress) => void,
   onPlan: (shardedTables: readonly string[]) => void,
 ): Promise<ReshardReport> {
-  const worker = new Worker(new URL("./reshardThread.mjs", import.meta.url), { workerData: data, resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: 16 } });
+  const worker = new Worker(new URL("./workerThread.mjs", import.meta.url), { workerData: { module: "reshardWorker", ...data }, resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: 16 } });
   return new Promise((resolve, reject) => {
     let settled = false;
     worker.on("message", (message: ReshardWorkerMessage) => {

@@ -28,7 +28,7 @@ export const SERVE_HEAP_MIB_MIN = 64;
  * node that ran out of its heap fails with a clear error naming --heap-mib.
  */
 export async function serveInWorker(options: ServeOptions, heapMib: number): Promise<void> {
-  const worker = new Worker(new URL("./serveThread.mjs", import.meta.url), { workerData: { options }, resourceLimits: { maxOldGenerationSizeMb: heapMib } });
+  const worker = new Worker(new URL("./workerThread.mjs", import.meta.url), { workerData: { module: "serveWorker", options }, resourceLimits: { maxOldGenerationSizeMb: heapMib } });
   const forward = (signal: NodeJS.Signals) => worker.postMessage({ type: "stop", signal } satisfies ServeStopMessage);
   process.on("SIGINT", forward);
   process.on("SIGTERM", forward);
