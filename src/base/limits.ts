@@ -169,11 +169,13 @@ export const LOCAL_BUSY_TIMEOUT_MS = 10_000;
  * folds are cheaper per row. When the event loop rather than the fold worker is the
  * bound (a replica decoding segments), folds used to start at 30,000 rows and cost the
  * shared cores ~22 µs per document instead of ~12; 120,000 (with LOCAL_FOLD_MIN_BYTES
- * 48 MiB), about 40% of the overlay's bound, took catch-up at 1M and 5M documents from
- * ~34–42k to ~44k documents/s. Under load, rows accumulate while a fold runs and the
- * next one takes them all.
+ * 48 MiB), about 40% of the overlay's bound then, took catch-up at 1M and 5M documents
+ * from ~34–42k to ~44k documents/s. Now 40% of the smaller node-wide bound (80,000 rows,
+ * 36 MiB: every store of a node folds there too, OverlayBudget.ts): catch-up at 1M
+ * 56k documents/s. Under load, rows accumulate while a fold runs and the next one takes
+ * them all.
  */
-export const LOCAL_FOLD_MIN_ROWS = 120_000;
+export const LOCAL_FOLD_MIN_ROWS = 80_000;
 /**
  * Dump chunks a restore loads between two checkpoints that the checkpoint worker runs
  * beside it (~1,000 rows each: 64 chunks are ~10–30 MiB of WAL).
@@ -186,20 +188,24 @@ export const LOCAL_FOLD_DELAY_MS = 250;
  * a replica far behind downloads faster than it folds. The bound is the node's, shared
  * by all its shards (OverlayBudget.ts), not each shard's. Measured: a small document
  * (~190 bytes, two index entries) is ~3.4 rows and ~1.7 KiB of live JS heap in the
- * overlay, so 300k rows are ~150 MiB; the writer's own commits never get near it.
+ * overlay, so 200k rows are ~100 MiB. At 1M documents with the node's heap cap,
+ * bench:local peaked at 517 MiB with 300k rows and 461 MiB with 200k; sustained apply
+ * 72k → 69k documents/s, catch-up 63k → 56k (every store folds at 40% of it, 80k rows).
+ * The writer's own commits never get near it.
  */
-export const LOCAL_OVERLAY_ROWS_MAX = 300_000;
+export const LOCAL_OVERLAY_ROWS_MAX = 200_000;
 
 /** Clients' receipt floors (and, apart, their highest receipt seqs) a local store keeps in memory (~100 bytes each) before it clears them and reads them again. */
 export const LOCAL_FLOOR_CACHE_ENTRIES_MAX = 100_000;
 /**
- * The same bound (per node) in bytes of the rows' values, ids and keys: rows of large documents
- * reach it long before the row bound (300,000 rows of 1 MiB documents would not fit in
- * any heap). 128 MiB is ~600k rows of the small documents the row bound is sized for.
+ * The same bound (per node) in bytes of the rows' values, ids and keys: rows of large
+ * documents reach it long before the row bound (200,000 rows of 1 MiB documents would not
+ * fit in any heap). 96 MiB of large values is about the heap the row bound allows small
+ * documents (~100 MiB), well inside a node's default heap cap of 512 MiB.
  */
-export const LOCAL_OVERLAY_BYTES_MAX = 128 * 1024 * 1024;
+export const LOCAL_OVERLAY_BYTES_MAX = 96 * 1024 * 1024;
 /** Bytes in the overlay that start a fold at once, as LOCAL_FOLD_MIN_ROWS does for rows. */
-export const LOCAL_FOLD_MIN_BYTES = 48 * 1024 * 1024;
+export const LOCAL_FOLD_MIN_BYTES = 36 * 1024 * 1024;
 
 // ---- shard log ------------------------------------------------------------------------
 

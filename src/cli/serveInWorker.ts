@@ -10,7 +10,7 @@ import type { ServeStopMessage } from "./stopSignal.js";
  * grow to several times its live data before collecting, so a writer holding ~100 MiB
  * live reached 750 MiB–1 GiB RSS under sustained apply. With the limit a few times the
  * live size it collects sooner: the node's heap stays near its live data. The live heap
- * is bounded by the overlay budget (OverlayBudget.ts: ≤ 300,000 unfolded rows, ~150 MiB
+ * is bounded by the overlay budget (OverlayBudget.ts: ≤ 200,000 unfolded rows, ~100 MiB
  * of small documents, per node) plus sessions and requests in flight, so 512 MiB leaves
  * room for both; a node that needs more says so (ERR_WORKER_OUT_OF_MEMORY) and is
  * restarted with a larger one.
