@@ -23,9 +23,18 @@ try {
     type: "failed",
     code: typeof failure.code === "string" ? failure.code : null,
     message: error instanceof Error ? error.message : String(error),
-    details: failure.details ?? {},
+    details: cloneable(failure.details ?? {}),
   });
 } finally {
   // The stop listener (stopSignal.ts) must not keep the thread alive once the node stopped.
   parentPort!.unref();
+}
+
+/** What of an error's details can cross to the command's thread (plain JSON), so that the error itself is what gets reported. */
+function cloneable(details: unknown): unknown {
+  try {
+    return JSON.parse(JSON.stringify(details)) as unknown;
+  } catch {
+    return {};
+  }
 }
