@@ -6,7 +6,7 @@ import type { ShardEngine } from "../../src/shard/ShardEngine.js";
 import { eventsSince, type EngineEventCounts, type EngineEventTally } from "./EngineEventTally.js";
 import { round, summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.js";
 import type { OpenLoopMutations, PlannedMutation } from "./openLoopMutations.js";
-import { PoissonArrivals } from "./PoissonArrivals.js";
+import { PoissonArrivals } from "../kit/PoissonArrivals.js";
 import { backlogLimit, keptUp, sustainFailures } from "./windowVerdict.js";
 
 /**

@@ -10,7 +10,7 @@ import { progressPrinter } from "../kit/progress.js";
 import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 import { ServeChild } from "../kit/ServeChild.js";
 import type { CommitBenchOptions } from "./options.js";
-import { PoissonArrivals } from "./PoissonArrivals.js";
+import { PoissonArrivals } from "../kit/PoissonArrivals.js";
 
 const progress = progressPrinter("  ");
 
