@@ -312,12 +312,8 @@ export class LocalStore {
     const meta = mergeMetaUpdate(this.currentMeta, batch.meta);
     this.overlay.add({ revisions: [...batch.revisions], indexUpdates: [...batch.indexUpdates], receipts: [...batch.receipts], meta });
     for (const receipt of batch.receipts) {
-      const ceiling = this.receiptCeilingCache.get(receipt.clientId);
-      if (ceiling !== undefined && receipt.seq > ceiling) this.receiptCeilingCache.set(receipt.clientId, receipt.seq);
-      if (!receipt.floorSeq) continue;
-      const key = floorCacheKey(receipt.clientId, receipt.owner ?? null);
-      const cached = this.floorCache.get(key);
-      if (cached !== undefined && receipt.floorSeq > cached) this.floorCache.set(key, receipt.floorSeq);
+      raiseRemembered(this.receiptCeilingCache, receipt.clientId, receipt.seq);
+      if (receipt.floorSeq) raiseRemembered(this.floorCache, floorCacheKey(receipt.clientId, receipt.owner ?? null), receipt.floorSeq);
     }
     this.currentMeta = meta;
     this.appliedBatches++;
@@ -571,12 +567,7 @@ export class LocalStore {
   }
 
   private receiptCeiling(clientId: string): number {
-    const cached = this.receiptCeilingCache.get(clientId);
-    if (cached !== undefined) return cached;
-    const ceiling = Math.max(this.overlay.receiptCeiling(clientId), this.statements.receiptCeiling.get(clientId) ?? -1);
-    if (this.receiptCeilingCache.size >= LOCAL_FLOOR_CACHE_ENTRIES_MAX) this.receiptCeilingCache.clear();
-    this.receiptCeilingCache.set(clientId, ceiling);
-    return ceiling;
+    return remembered(this.receiptCeilingCache, clientId, () => Math.max(this.overlay.receiptCeiling(clientId), this.statements.receiptCeiling.get(clientId) ?? -1));
   }
 
   /**
@@ -586,13 +577,9 @@ export class LocalStore {
   receiptFloor(clientId: string, owner: string | null): number {
     this.assertOpen();
     checkReceiptKey(clientId, 0);
-    const key = floorCacheKey(clientId, owner);
-    const cached = this.floorCache.get(key);
-    if (cached !== undefined) return cached;
-    const floor = Math.max(this.overlay.receiptFloor(clientId, owner), this.statements.receiptFloor.get(clientId, owner) ?? 0);
-    if (this.floorCache.size >= LOCAL_FLOOR_CACHE_ENTRIES_MAX) this.floorCache.clear();
-    this.floorCache.set(key, floor);
-    return floor;
+    return remembered(this.floorCache, floorCacheKey(clientId, owner), () =>
+      Math.max(this.overlay.receiptFloor(clientId, owner), this.statements.receiptFloor.get(clientId, owner) ?? 0),
+    );
   }
 
   /**
@@ -938,6 +925,22 @@ export class LocalStore {
       throw new CairnError("LOCAL_BUSY", `local store of shard ${this.currentMeta.shard} is being restored`);
     }
   }
+}
+
+/** `cache`'s value for `key`, found by `find` and remembered when it has none; a full cache (LOCAL_FLOOR_CACHE_ENTRIES_MAX) is emptied first. */
+function remembered(cache: Map<string, number>, key: string, find: () => number): number {
+  const cached = cache.get(key);
+  if (cached !== undefined) return cached;
+  const found = find();
+  if (cache.size >= LOCAL_FLOOR_CACHE_ENTRIES_MAX) cache.clear();
+  cache.set(key, found);
+  return found;
+}
+
+/** Raises a remembered value to `value`; a key not remembered stays so (it is found afresh when asked). */
+function raiseRemembered(cache: Map<string, number>, key: string, value: number): void {
+  const cached = cache.get(key);
+  if (cached !== undefined && value > cached) cache.set(key, value);
 }
 
 function floorCacheKey(clientId: string, owner: string | null): string {

@@ -18,6 +18,9 @@ interface CommittedUnit {
   readonly keys: readonly WrittenKey[];
 }
 
+/** What an evicted unit's slot holds until it is compacted away. */
+const NO_KEYS: readonly WrittenKey[] = [];
+
 export class RecentWrites {
   private units: CommittedUnit[] = [];
   private head = 0;
@@ -108,7 +111,7 @@ export class RecentWrites {
       this.horizonTs = Math.max(this.horizonTs, evicted.ts);
       this.keys -= evicted.keys.length;
       // Its slot is compacted away later: drop its keys now.
-      this.units[this.head] = { ts: evicted.ts, seq: evicted.seq, keys: [] };
+      this.units[this.head] = { ts: evicted.ts, seq: evicted.seq, keys: NO_KEYS };
       // A key written again later keeps that later ts.
       this.newest.update(evicted.keys, (current) => (current === evicted.ts ? undefined : current));
       this.head++;

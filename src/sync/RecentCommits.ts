@@ -6,6 +6,9 @@ interface Commit {
   readonly writes: readonly KeyRange[];
 }
 
+/** What an evicted commit's slot holds until it is compacted away. */
+const NO_WRITES: readonly KeyRange[] = [];
+
 /**
  * The written keys of the last commits, oldest first. A query run at ts T installs its
  * read ranges in the subscription index only after it finished, by which time commits
@@ -30,7 +33,7 @@ export class RecentCommits {
     while (this.commits.length - this.head > SYNC_RECENT_COMMITS_MAX || (this.keys > SYNC_RECENT_KEYS_MAX && this.commits.length - this.head > 1)) {
       const oldest = this.commits[this.head]!;
       // Its slot is compacted away later: drop its ranges now.
-      this.commits[this.head++] = { ts: oldest.ts, writes: [] };
+      this.commits[this.head++] = { ts: oldest.ts, writes: NO_WRITES };
       this.keys -= oldest.writes.length;
       this.evictedThroughTs = oldest.ts;
     }
