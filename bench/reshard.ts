@@ -32,7 +32,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { SeededRandom, systemRandom } from "../src/base/random.js";
-import { PoissonArrivals } from "./kit/PoissonArrivals.js";
+import { PoissonArrivals, runArrivals } from "./kit/PoissonArrivals.js";
 import { App } from "../src/functions/App.js";
 import { resolveCatalog } from "../src/functions/catalog.js";
 import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
@@ -211,22 +211,11 @@ async function measureThroughput(endpoint: RemoteEndpoint, directory: string, sh
     };
     const arrive = async (rate: number) => {
       const random = new SeededRandom(shards);
-      const arrivals = new PoissonArrivals(random, rate);
-      const inFlight = new Set<Promise<void>>();
-      let dueMs = performance.now();
-      for (let n = 0; !window.stop; n++) {
-        dueMs += arrivals.nextGapMs();
-        const waitMs = dueMs - performance.now();
-        if (waitMs > 1) await sleep(waitMs);
-        const scheduledMs = dueMs;
+      await runArrivals(new PoissonArrivals(random, rate), () => !window.stop, async (scheduledMs, n) => {
         const measured = window.measuring;
-        const call = add(random, n).then(() => {
-          if (measured) window.latenciesMs.push(performance.now() - scheduledMs);
-        });
-        inFlight.add(call);
-        void call.finally(() => inFlight.delete(call)).catch(() => undefined);
-      }
-      await Promise.all(inFlight);
+        await add(random, n);
+        if (measured) window.latenciesMs.push(performance.now() - scheduledMs);
+      });
     };
     const running = options.openLoopRate === null ? Promise.all(Array.from({ length: options.clients }, (_, client) => loop(client))) : arrive(options.openLoopRate);
     const failed = running.then(() => {

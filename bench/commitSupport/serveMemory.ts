@@ -10,7 +10,7 @@ import { progressPrinter } from "../kit/progress.js";
 import type { RemoteEndpoint } from "../kit/RemoteEndpoint.js";
 import { ServeChild } from "../kit/ServeChild.js";
 import type { CommitBenchOptions } from "./options.js";
-import { PoissonArrivals } from "../kit/PoissonArrivals.js";
+import { PoissonArrivals, runArrivals } from "../kit/PoissonArrivals.js";
 
 const progress = progressPrinter("  ");
 
@@ -143,28 +143,19 @@ async function openLoop(node: ServeChild, ids: readonly string[], rate: number, 
   const latenciesMs: number[] = [];
   let failures = 0;
   const failureCodes = new Map<string, number>();
-  const inFlight = new Set<Promise<void>>();
   const startedMs = performance.now();
   const endMs = startedMs + seconds * 1000;
-  let dueMs = startedMs;
-  while (dueMs < endMs) {
-    dueMs += arrivals.nextGapMs();
-    const waitMs = dueMs - performance.now();
-    if (waitMs > 1) await sleep(waitMs);
-    const scheduledMs = dueMs;
+  await runArrivals(arrivals, (dueMs) => dueMs < endMs, async (scheduledMs) => {
     const id = ids[randomInt(random, ids.length)]!;
-    const call = mutation(node, "rows:move", { id, group: randomInt(random, ids.length / GROUP_ROWS) }).then(
-      () => void latenciesMs.push(performance.now() - scheduledMs),
-      (error: unknown) => {
-        failures++;
-        const code = error instanceof MutationError ? error.code : String((error as Error).cause ?? error).slice(0, 80);
-        failureCodes.set(code, (failureCodes.get(code) ?? 0) + 1);
-      },
-    );
-    inFlight.add(call);
-    void call.finally(() => inFlight.delete(call));
-  }
-  await Promise.all(inFlight);
+    try {
+      await mutation(node, "rows:move", { id, group: randomInt(random, ids.length / GROUP_ROWS) });
+      latenciesMs.push(performance.now() - scheduledMs);
+    } catch (error) {
+      failures++;
+      const code = error instanceof MutationError ? error.code : String((error as Error).cause ?? error).slice(0, 80);
+      failureCodes.set(code, (failureCodes.get(code) ?? 0) + 1);
+    }
+  });
   const measuredSeconds = (performance.now() - startedMs) / 1000;
   return {
     targetRate: rate,
