@@ -84,6 +84,12 @@ export const ERROR_CODES = {
   /** Data a reshard read does not route the way the schema catalog says it should. */
   RESHARD_DATA_MISMATCH: "InvalidInput",
   RESHARD_LOCK_INVALID: "Corruption",
+  /** A `cairn restore` into this root has not finished: re-run it (or delete the prefix). */
+  RESTORE_UNFINISHED: "Conflict",
+  /** The restore's target already holds objects (a deployment, or anything else). */
+  RESTORE_TARGET_NOT_EMPTY: "InvalidInput",
+  /** The asked timestamp is not restorable: before the retention window, or not yet settled. */
+  RESTORE_OUT_OF_RANGE: "InvalidInput",
   FENCED: "Fenced",
   ENGINE_POISONED: "Unavailable",
   ENGINE_CLOSED: "Unavailable",

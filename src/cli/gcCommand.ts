@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { randomHex, systemClock, systemRandom } from "../base/index.js";
-import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT, planGarbage, type GarbagePlan, type GarbageReport } from "../gc/index.js";
+import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT, planGarbage, RETAINED_SNAPSHOT_SPACING_MS_DEFAULT, type GarbagePlan, type GarbageReport } from "../gc/index.js";
 import { openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { ShardedStore } from "../shard/index.js";
@@ -35,6 +35,8 @@ export async function gcCommand(options: GcOptions): Promise<void> {
           nowMs: systemClock.nowMs(),
           consumerTtlMs: CONSUMER_TTL_MS_DEFAULT,
           sweep: true,
+          retentionMs: globals.value.retentionMs,
+          retainedSnapshotSpacingMs: RETAINED_SNAPSHOT_SPACING_MS_DEFAULT,
         });
         say(describePlan(shard, plan));
       }

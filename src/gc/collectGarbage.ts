@@ -1,6 +1,7 @@
 import { DELETE_BATCH_KEYS_MAX } from "../base/index.js";
 import {
   bucketLayout,
+  type SnapshotPointer,
   parseSegmentSeqno,
   parseSnapshotSeqno,
   type Manifest,
@@ -8,7 +9,9 @@ import {
   type ShardManifest,
 } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
+import { readSnapshotRecords } from "../snapshots/index.js";
 import { lowestNeededSeqno, type ConsumerWatermarks, type MalformedWatermark } from "./ConsumerWatermarks.js";
+import { planRetention } from "./retentionPlan.js";
 
 /**
  * Garbage collection of one shard by its lease owner (DESIGN.md §4).
@@ -16,11 +19,13 @@ import { lowestNeededSeqno, type ConsumerWatermarks, type MalformedWatermark } f
  * Invariants:
  * - Nothing is deleted before the manifest's `logStart` has been moved past it by a CAS
  *   made as the current owner: a fenced writer's CAS fails and it deletes nothing.
- * - floor = min(snapshot.seqno + 1, lowest seqno a live consumer still needs), so every
- *   reader can either continue from the log or restore the current snapshot. A
- *   malformed watermark is reported in the result and holds nothing back.
- * - The current snapshot is never deleted; older ones (and failed attempts at or below
- *   its seqno) are.
+ * - floor = min(snapshot.seqno + 1, lowest seqno a live consumer still needs, the
+ *   retention base's seqno + 1), so every reader can either continue from the log or
+ *   restore the current snapshot, and every state within the retention window can be
+ *   rebuilt (retentionPlan). A malformed watermark is reported in the result and holds
+ *   nothing back.
+ * - The current snapshot is never deleted; older ones that retention does not keep (and
+ *   failed attempts at or below its seqno) are: first their records, then their parts.
  * - The hot path needs no LIST: deleted segments are the contiguous range between the old
  *   and new `logStart`. A periodic sweep LISTs the log to remove strays below `logStart`
  *   (a crashed GC's leftovers, a zombie's write into a collected slot).
@@ -33,6 +38,12 @@ export interface GarbageOptions {
   readonly consumerTtlMs: number;
   /** Also LIST the log for strays below logStart. */
   readonly sweep: boolean;
+  /** How far back every state stays restorable (0: off, only the current snapshot is kept). */
+  readonly retentionMs: number;
+  /** Snapshots kept within the window are at least this far apart. */
+  readonly retainedSnapshotSpacingMs: number;
+  /** Snapshot records already read (they never change): saves their GETs on the next pass. */
+  readonly knownRecords?: Map<string, SnapshotPointer>;
 }
 
 export interface CollectGarbageOptions extends GarbageOptions {
@@ -46,12 +57,16 @@ export interface GarbagePlan {
   readonly logStartAfter: number;
   /** Segments in [logStartBefore, logStartAfter): deleted once logStart moved. */
   readonly segmentKeys: readonly string[];
-  /** Parts of superseded snapshots and failed attempts at or below the current one. */
+  /** Records of the superseded snapshots retention does not keep (deleted before their parts). */
+  readonly recordKeys: readonly string[];
+  /** Parts of superseded snapshots retention does not keep, and of failed attempts at or below the current one. */
   readonly snapshotKeys: readonly string[];
   /** Segments below logStartBefore still present (only when sweeping). */
   readonly strayKeys: readonly string[];
   /** The lowest seqno a live consumer needed, if one held GC back. */
   readonly heldBackBy: number | null;
+  /** The snapshot the retention window starts from (null: retention off, or no snapshot old enough yet). */
+  readonly retentionBase: SnapshotPointer | null;
   /** Watermarks that could not be used; they were ignored (they hold nothing back). */
   readonly malformedWatermarks: readonly MalformedWatermark[];
 }
@@ -79,13 +94,14 @@ export async function collectGarbage(options: CollectGarbageOptions): Promise<Ga
   }
   const segmentKeys = plan.segmentKeys.filter((key) => (parseSegmentSeqno(manifest.shard, key) ?? Infinity) < logStartAfter);
   await deleteInBatches(store, segmentKeys);
+  await deleteInBatches(store, plan.recordKeys);
   await deleteInBatches(store, plan.snapshotKeys);
   await deleteInBatches(store, plan.strayKeys);
   return {
     logStartBefore: plan.logStartBefore,
     logStartAfter,
     segmentsDeleted: segmentKeys.length,
-    snapshotObjectsDeleted: plan.snapshotKeys.length,
+    snapshotObjectsDeleted: plan.recordKeys.length + plan.snapshotKeys.length,
     straysDeleted: plan.strayKeys.length,
     heldBackBy: plan.heldBackBy,
     malformedWatermarks: plan.malformedWatermarks,
@@ -99,8 +115,15 @@ export async function planGarbage(current: Manifest, options: GarbageOptions): P
   const logStartBefore = current.logStart;
   const scan = await options.watermarks.readAll();
   const consumerFloor = lowestNeededSeqno(scan.watermarks, options.nowMs, options.consumerTtlMs);
+  const records = await readSnapshotRecords(store, shard, options.knownRecords);
+  const retention = planRetention({
+    current: current.snapshot,
+    records: records.records,
+    cutoffTs: options.retentionMs > 0 ? (options.nowMs - options.retentionMs) * 1000 : null,
+    spacingMicros: options.retainedSnapshotSpacingMs * 1000,
+  });
   const snapshotFloor = current.snapshot === null ? logStartBefore : current.snapshot.seqno + 1;
-  const floor = Math.min(snapshotFloor, consumerFloor ?? Number.POSITIVE_INFINITY);
+  const floor = Math.min(snapshotFloor, consumerFloor ?? Number.POSITIVE_INFINITY, retention.logStartMax ?? Number.POSITIVE_INFINITY);
   const logStartAfter = Math.max(logStartBefore, floor);
   const segmentKeys: string[] = [];
   for (let seqno = logStartBefore; seqno < logStartAfter; seqno++) segmentKeys.push(bucketLayout.segment(shard, seqno));
@@ -108,19 +131,22 @@ export async function planGarbage(current: Manifest, options: GarbageOptions): P
     logStartBefore,
     logStartAfter,
     segmentKeys,
-    snapshotKeys: await supersededSnapshotKeys(store, current),
+    recordKeys: retention.doomedRecordKeys,
+    snapshotKeys: await supersededSnapshotKeys(store, current, retention.keptSnapshots),
     strayKeys: options.sweep ? await segmentKeysBelow(store, shard, logStartBefore) : [],
-    heldBackBy: consumerFloor !== null && consumerFloor < snapshotFloor ? consumerFloor : null,
+    heldBackBy: consumerFloor !== null && consumerFloor < Math.min(snapshotFloor, retention.logStartMax ?? Infinity) ? consumerFloor : null,
+    retentionBase: retention.base,
     malformedWatermarks: scan.malformed,
   };
 }
 
-async function supersededSnapshotKeys(store: ObjectStore, current: Manifest): Promise<string[]> {
+async function supersededSnapshotKeys(store: ObjectStore, current: Manifest, kept: ReadonlySet<string>): Promise<string[]> {
   const snapshot = current.snapshot;
   if (snapshot === null) return [];
   const doomed: string[] = [];
   for await (const entry of store.list(bucketLayout.snapshotsPrefix(current.shard))) {
-    if (entry.key.startsWith(snapshot.key)) continue;
+    const prefix = entry.key.slice(0, entry.key.lastIndexOf("/") + 1);
+    if (kept.has(prefix)) continue;
     const seqno = parseSnapshotSeqno(current.shard, entry.key);
     // Attempts above the current snapshot may be in progress elsewhere; they are
     // collected once a newer snapshot supersedes them.

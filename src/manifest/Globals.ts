@@ -11,6 +11,11 @@ import { CasObject, jsonCasCodec, type CasSnapshot } from "./CasObject.js";
  */
 export const GLOBALS_FORMAT = 1;
 
+/** A new deployment keeps every past state for 7 days (DESIGN.md §10a). */
+export const RETENTION_MS_DEFAULT = 7 * 24 * 60 * 60 * 1000;
+/** Longest retention: ~31 years, so `now - retention` stays an exact integer. */
+export const RETENTION_MS_MAX = 1e12;
+
 export const globalsSchema = z.object({
   format: z.literal(GLOBALS_FORMAT),
   version: z.number().int().min(1),
@@ -34,6 +39,12 @@ export const globalsSchema = z.object({
    * above `generation` never became current: leftovers of attempts that did not finish.
    */
   highestGeneration: z.number().int().min(0).default(0),
+  /**
+   * How far back every past state stays restorable (gc/retentionPlan); 0 keeps only the
+   * current snapshot. New deployments get RETENTION_MS_DEFAULT; globals of older builds,
+   * without the field, keep what they had: 0.
+   */
+  retentionMs: z.number().int().min(0).max(RETENTION_MS_MAX).default(0),
   /** The reshard lock (ReshardLock.ts): who is resharding, until when; null when nobody is. */
   reshard: z
     .object({
@@ -64,6 +75,8 @@ export interface OpenGlobalsOptions {
   readonly numShards?: number;
   /** Refuse to create a deployment (e.g. for `cairn inspect`): a missing one is an error. */
   readonly mustExist?: boolean;
+  /** Retention of a new deployment (default RETENTION_MS_DEFAULT); an existing one keeps its own. */
+  readonly retentionMs?: number;
 }
 
 /** Reads the deployment's globals, creating them if this is the first node ever. */
@@ -73,10 +86,22 @@ export async function openGlobals(store: ObjectStore, options: OpenGlobalsOption
   if (numShards !== undefined && (!Number.isInteger(numShards) || numShards < 1 || numShards > SHARDS_MAX)) {
     throw new CairnError("INVALID_ARGUMENT", `shard count must be an integer in 1..${SHARDS_MAX}, got ${numShards}`);
   }
+  const retentionMs = options.retentionMs;
+  if (retentionMs !== undefined && !(Number.isSafeInteger(retentionMs) && retentionMs >= 0 && retentionMs <= RETENTION_MS_MAX)) {
+    throw new CairnError("INVALID_ARGUMENT", `retention must be an integer number of ms in 0..${RETENTION_MS_MAX}, got ${String(retentionMs)}`);
+  }
   let existing = await object.read();
   if (existing === null) {
     if (options.mustExist) {
       throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${store.description} (globals missing)`);
+    }
+    // A restore fills the root and writes globals last: until then it is no deployment,
+    // and creating an empty one here would make the restore's objects foreign to it.
+    if ((await store.get(bucketLayout.restoring())) !== null) {
+      throw new CairnError(
+        "RESTORE_UNFINISHED",
+        `${store.description} holds an unfinished \`cairn restore\`: re-run it to finish, or delete the prefix; nothing was changed`,
+      );
     }
     try {
       existing = await object.create({
@@ -87,6 +112,7 @@ export async function openGlobals(store: ObjectStore, options: OpenGlobalsOption
         generation: 0,
         retired: [],
         highestGeneration: 0,
+        retentionMs: retentionMs ?? RETENTION_MS_DEFAULT,
         reshard: null,
       });
     } catch (error) {

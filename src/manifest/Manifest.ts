@@ -30,7 +30,7 @@ const fenceRecordSchema = z.object({
   seqno,
 });
 
-const snapshotPointerSchema = z.object({
+export const snapshotPointerSchema = z.object({
   /** State through this seqno. */
   seqno,
   /** maxTs of that segment: the snapshot's closed frontier. */

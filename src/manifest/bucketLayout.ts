@@ -24,9 +24,18 @@ export const bucketLayout = {
   snapshotPrefix: (shard: number, seqno: number, attemptId: string) =>
     `s${shard}/snap/${formatSeqno(seqno)}/${attemptId}/`,
   snapshotPart: (prefix: string, part: number) => `${prefix}part-${String(part).padStart(6, "0")}`,
+  /**
+   * Records of complete snapshots, one per attempt that finished its parts, named by seqno
+   * then attempt so that LIST returns them oldest first. They outlive the manifest's
+   * pointer: retention (gc/retentionPlan) and restores choose among them.
+   */
+  snapshotRecordsPrefix: (shard: number) => `s${shard}/snapshots/`,
+  snapshotRecord: (shard: number, seqno: number, attemptId: string) => `s${shard}/snapshots/${formatSeqno(seqno)}-${attemptId}`,
   consumersPrefix: (shard: number) => `s${shard}/consumers/`,
   consumer: (shard: number, consumerId: string) => `s${shard}/consumers/${consumerId}`,
   node: (nodeId: string) => `nodes/${nodeId}`,
+  /** Present while `cairn restore` fills this root with a new deployment (globals come last). */
+  restoring: () => "restoring",
 } as const;
 
 /** The seqno of a segment key under `logPrefix(shard)`, or null for a stray key. */
@@ -47,4 +56,10 @@ export function parseSnapshotSeqno(shard: number, key: string): number | null {
   if (!match) return null;
   const seqno = Number(match[1]);
   return Number.isSafeInteger(seqno) ? seqno : null;
+}
+
+/** The attempt id of a snapshot part prefix (`s{shard}/snap/{seqno}/{attemptId}/`), or null. */
+export function snapshotAttemptOf(shard: number, prefix: string): string | null {
+  const match = /^(\d{20})\/([^/]+)\/$/.exec(prefix.slice(bucketLayout.snapshotsPrefix(shard).length));
+  return prefix.startsWith(bucketLayout.snapshotsPrefix(shard)) && match ? match[2]! : null;
 }

@@ -300,6 +300,8 @@ export class ShardEngine {
   private acquiring = false;
   private gcRuns = 0;
   private lastGcAtMs = 0;
+  /** Snapshot records this engine's GC passes have read (they never change; gc/readSnapshotRecords). */
+  private readonly knownSnapshotRecords = new Map<string, SnapshotPointer>();
   /** Segments this writer created (data and ticks), and how many there were at the last GC pass that found nothing to collect (null: it found something, or none ran). */
   private segmentsWritten = 0;
   private segmentsAtIdleGc: number | null = null;
@@ -949,6 +951,9 @@ export class ShardEngine {
           nowMs: this.options.clock.nowMs(),
           consumerTtlMs: this.tuning.consumerTtlMs,
           sweep: options.sweep ?? false,
+          retentionMs: this.tuning.retentionMs,
+          retainedSnapshotSpacingMs: this.tuning.retainedSnapshotSpacingMs,
+          knownRecords: this.knownSnapshotRecords,
         }),
       );
       this.emit({ type: "gc", shard: this.shard, report });

@@ -30,6 +30,8 @@ export interface ShardedStoreOptions {
    * LOCAL_OVERLAY_ROWS_MAX rows and LOCAL_OVERLAY_BYTES_MAX bytes for the whole node).
    */
   readonly overlayBudget?: OverlayBudget;
+  /** Retention of a new deployment (default 7 days); an existing deployment keeps its own. */
+  readonly retentionMs?: number;
   /** Refuse a bucket without a deployment instead of creating one (replicas never create). */
   readonly mustExist?: boolean;
   /** See ShardEngineOptions.catchUpOnOpen (default true). */
@@ -58,6 +60,7 @@ export class ShardedStore {
       random,
       ...(options.numShards !== undefined ? { numShards: options.numShards } : {}),
       ...(options.mustExist ? { mustExist: true } : {}),
+      ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
     });
     const { deploymentId, numShards, generation } = globals.value;
     const shardStore = generationStore(options.store, generation);
@@ -82,7 +85,8 @@ export class ShardedStore {
             random,
             hybridClock,
             // Idle shards tick so that a cross-shard read frontier keeps moving.
-            tuning: { tickWhenIdle: numShards > 1, ...options.tuning },
+            // The deployment's retention, unless the caller tunes it.
+            tuning: { tickWhenIdle: numShards > 1, retentionMs: globals.value.retentionMs, ...options.tuning },
             newestCommitTs: () => engines.reduce((newest, engine) => Math.max(newest, engine.lastDataTs), 0),
             ...(options.frontierWanted ? { frontierWanted: options.frontierWanted } : {}),
             // No writer of a layout a reshard is reading or has replaced.

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { type Clock, CairnError, HEARTBEAT_MISSES_MAX, type Random } from "../base/index.js";
 import { NODE_ID_PATTERN } from "../model/index.js";
-import { CONSUMER_TTL_MS_DEFAULT } from "../gc/index.js";
+import { CONSUMER_TTL_MS_DEFAULT, RETAINED_SNAPSHOT_SPACING_MS_DEFAULT } from "../gc/index.js";
 import type { LocalStore } from "../local/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import type { HybridClock } from "./HybridClock.js";
@@ -175,6 +175,18 @@ export interface ShardEngineTuning {
   /** A consumer watermark older than this stops holding GC back. Default 24 h. */
   readonly consumerTtlMs: number;
   /**
+   * How far back every past state stays restorable (DESIGN.md §10a, gc/retentionPlan): GC
+   * keeps the snapshot at or before now − retentionMs and the log after it. Default 0
+   * here (only the current snapshot is kept); a node takes its deployment's setting from
+   * globals (`retentionMs`, 7 days for a new deployment).
+   */
+  readonly retentionMs: number;
+  /**
+   * Snapshots kept within the retention window are at least this far apart. Default 24 h:
+   * at a 7-day window at most ~8 full copies, and a restore replays at most a day of log.
+   */
+  readonly retainedSnapshotSpacingMs: number;
+  /**
    * Close an idle shard's frontier with empty tick segments, so that it does not hold back
    * a multi-shard read frontier (DESIGN.md §5): within frontierTickMs of a commit on
    * another shard that this node made or applied (newestCommitTs above this shard's
@@ -256,6 +268,8 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   gcIntervalMs: 60_000,
   gcSweepEveryRuns: 60,
   consumerTtlMs: CONSUMER_TTL_MS_DEFAULT,
+  retentionMs: 0,
+  retainedSnapshotSpacingMs: RETAINED_SNAPSHOT_SPACING_MS_DEFAULT,
   tickWhenIdle: false,
   frontierTickMs: 250,
   recentWritesUnitsMax: 100_000,
@@ -298,6 +312,8 @@ const tuningSchema = z
     gcIntervalMs: positive(),
     gcSweepEveryRuns: positive(),
     consumerTtlMs: positive(DURATION_MS_MAX),
+    retentionMs: nonNegative(DURATION_MS_MAX),
+    retainedSnapshotSpacingMs: positive(DURATION_MS_MAX),
     tickWhenIdle: z.boolean(),
     frontierTickMs: positive(DURATION_MS_MAX),
     recentWritesUnitsMax: positive(100_000_000),

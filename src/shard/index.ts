@@ -8,3 +8,5 @@ export type { CatchUpReport, Vouching } from "./catchUp.js";
 export { resolveTuning, type ShardEngineTuning } from "./engineOptions.js";
 export { reshardObjectStore, type ReshardProgress, type ReshardReport } from "./reshardObjectStore.js";
 export { verifyShard, type ShardVerification } from "./verifyShard.js";
+export { materializeAt, type MaterializedShard, type MaterializeProgress } from "./materializeAt.js";
+export { restoreObjectStore, RESTORE_SETTLED_AFTER_MS_DEFAULT, type RestoreReport, type RestoreToProgress } from "./restoreObjectStore.js";

@@ -6,12 +6,15 @@ import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { ByteWriter, writeIndexUpdate, writeReceipt, writeRevision } from "../segments/index.js";
 import { encodeSnapshotPart } from "./SnapshotPart.js";
+import { recordSnapshot } from "./SnapshotRecords.js";
 
 /**
  * Streams a point-in-time dump of the local state into create-only parts under a fresh
- * attempt prefix and returns the pointer to record in the manifest. Nothing here touches
- * the manifest: a snapshot exists for readers only once the owner CASes the pointer in,
- * so a crash midway leaves only strays that GC sweeps.
+ * attempt prefix, records it (SnapshotRecords) once every part is there, and returns the
+ * pointer to put in the manifest. Nothing here touches the manifest: a snapshot is the
+ * shard's current one only once the owner CASes the pointer in, so a crash midway leaves
+ * only strays that GC sweeps (a finished attempt that never became current is kept by
+ * retention like any other recorded snapshot: its state is a prefix of the log).
  *
  * Memory stays bounded: at most `uploadConcurrency` encoded parts wait for upload while
  * the next part is being filled.
@@ -90,7 +93,7 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
   } finally {
     cursor.close();
   }
-  return {
+  const pointer: SnapshotPointer = {
     seqno,
     ts: meta.frontierTs,
     epoch: meta.epoch,
@@ -101,6 +104,9 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
     sha256: combinePartHashes(partHashes),
     documents: totals.documents,
   };
+  // Last: a record says every part is there.
+  await recordSnapshot(store, shard, pointer);
+  return pointer;
 }
 
 function appendChunk(

@@ -1,0 +1,332 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { CairnError, DELETE_BATCH_KEYS_MAX, hasErrorCode, isCasConflict, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
+import { LocalStore, type LocalMeta } from "../local/index.js";
+import {
+  CasObject,
+  GLOBALS_FORMAT,
+  MANIFEST_FORMAT,
+  bucketLayout,
+  generationStore,
+  globalsObject,
+  isReshardLockHeld,
+  manifestCodec,
+  reshardInProgress,
+  type Globals,
+  type Manifest,
+} from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { writeSnapshot } from "../snapshots/index.js";
+import { materializeAt, restorableBase, type MaterializeProgress } from "./materializeAt.js";
+import { ReroutedDump } from "./ReroutedDump.js";
+
+/**
+ * `cairn restore --to`: builds a new deployment whose state is exactly the source's at
+ * one timestamp (DESIGN.md §10a). The source is only read.
+ *
+ * Steps:
+ * 1. Check: the ts is a whole number of µs, not in the future; the source is a
+ *    deployment not being resharded; the target is another root that holds nothing (or
+ *    only this very restore, unfinished).
+ * 2. Mark the target (`restoring`, create-only): until globals exist, a node opened on it
+ *    refuses (RESTORE_UNFINISHED) instead of creating an empty deployment there.
+ * 3. Per shard: build its state at the ts in a temporary SQLite file (materializeAt: the
+ *    snapshot at or before it, then the log up to it), and write it to the target as the
+ *    first snapshot of a fresh log, with its manifest.
+ * 4. Copy the schema catalog, create the target's globals (a new deploymentId, the
+ *    source's shard count and retention), then remove the mark.
+ *
+ * A run killed anywhere leaves either no globals (nodes refuse the target; a re-run with
+ * the same source and ts deletes what it finds there and starts over) or a finished
+ * deployment (a re-run removes a mark left behind). Memory is bounded by one shard's
+ * local store and one snapshot part at a time.
+ */
+export interface RestoreOptions {
+  readonly source: ObjectStore;
+  readonly target: ObjectStore;
+  /** Hybrid-logical µs: the state of every commit stamped at or before it. */
+  readonly atTs: number;
+  readonly onProgress?: (progress: RestoreToProgress) => void;
+  /** Where the temporary SQLite files go (default: a fresh directory under the OS temp dir, removed at the end). */
+  readonly workDirectory?: string;
+  /** A ts this far in the past is settled on every shard, however long ago its last commit (default 2 min). */
+  readonly settledAfterMs?: number;
+  readonly clock?: Clock;
+  readonly random?: Random;
+}
+
+export type RestoreToProgress =
+  | { readonly phase: "cleanup"; readonly objectsDeleted: number }
+  | (MaterializeProgress & { readonly shards: number })
+  | { readonly phase: "write"; readonly shard: number; readonly shards: number; readonly documents: number }
+  | { readonly phase: "written"; readonly shard: number; readonly shards: number; readonly documents: number };
+
+export interface RestoreReport {
+  /** The restored deployment's id (new: it is another deployment). */
+  readonly deploymentId: string;
+  readonly sourceDeploymentId: string;
+  readonly atTs: number;
+  readonly numShards: number;
+  readonly documents: number;
+  /** Per shard: the snapshot it started from (null: the log from its start) and the segments replayed after it. */
+  readonly shards: readonly { readonly baseSeqno: number | null; readonly segmentsApplied: number; readonly documents: number }[];
+  /** False when the target already held this finished restore (the run only tidied up). */
+  readonly restored: boolean;
+}
+
+export const RESTORE_SETTLED_AFTER_MS_DEFAULT = 2 * 60 * 1000;
+
+const RESTORE_MARK_FORMAT = 1;
+const markSchema = z.object({
+  format: z.literal(RESTORE_MARK_FORMAT),
+  sourceDeploymentId: z.string().min(1),
+  atTs: z.number().int().min(0),
+  deploymentId: z.string().regex(/^[0-9a-f]{32}$/),
+  startedAt: z.number().int().min(0),
+});
+type RestoreMark = z.infer<typeof markSchema>;
+
+export async function restoreObjectStore(options: RestoreOptions): Promise<RestoreReport> {
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? systemRandom;
+  const { source, target, atTs } = options;
+  const onProgress = options.onProgress ?? (() => undefined);
+  if (!Number.isSafeInteger(atTs) || atTs < 0) {
+    throw new CairnError("INVALID_ARGUMENT", `the restore's ts must be a non-negative integer number of µs, not ${String(atTs)}`, { details: { atTs } });
+  }
+  const nowMs = clock.nowMs();
+  if (atTs > nowMs * 1000) {
+    throw new CairnError("RESTORE_OUT_OF_RANGE", `ts ${atTs} (${isoOf(atTs)}) is in the future`, { details: { atTs } });
+  }
+  if (source.description === target.description) {
+    throw new CairnError("INVALID_ARGUMENT", `the restore's target is its source (${source.description}); restore into another bucket or prefix`);
+  }
+  const globals = (await globalsObject(source, random).read())?.value ?? null;
+  if (globals === null) throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${source.description} (globals missing): nothing to restore`);
+  if (isReshardLockHeld(globals, nowMs)) throw reshardInProgress(globals.reshard!);
+
+  const sourceShards = generationStore(source, globals.generation);
+  // The window is checked before the target is touched (materializeAt checks again, and
+  // what only the log can tell — a ts not settled yet — cleans the target up below).
+  for (let shard = 0; shard < globals.numShards; shard++) await restorableBase({ store: sourceShards, deploymentId: globals.deploymentId, shard, atTs, random });
+  const prepared = await prepareTarget(target, globals, atTs, clock, random, onProgress);
+  if (prepared.kind === "finished") {
+    return { deploymentId: prepared.deploymentId, sourceDeploymentId: globals.deploymentId, atTs, numShards: globals.numShards, documents: 0, shards: [], restored: false };
+  }
+  const deploymentId = prepared.mark.deploymentId;
+  const workDirectory = options.workDirectory ?? mkdtempSync(join(tmpdir(), "cairn-restore-"));
+  if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
+  const shards: { baseSeqno: number | null; segmentsApplied: number; documents: number }[] = [];
+  try {
+    for (let shard = 0; shard < globals.numShards; shard++) {
+      const path = join(workDirectory, `restore-${globals.deploymentId}-${shard}.sqlite`);
+      rmSync(path, { force: true });
+      const local = LocalStore.open({ path, shard, deploymentId: globals.deploymentId, clock });
+      try {
+        const materialized = await materializeAt({
+          store: sourceShards,
+          deploymentId: globals.deploymentId,
+          shard,
+          atTs,
+          local,
+          random,
+          nowMs,
+          settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+          onProgress: (step) => onProgress({ ...step, shards: globals.numShards }),
+        });
+        const documents = await writeFirstSnapshot(target, deploymentId, shard, atTs, local, random, (written) =>
+          onProgress({ phase: "write", shard, shards: globals.numShards, documents: written }),
+        );
+        shards.push({ baseSeqno: materialized.base?.seqno ?? null, segmentsApplied: materialized.segmentsApplied, documents });
+        onProgress({ phase: "written", shard, shards: globals.numShards, documents });
+      } finally {
+        local.close();
+        for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+      }
+    }
+  } catch (error) {
+    // A refusal changes nothing: what this run wrote goes, the mark last. (Any other
+    // failure leaves the mark: nodes refuse the target, and a re-run starts it over.)
+    if (hasErrorCode(error, "RESTORE_OUT_OF_RANGE")) await emptyTarget(target, () => undefined, { keepMark: false }).catch(() => undefined);
+    throw error;
+  } finally {
+    if (options.workDirectory === undefined) rmSync(workDirectory, { recursive: true, force: true });
+  }
+  await copyObject(source, target, bucketLayout.schemaCatalog());
+  await globalsObject(target, random).create({
+    format: GLOBALS_FORMAT,
+    deploymentId,
+    numShards: globals.numShards,
+    createdAt: clock.nowMs(),
+    generation: 0,
+    retired: [],
+    highestGeneration: 0,
+    retentionMs: globals.retentionMs,
+    reshard: null,
+  });
+  await target.delete(bucketLayout.restoring());
+  return {
+    deploymentId,
+    sourceDeploymentId: globals.deploymentId,
+    atTs,
+    numShards: globals.numShards,
+    documents: shards.reduce((sum, shard) => sum + shard.documents, 0),
+    shards,
+    restored: true,
+  };
+}
+
+type PreparedTarget = { readonly kind: "fresh"; readonly mark: RestoreMark } | { readonly kind: "finished"; readonly deploymentId: string };
+
+/** Checks the target and marks it (or finds this restore's own mark and clears what it left). */
+async function prepareTarget(
+  target: ObjectStore,
+  source: Globals,
+  atTs: number,
+  clock: Clock,
+  random: Random,
+  onProgress: (progress: RestoreToProgress) => void,
+): Promise<PreparedTarget> {
+  const existing = await readMark(target);
+  const targetGlobals = (await globalsObject(target, random).read())?.value ?? null;
+  const ours = existing !== null && existing.sourceDeploymentId === source.deploymentId && existing.atTs === atTs;
+  if (targetGlobals !== null) {
+    if (ours && targetGlobals.deploymentId === existing.deploymentId) {
+      // Killed between globals and the mark's removal: the restore itself is done.
+      await target.delete(bucketLayout.restoring());
+      return { kind: "finished", deploymentId: targetGlobals.deploymentId };
+    }
+    throw new CairnError(
+      "RESTORE_TARGET_NOT_EMPTY",
+      `${target.description} already holds a deployment (${targetGlobals.deploymentId}); restore into an empty bucket or prefix; nothing was changed`,
+      { details: { deploymentId: targetGlobals.deploymentId } },
+    );
+  }
+  if (existing !== null && !ours) {
+    throw new CairnError(
+      "RESTORE_UNFINISHED",
+      `${target.description} holds an unfinished restore of deployment ${existing.sourceDeploymentId} at ts ${existing.atTs} (${isoOf(existing.atTs)}); ` +
+        `re-run that restore to finish it, or delete the prefix; nothing was changed`,
+      { details: { sourceDeploymentId: existing.sourceDeploymentId, atTs: existing.atTs } },
+    );
+  }
+  if (existing !== null) {
+    // Our own unfinished run: everything but the mark goes, and the run starts over.
+    await emptyTarget(target, (objectsDeleted) => onProgress({ phase: "cleanup", objectsDeleted }), { keepMark: true });
+    return { kind: "fresh", mark: existing };
+  }
+  for await (const entry of target.list("")) {
+    throw new CairnError(
+      "RESTORE_TARGET_NOT_EMPTY",
+      `${target.description} is not empty (it holds ${entry.key}); restore into an empty bucket or prefix; nothing was changed`,
+      { details: { key: entry.key } },
+    );
+  }
+  const mark: RestoreMark = {
+    format: RESTORE_MARK_FORMAT,
+    sourceDeploymentId: source.deploymentId,
+    atTs,
+    deploymentId: randomHex(random, 16),
+    startedAt: clock.nowMs(),
+  };
+  try {
+    await target.create(bucketLayout.restoring(), new TextEncoder().encode(JSON.stringify(mark)));
+  } catch (error) {
+    if (!isCasConflict(error)) throw error;
+    throw new CairnError("RESTORE_UNFINISHED", `another restore started into ${target.description} at the same moment; nothing was changed`);
+  }
+  return { kind: "fresh", mark };
+}
+
+/** Deletes everything under the target, the mark last (or not at all). */
+async function emptyTarget(target: ObjectStore, onDeleted: (objectsDeleted: number) => void, options: { readonly keepMark: boolean }): Promise<void> {
+  let deleted = 0;
+  let batch: string[] = [];
+  const flush = async () => {
+    await target.deleteMany(batch);
+    deleted += batch.length;
+    batch = [];
+    onDeleted(deleted);
+  };
+  for await (const entry of target.list("")) {
+    if (entry.key === bucketLayout.restoring()) continue;
+    batch.push(entry.key);
+    if (batch.length >= DELETE_BATCH_KEYS_MAX) await flush();
+  }
+  if (batch.length > 0) await flush();
+  if (!options.keepMark) await target.delete(bucketLayout.restoring());
+}
+
+async function readMark(target: ObjectStore): Promise<RestoreMark | null> {
+  const result = await target.get(bucketLayout.restoring());
+  if (result === null) return null;
+  if (result === "not-modified") throw new CairnError("INTERNAL", "unconditional GET answered not-modified");
+  try {
+    return markSchema.parse(JSON.parse(new TextDecoder().decode(result.body)));
+  } catch {
+    throw new CairnError("RESTORE_UNFINISHED", `${target.description} holds a restore mark that cannot be read; delete the prefix and restore again`);
+  }
+}
+
+/** The shard's state as the first snapshot of a fresh log of the new deployment, and its manifest; returns the documents written. */
+async function writeFirstSnapshot(
+  target: ObjectStore,
+  deploymentId: string,
+  shard: number,
+  atTs: number,
+  local: LocalStore,
+  random: Random,
+  onWritten: (documents: number) => void,
+): Promise<number> {
+  const meta: LocalMeta = {
+    shard,
+    deploymentId,
+    appliedSeqno: 0,
+    epoch: 0,
+    lastHash: restoredChainHash(deploymentId, shard),
+    // The state is closed at the restore's ts: new writers continue above it.
+    frontierTs: atTs,
+    minReadableTs: atTs,
+  };
+  const pointer = await writeSnapshot({
+    store: target,
+    deploymentId,
+    shard,
+    cursor: new ReroutedDump([await local.openDumpCursor()], meta, () => true),
+    attemptId: `restore-${randomHex(random, 6)}`,
+    onProgress: (step) => onWritten(step.documents),
+  });
+  await new CasObject<Manifest>(target, bucketLayout.manifest(shard), manifestCodec, random).create({
+    format: MANIFEST_FORMAT,
+    deploymentId,
+    shard,
+    epoch: 0,
+    writer: null,
+    leaseExpiresAt: 0,
+    // The snapshot stands for seqno 0; the new log starts after it.
+    logStart: 1,
+    snapshot: pointer,
+    tailHint: 0,
+    fences: [],
+  });
+  return pointer.documents;
+}
+
+async function copyObject(from: ObjectStore, to: ObjectStore, key: string): Promise<void> {
+  const result = await from.get(key);
+  if (result === null) return;
+  if (result === "not-modified") throw new CairnError("INTERNAL", "unconditional GET answered not-modified");
+  await to.create(key, result.body);
+}
+
+/** The chain link a restored shard's first segment points back to: unique per deployment and shard. */
+function restoredChainHash(deploymentId: string, shard: number): string {
+  return createHash("sha256").update(`cairn restore ${deploymentId} shard ${shard}`).digest("hex");
+}
+
+function isoOf(ts: number): string {
+  return new Date(Math.floor(ts / 1000)).toISOString();
+}

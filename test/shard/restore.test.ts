@@ -1,0 +1,324 @@
+/**
+ * Scenario: retention and `restoreObjectStore` (DESIGN.md §10a) on real engines, SQLite
+ * files and an in-memory bucket, the S3 test endpoint or (when CAIRN_TEST_S3_URL names
+ * one) a real S3 server.
+ *
+ * A two-shard deployment lives through a seeded history of inserts, edits, renumberings
+ * (an index entry moves) and deletes, several at once so that segments hold several
+ * commits, with snapshots and GC passes (a short retention window) at random moments.
+ * Restores at random timestamps — exact commit timestamps, just before them, and inside
+ * segments — are compared with a model of the history: each either equals the model's
+ * state at that ts, documents and index entries, or is refused as outside the window,
+ * and every ts inside the window of the last GC pass is restorable. A restore killed
+ * midway leaves a target that nodes refuse, and a re-run finishes it; bad input is
+ * refused with nothing changed.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/base/clock.js";
+import { randomInt, SeededRandom, systemRandom } from "../../src/base/random.js";
+import { App } from "../../src/functions/App.js";
+import type { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
+import { bucketLayout } from "../../src/manifest/bucketLayout.js";
+import { globalsObject } from "../../src/manifest/Globals.js";
+import { ShardManifest } from "../../src/manifest/ShardManifest.js";
+import type { DocumentId } from "../../src/model/DocumentId.js";
+import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
+import { PrefixedObjectStore } from "../../src/objectstore/PrefixedObjectStore.js";
+import { readLog } from "../../src/segments/logReader.js";
+import { restoreObjectStore, type RestoreReport } from "../../src/shard/restoreObjectStore.js";
+import { ShardedStore } from "../../src/shard/ShardedStore.js";
+import { readSnapshotRecords } from "../../src/snapshots/SnapshotRecords.js";
+import { BUCKET_FACTORIES, memoryBucket } from "../support/bucketFactories.js";
+import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
+import { shardedRuntime } from "../support/shardedRuntime.js";
+import * as historyApp from "./historyApp.js";
+
+const root = mkdtempSync(join(tmpdir(), "cairn-restore-test-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let directories = 0;
+const freshDirectory = () => join(root, `d${directories++}`);
+
+const app = App.fromModule(historyApp, "history test app");
+const CHANNELS = ["a", "b", "c", "d", "e", "f", "g"];
+const SHARDS = 2;
+/** Short enough that the history outlives it: GC collects, and early timestamps leave the window. */
+const RETENTION_MS = 1_200;
+const SPACING_MS = 250;
+
+interface Note {
+  readonly id: DocumentId;
+  readonly channel: string;
+  readonly n: number;
+  readonly body: string;
+}
+
+/** One acknowledged mutation: its commit ts and what it did. */
+type Change =
+  | { readonly ts: number; readonly kind: "put"; readonly note: Note }
+  | { readonly ts: number; readonly kind: "remove"; readonly id: DocumentId };
+
+interface History {
+  readonly changes: readonly Change[];
+  /** The cutoff of the last GC pass (µs): every ts at or after it must be restorable. */
+  readonly lastCutoffTs: number;
+  /** Timestamps strictly inside some segment (a commit below and one above it in the same segment). */
+  readonly insideSegments: readonly number[];
+  readonly snapshotsTaken: number;
+  readonly collected: { readonly segmentsDeleted: number; readonly snapshotObjectsDeleted: number };
+}
+
+async function openNode(store: ObjectStore, tuning: Record<string, number> = {}): Promise<{ sharded: ShardedStore; runtime: FunctionRuntime }> {
+  const sharded = await ShardedStore.open({ store, localDirectory: freshDirectory(), nodeId: `node-${directories}`, numShards: SHARDS, tuning });
+  try {
+    await sharded.acquireAll();
+    return { sharded, runtime: await shardedRuntime(sharded, store, app, systemRandom) };
+  } catch (error) {
+    await sharded.close();
+    throw error;
+  }
+}
+
+/** Lives through `rounds` rounds of 1–6 concurrent mutations, with snapshots and GC passes between them, then stops the node gracefully. */
+async function liveHistory(store: ObjectStore, seed: number, rounds: number): Promise<History> {
+  const random = new SeededRandom(seed);
+  const { sharded, runtime } = await openNode(store, { retentionMs: RETENTION_MS, retainedSnapshotSpacingMs: SPACING_MS });
+  const changes: Change[] = [];
+  const live = new Map<DocumentId, Note>();
+  let lastCutoffTs = 0;
+  let snapshotsTaken = 0;
+  const collected = { segmentsDeleted: 0, snapshotObjectsDeleted: 0 };
+  let n = 0;
+  try {
+    for (let round = 0; round < rounds; round++) {
+      const touched = new Set<DocumentId>();
+      const batch = Array.from({ length: 1 + randomInt(random, 6) }, async () => {
+        const candidates = [...live.values()].filter((note) => !touched.has(note.id));
+        const pick = candidates.length > 0 && randomInt(random, 10) < 6 ? candidates[randomInt(random, candidates.length)]! : null;
+        if (pick === null) {
+          const note = { channel: CHANNELS[randomInt(random, CHANNELS.length)]!, n: n++, body: `note ${n}` };
+          const run = await runtime.runMutation("notes:add", note);
+          const id = run.value as DocumentId;
+          live.set(id, { id, ...note });
+          changes.push({ ts: run.ts, kind: "put", note: { id, ...note } });
+          return;
+        }
+        touched.add(pick.id);
+        const choice = randomInt(random, 3);
+        if (choice === 0) {
+          const body = `${pick.body}, edited in round ${round}`;
+          const run = await runtime.runMutation("notes:edit", { id: pick.id, channel: pick.channel, body });
+          live.set(pick.id, { ...pick, body });
+          changes.push({ ts: run.ts, kind: "put", note: { ...pick, body } });
+        } else if (choice === 1) {
+          const renumbered = { ...pick, n: randomInt(random, 1_000) };
+          const run = await runtime.runMutation("notes:renumber", { id: pick.id, channel: pick.channel, n: renumbered.n });
+          live.set(pick.id, renumbered);
+          changes.push({ ts: run.ts, kind: "put", note: renumbered });
+        } else {
+          const run = await runtime.runMutation("notes:remove", { id: pick.id, channel: pick.channel });
+          live.delete(pick.id);
+          changes.push({ ts: run.ts, kind: "remove", id: pick.id });
+        }
+      });
+      await Promise.all(batch);
+      const step = randomInt(random, 10);
+      if (step < 3) {
+        if ((await sharded.engines[randomInt(random, SHARDS)]!.snapshotNow()) !== null) snapshotsTaken++;
+      } else if (step < 5) {
+        for (const engine of sharded.engines) {
+          const nowMs = systemClock.nowMs();
+          const report = await engine.collectGarbageNow({ sweep: randomInt(random, 2) === 0 });
+          lastCutoffTs = Math.max(lastCutoffTs, (nowMs - RETENTION_MS) * 1000);
+          collected.segmentsDeleted += report.segmentsDeleted;
+          collected.snapshotObjectsDeleted += report.snapshotObjectsDeleted;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, randomInt(random, 40)));
+    }
+  } finally {
+    await sharded.close();
+  }
+  return { changes: changes.sort((a, b) => a.ts - b.ts), lastCutoffTs, insideSegments: await timestampsInsideSegments(store), snapshotsTaken, collected };
+}
+
+/** Timestamps strictly between a segment's first and last commit, read from what the log still holds. */
+async function timestampsInsideSegments(store: ObjectStore): Promise<number[]> {
+  const globals = (await globalsObject(store, systemRandom).read())!.value;
+  const inside: number[] = [];
+  for (let shard = 0; shard < SHARDS; shard++) {
+    const manifest = await new ShardManifest(store, shard, globals.deploymentId, systemRandom).refresh();
+    for await (const segment of readLog(store, { deploymentId: globals.deploymentId, shard, fromSeqno: manifest.logStart, concurrency: 8 })) {
+      const stamps = [...new Set(segment.records.revisions.map((revision) => revision.ts))].sort((a, b) => a - b);
+      if (stamps.length >= 2) inside.push(stamps[0]!);
+    }
+  }
+  return inside;
+}
+
+/** The model's documents at `ts`, by id. */
+function stateAt(changes: readonly Change[], ts: number): Note[] {
+  const state = new Map<DocumentId, Note>();
+  for (const change of changes) {
+    if (change.ts > ts) break;
+    if (change.kind === "put") state.set(change.note.id, change.note);
+    else state.delete(change.id);
+  }
+  return [...state.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+}
+
+/** What a writer of the (restored) deployment answers: every note (through the cross-shard index) and each channel's ns (through the shard-key index). */
+async function answersOf(store: ObjectStore): Promise<{ notes: Note[]; channels: number[][] }> {
+  const sharded = await ShardedStore.open({ store, localDirectory: freshDirectory(), nodeId: `reader-${directories}`, mustExist: true });
+  try {
+    // As the writer: it reads at its own fence, above every shard's last commit (a follower
+    // reads at the shards' common closed frontier, held back by a shard idle since before the others' last commits).
+    await sharded.acquireAll();
+    const runtime = await shardedRuntime(sharded, store, app, systemRandom);
+    const notes = ((await runtime.runQuery("notes:all", {})).value as unknown as Note[]).sort((a, b) => (a.id < b.id ? -1 : 1));
+    const channels: number[][] = [];
+    for (const channel of CHANNELS) channels.push(((await runtime.runQuery("notes:inChannel", { channel })).value as number[]).sort((a, b) => a - b));
+    return { notes, channels };
+  } finally {
+    await sharded.close();
+  }
+}
+
+function expectedAnswers(notes: readonly Note[]): { notes: Note[]; channels: number[][] } {
+  return {
+    notes: [...notes],
+    channels: CHANNELS.map((channel) =>
+      notes
+        .filter((note) => note.channel === channel)
+        .map((note) => note.n)
+        .sort((a, b) => a - b),
+    ),
+  };
+}
+
+function codeOfError(error: unknown): string | undefined {
+  return (error as { code?: string }).code;
+}
+
+describe.each(BUCKET_FACTORIES)("retention and restore on $name", (factory) => {
+  it("restores exactly the state at random timestamps (exact, just before, inside segments); outside the window is refused", async () => {
+    const bucket = await factory.open();
+    try {
+      const source = new PrefixedObjectStore(bucket.store, "source/");
+      const history = await liveHistory(source, 7, factory === memoryBucket ? 60 : 36);
+      // The history outlived the window: GC collected log and snapshots, and took snapshots to keep.
+      expect(history.snapshotsTaken).toBeGreaterThan(0);
+      expect(history.collected.segmentsDeleted).toBeGreaterThan(0);
+      expect(history.insideSegments.length).toBeGreaterThan(0);
+
+      const random = new SeededRandom(11);
+      const stamps = history.changes.map((change) => change.ts);
+      const samples = factory === memoryBucket ? 10 : 5;
+      const targets = new Set<number>([
+        stamps[0]! - 1,
+        stamps.at(-1)!,
+        stamps.at(-1)! + 1,
+        ...Array.from({ length: samples }, () => stamps[randomInt(random, stamps.length)]!),
+        ...Array.from({ length: samples }, () => stamps[randomInt(random, stamps.length)]! - 1),
+        ...history.insideSegments.slice(-3),
+      ]);
+      let restored = 0;
+      let refused = 0;
+      let fromSnapshots = 0;
+      let index = 0;
+      for (const atTs of [...targets].sort((a, b) => a - b)) {
+        const target = new PrefixedObjectStore(bucket.store, `restored-${index++}/`);
+        let report: RestoreReport;
+        try {
+          report = await restoreObjectStore({ source, target, atTs, workDirectory: freshDirectory() });
+        } catch (error) {
+          expect(codeOfError(error), `restore at ${atTs}: ${String(error)}`).toBe("RESTORE_OUT_OF_RANGE");
+          // Only what the window let go may be refused, and the target holds nothing.
+          expect(atTs).toBeLessThan(history.lastCutoffTs);
+          for await (const entry of target.list("")) expect.fail(`a refused restore left ${entry.key}`);
+          refused++;
+          continue;
+        }
+        expect(report.restored).toBe(true);
+        if (report.shards.some((shard) => shard.baseSeqno !== null)) fromSnapshots++;
+        expect(await answersOf(target), `state at ${atTs}`).toEqual(expectedAnswers(stateAt(history.changes, atTs)));
+        restored++;
+      }
+      expect(restored).toBeGreaterThan(0);
+      expect(refused).toBeGreaterThan(0);
+      expect(fromSnapshots).toBeGreaterThan(0);
+      // The source is untouched by all of it: still the history's last state.
+      expect(await answersOf(source)).toEqual(expectedAnswers(stateAt(history.changes, Number.MAX_SAFE_INTEGER)));
+    } finally {
+      await bucket.close();
+    }
+  }, 180_000);
+
+  it("a restore killed midway leaves a target nodes refuse; a re-run finishes it, a different restore is refused", async () => {
+    const bucket = await factory.open();
+    try {
+      const source = new PrefixedObjectStore(bucket.store, "source/");
+      const history = await liveHistory(source, 3, 12);
+      const atTs = history.changes.at(-1)!.ts;
+      const faulty = new FaultyObjectStore(new PrefixedObjectStore(bucket.store, "target/"), new SeededRandom(1), systemClock);
+      // Killed after shard 0 was written, before shard 1's manifest.
+      faulty.inject({ operations: ["create"], keyPattern: /^s1\/manifest$/, once: true, effect: "unreachable" });
+      await expect(restoreObjectStore({ source, target: faulty, atTs })).rejects.toThrow();
+      expect((await faulty.get(bucketLayout.manifest(0))) !== null).toBe(true);
+      await expect(ShardedStore.open({ store: faulty, localDirectory: freshDirectory(), nodeId: "early" })).rejects.toMatchObject({ code: "RESTORE_UNFINISHED" });
+      await expect(restoreObjectStore({ source, target: faulty, atTs: atTs - 1 })).rejects.toMatchObject({ code: "RESTORE_UNFINISHED" });
+
+      // Killed after globals, before the mark was removed: the restore stands.
+      faulty.inject({ operations: ["delete"], keyPattern: /^restoring$/, once: true, effect: "unreachable" });
+      await expect(restoreObjectStore({ source, target: faulty, atTs })).rejects.toThrow();
+      const rerun = await restoreObjectStore({ source, target: faulty, atTs });
+      expect(rerun.restored).toBe(false);
+      expect(await faulty.get(bucketLayout.restoring())).toBeNull();
+      expect(await answersOf(faulty)).toEqual(expectedAnswers(stateAt(history.changes, atTs)));
+
+      // A finished target holds a deployment.
+      await expect(restoreObjectStore({ source, target: faulty, atTs: atTs - 1 })).rejects.toMatchObject({ code: "RESTORE_TARGET_NOT_EMPTY" });
+    } finally {
+      await bucket.close();
+    }
+  }, 120_000);
+});
+
+describe("restore refuses bad input, changing nothing", () => {
+  it("refuses a target with objects, the source itself, bad timestamps, the future, an empty source and an unsettled ts", async () => {
+    const bucket = await memoryBucket.open();
+    try {
+      const source = new PrefixedObjectStore(bucket.store, "source/");
+      const history = await liveHistory(source, 5, 6);
+      const atTs = history.changes.at(-1)!.ts;
+      const occupied = new PrefixedObjectStore(bucket.store, "occupied/");
+      await occupied.create("notes.txt", new TextEncoder().encode("mine"));
+      await expect(restoreObjectStore({ source, target: occupied, atTs })).rejects.toMatchObject({ code: "RESTORE_TARGET_NOT_EMPTY" });
+      await expect(restoreObjectStore({ source, target: source, atTs })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      const target = new PrefixedObjectStore(bucket.store, "target/");
+      for (const bad of [-1, 1.5, Number.NaN, 2 ** 60]) {
+        await expect(restoreObjectStore({ source, target, atTs: bad })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      }
+      await expect(restoreObjectStore({ source, target, atTs: (systemClock.nowMs() + 60_000) * 1000 })).rejects.toMatchObject({ code: "RESTORE_OUT_OF_RANGE" });
+      await expect(restoreObjectStore({ source: new PrefixedObjectStore(bucket.store, "nothing/"), target, atTs })).rejects.toMatchObject({ code: "DEPLOYMENT_MISMATCH" });
+
+      // A live writer may still commit at or before a ts past its log's end: not settled yet.
+      const { sharded, runtime } = await openNode(source);
+      try {
+        const late = await runtime.runMutation("notes:add", { channel: "a", n: 1, body: "late" });
+        // Past every shard's last segment (the commit and the other shard's tick), not yet in the past by the settling margin.
+        while (systemClock.nowMs() * 1000 <= late.ts + 20_000) await new Promise((resolve) => setTimeout(resolve, 5));
+        await expect(restoreObjectStore({ source, target, atTs: late.ts + 10_000 })).rejects.toMatchObject({ code: "RESTORE_OUT_OF_RANGE" });
+      } finally {
+        await sharded.close();
+      }
+      for await (const entry of target.list("")) expect.fail(`a refused restore left ${entry.key}`);
+      // Every snapshot the source took is recorded.
+      expect((await readSnapshotRecords(source, 0)).malformed).toEqual([]);
+    } finally {
+      await bucket.close();
+    }
+  }, 60_000);
+});
