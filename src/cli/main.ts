@@ -4,6 +4,7 @@ import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "../base/index.js";
 import type { ServeOptions } from "./serveCommand.js";
 import { SERVE_HEAP_MIB_DEFAULT, SERVE_HEAP_MIB_MIN, serveInWorker } from "./serveInWorker.js";
 import { LOG_FORMATS } from "./logFormat.js";
+import { durationMs, momentTs } from "./pointInTime.js";
 
 /**
  * A command's module, loaded when the command runs: `cairn serve`'s thread then holds the
@@ -169,6 +170,16 @@ storeCommand("reshard", "move a stopped deployment to another shard count (every
   .option("--heap-mib <n>", "the reshard's JavaScript heap limit in MiB (bounds its memory; default 192)", positiveInteger)
   .option("--allow-live-followers", "reshard although replicas or standbys are registered live (they re-open on the new layout by themselves)")
   .action(lazily(async () => (await import("./reshardCommand.js")).reshardCommand));
+
+storeCommand("restore", "build a new deployment at --to whose state is this one's at a past moment (within its retention); the source is only read")
+  .requiredOption("--at <time>", "the moment: an ISO 8601 date-time with a time zone (2026-12-06T18:00:00Z) or a ts in µs", (value: string) => momentTs(value))
+  .requiredOption("--to <url>", "an empty bucket or prefix for the restored deployment")
+  .option("--work-dir <dir>", "directory for the temporary SQLite copy of one shard at a time (default: a fresh one under the OS temp directory)")
+  .action(lazily(async () => (await import("./restoreCommand.js")).restoreCommand));
+
+storeCommand("retention", "print how far back every past state of the deployment stays restorable, or change it with --set")
+  .option("--set <duration>", "the new window: 0 (keep only the current state) or 30m, 36h, 7d, …", (value: string) => durationMs(value))
+  .action(lazily(async () => (await import("./retentionCommand.js")).retentionCommand));
 
 program.parseAsync().catch((error: unknown) => {
   const code = (error as { code?: string }).code;

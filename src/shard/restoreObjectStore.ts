@@ -107,6 +107,11 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
   const globals = (await globalsObject(source, random).read())?.value ?? null;
   if (globals === null) throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${source.description} (globals missing): nothing to restore`);
   if (isReshardLockHeld(globals, nowMs)) throw reshardInProgress(globals.reshard!);
+  if (atTs < globals.createdAt * 1000) {
+    throw new CairnError("RESTORE_OUT_OF_RANGE", `ts ${atTs} (${isoOf(atTs)}) is before deployment ${globals.deploymentId} was created (${new Date(globals.createdAt).toISOString()})`, {
+      details: { atTs, createdAt: globals.createdAt },
+    });
+  }
 
   const sourceShards = generationStore(source, globals.generation);
   // The window is checked before the target is touched (materializeAt checks again, and
