@@ -11,7 +11,9 @@ export function checkReadTs(ts: number, meta: LocalMeta): void {
   if (ts < meta.minReadableTs) {
     throw new CairnError(
       "LOCAL_HISTORY_UNAVAILABLE",
-      `shard ${meta.shard} cannot read at ts ${ts}: history below ${meta.minReadableTs} was pruned or replaced by a restore`,
+      `shard ${meta.shard} cannot read at ts ${ts}: this node's local history of it starts at ts ${meta.minReadableTs} ` +
+        `(${new Date(Math.floor(meta.minReadableTs / 1000)).toISOString()}; older revisions are pruned after historyRetentionMs, and none are kept below a restored snapshot); ` +
+        `an older state of the deployment is rebuilt from the bucket by \`cairn restore\``,
       { details: { ts, minReadableTs: meta.minReadableTs } },
     );
   }

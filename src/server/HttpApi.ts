@@ -41,10 +41,17 @@ export interface HttpApiOptions {
 
 /** A public call; a query may name the lowest ts the caller accepts (the newest it has seen): a replica behind it waits. */
 const callSchema = z.strictObject({ ...functionCallFields, minTs: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });
-/** An admin's call may run as a given user instead (the dashboard's "run as"). */
-const adminCallSchema = callSchema.extend({ identity: z.looseObject({ subject: z.string().min(1), issuer: z.string().optional() }).optional() });
+/**
+ * An admin's call may run as a given user instead (the dashboard's "run as"), and a query
+ * may read the past: at `ts`, within the node's local history window (LOCAL_HISTORY_UNAVAILABLE
+ * below it; a ts the node has not reached yet waits for it like `minTs`).
+ */
+const adminCallSchema = callSchema.extend({
+  identity: z.looseObject({ subject: z.string().min(1), issuer: z.string().optional() }).optional(),
+  ts: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+});
 
-type Call = z.infer<typeof callSchema>;
+type Call = z.infer<typeof callSchema> & { readonly ts?: number };
 
 /** What a call cost, for the admin's runner: its time and its read or write set as key ranges. */
 interface CallStats {
@@ -190,12 +197,14 @@ export class HttpApi {
     const args = decodeValue(call.args ?? {});
     switch (kind) {
       case "query": {
-        if (call.minTs !== undefined && call.minTs > backend.readTs) await this.waitForFrontier(call.minTs, backend);
-        const run = await backend.runQuery(call.path, args, { identity, internal, readTs: backend.readTs });
+        const minTs = Math.max(call.minTs ?? 0, call.ts ?? 0);
+        if (minTs > backend.readTs) await this.waitForFrontier(minTs, backend);
+        const run = await backend.runQuery(call.path, args, { identity, internal, readTs: call.ts ?? backend.readTs });
         if (run.outcome.kind === "failed") throw run.outcome.error;
         return { answer: { value: encodeValue(run.outcome.value), ts: run.readTs }, stats: { readRanges: run.readRanges.length } };
       }
       case "mutation": {
+        if (call.ts !== undefined) throw new CairnError("INVALID_ARGUMENT", "only a query reads at a past ts: a mutation always reads the present");
         const receipt = {
           ...(call.clientId !== undefined ? { clientId: call.clientId } : {}),
           ...(call.seq !== undefined ? { seq: call.seq } : {}),
@@ -205,6 +214,7 @@ export class HttpApi {
         return { answer: { value: encodeValue(run.value), ts: run.ts, ...(run.replayed ? { replayed: true } : {}) }, stats: { writeRanges: run.writeRanges.length } };
       }
       case "action":
+        if (call.ts !== undefined) throw new CairnError("INVALID_ARGUMENT", "only a query reads at a past ts: an action's queries read the present");
         return { answer: { value: encodeValue((await backend.runAction(call.path, args, { identity, internal })).value) }, stats: {} };
     }
   }

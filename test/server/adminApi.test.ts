@@ -107,6 +107,28 @@ describe("without the admin key", () => {
 });
 
 describe("an admin", () => {
+  it("reads the past with a query at ts within the node's history window; refuses a ts on writes and malformed ones", async () => {
+    const node = await adminNode();
+    const writing = client(node.url);
+    const list = async (body: Record<string, unknown>) => post(node.url, "/api/admin/query", { path: "notes:list", args: { channel: "past" }, ...body });
+    await writing.mutation(fn("notes:add"), { channel: "past", body: "first" });
+    const then = (await list({})).body.ts as number;
+    await writing.mutation(fn("notes:add"), { channel: "past", body: "second" });
+    const present = await list({});
+    expect(decodeValue(present.body.value)).toEqual(["first", "second"]);
+    const past = await list({ ts: then });
+    expect(past.status).toBe(200);
+    expect(past.body.ts).toBe(then);
+    expect(decodeValue(past.body.value)).toEqual(["first"]);
+    // Before the deployment held anything, and before the node's history starts.
+    expect(decodeValue((await list({ ts: 0 })).body.value)).toEqual([]);
+    // Only queries read the past; bad ts values are refused as input.
+    const mutation = await post(node.url, "/api/admin/mutation", { path: "notes:add", args: { channel: "past", body: "third" }, ts: then });
+    expect(mutation.body.error.code).toBe("INVALID_ARGUMENT");
+    for (const ts of [-1, 1.5, "1", 2 ** 60]) expect((await list({ ts })).body.error.code, String(ts)).toBe("PROTOCOL_INVALID");
+    expect(decodeValue((await list({})).body.value)).toEqual(["first", "second"]);
+  });
+
   it("lists tables with counts and indexes, and functions with their validators", async () => {
     const node = await adminNode();
     const writer = client(node.url);

@@ -324,8 +324,8 @@ describe("a replica over a directory bucket, tried where it breaks", () => {
   it("survives GC deleting segments it had not read: restores the snapshot (or applies what the writer's hints carried) and re-runs its subscriptions", async () => {
     const deployment = await directoryDeployment();
     const bucket = deployment.bucketDirectory!;
-    // Snapshot every 5 segments, GC twice a second, and a watermark silent for 1 s no longer holds GC back.
-    const tuning = JSON.stringify({ snapshotEverySegments: 5, maintenanceIntervalMs: 200, gcIntervalMs: 500, consumerTtlMs: 1_000 });
+    // Snapshot every 5 segments, GC twice a second, a watermark silent for 1 s no longer holds GC back, and no retention window keeps the log.
+    const tuning = JSON.stringify({ snapshotEverySegments: 5, maintenanceIntervalMs: 200, gcIntervalMs: 500, consumerTtlMs: 1_000, retentionMs: 0 });
     const writer = await serve(deployment, "gc-w", ["--engine-tuning", tuning]);
     const replica = await serve(deployment, "gc-r", ["--replica"]);
     const onReplica = client(replica.url);
