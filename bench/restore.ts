@@ -1,0 +1,237 @@
+/**
+ * History benchmark (issue 28) against the S3 test endpoint (a child process; local
+ * SQLite files in a temp dir, removed at the end).
+ *
+ * Build, with latency off: a 1-shard deployment of `--documents` (default 1,000,000)
+ * ~100-byte documents (table `items`, 1,000 owners, a `by_owner` index entry each),
+ * written in bulk mutations of 100 and snapshotted — then `--rewrites` (default 200,000)
+ * of them rewritten in bulk mutations of 100 at `--rate` documents a second: the
+ * history a restore replays (the log after the snapshot). The moment restored is the
+ * middle of that history, so the restore reads the snapshot and replays half the log.
+ *
+ * 1. Restore, once per `--latencies` value (default 0 and 20 ms per request):
+ *    `cairn restore --at <ts> --to <another prefix>` run as a user runs it, the CLI in a
+ *    child process against s3:// URLs. Reported: wall time, documents/s (documents in
+ *    the restored state / wall time), segments replayed, and the child's peak RSS (VmHWM).
+ *    Targets: ≥ 50,000 documents/s, peak RSS ≤ 500 MiB.
+ * 2. Retention's storage: the bytes of log the rewrites wrote per second at the
+ *    measured rate, what a 7-day window of such a log and its retained snapshots (one
+ *    a day, each the size of the one measured) hold, and their price at S3 Standard's
+ *    $0.023 per GB-month.
+ *
+ *   npm run bench:restore [-- --documents 1000000 --rewrites 200000 --latencies 0,20]
+ *
+ * Prints a table, then exactly one line of JSON with every figure. Progress goes to stderr.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { systemRandom } from "../src/base/random.js";
+import { App } from "../src/functions/App.js";
+import { resolveCatalog } from "../src/functions/catalog.js";
+import { FunctionRuntime } from "../src/functions/FunctionRuntime.js";
+import { RETENTION_MS_DEFAULT } from "../src/manifest/Globals.js";
+import type { ObjectStore } from "../src/objectstore/ObjectStore.js";
+import { ShardedStore } from "../src/shard/ShardedStore.js";
+import { round } from "./kit/LatencySummary.js";
+import { flag, parseFlags } from "./kit/flags.js";
+import { LATENCY_MODELS } from "./kit/latencyModels.js";
+import { RemoteEndpoint, storeUrlAt, type EndpointAddress } from "./kit/RemoteEndpoint.js";
+import { watchPeakRss } from "./kit/peakRss.js";
+import { progressPrinter, throttled } from "./kit/progress.js";
+import { formatTable, printReport, verdict, type TableLine } from "./kit/report.js";
+import { TsxChild } from "./kit/TsxChild.js";
+import * as benchApp from "./restoreSupport/historyBenchApp.js";
+
+const options = parseFlags(process.argv.slice(2), {
+  name: "bench:restore",
+  description: "`cairn restore` of a 1M-document deployment to the middle of its history, and what retention stores",
+  flags: {
+    documents: flag.wholeNumber("documents in the deployment", 1_000_000),
+    rewrites: flag.wholeNumber("documents rewritten after the snapshot (the history a restore replays)", 200_000),
+    rate: flag.wholeNumber("documents rewritten a second while building the history", 20_000),
+    latencies: flag.wholeNumbers("ms per request of each restore run", [0, 20], { min: 0 }),
+  },
+});
+
+const OWNERS = 1_000;
+const BULK_DOCUMENTS = 100;
+const BULK_IN_FLIGHT = 32;
+const BODY = "x".repeat(70);
+const OUTPUT_LINES_MAX = 1_000;
+const BUILD_PROGRESS_INTERVAL_MS = 5_000;
+/** S3 Standard storage, per GB-month. */
+const STORAGE_DOLLARS_PER_GB_MONTH = 0.023;
+const DAY_MS = 86_400_000;
+const app = App.fromModule(benchApp, "restore bench app");
+const progress = progressPrinter("[bench:restore] ");
+
+interface History {
+  readonly buildSeconds: number;
+  readonly atTs: number;
+  readonly snapshotBytes: number;
+  readonly logBytes: number;
+  readonly logSegments: number;
+  readonly rewriteSeconds: number;
+}
+
+interface RestoreFigures {
+  readonly latencyMs: number;
+  readonly documents: number;
+  readonly segmentsReplayed: number;
+  readonly seconds: number;
+  readonly documentsPerSecond: number;
+  readonly peakRssMiB: number;
+}
+
+async function main(): Promise<void> {
+  const directory = await mkdtemp(join(tmpdir(), "cairn-bench-restore-"));
+  const endpoint = await RemoteEndpoint.start(LATENCY_MODELS.uniform);
+  try {
+    await endpoint.latencyOff();
+    const history = await buildHistory(endpoint.store("source/"), join(directory, "build"));
+    const restores: RestoreFigures[] = [];
+    for (const latencyMs of options.latencies) {
+      if (latencyMs > 0) await endpoint.latencyRules([{ latencyMs }]);
+      progress(`cairn restore of ${options.documents} documents at ${latencyMs} ms per request…`);
+      restores.push(await measureRestore(endpoint.address, history.atTs, `restored-${latencyMs}ms/`, join(directory, `work-${latencyMs}`), latencyMs));
+      await endpoint.latencyOff();
+    }
+    report(history, restores);
+  } finally {
+    await endpoint.close();
+    await rm(directory, { recursive: true, force: true });
+  }
+}
+
+/** The deployment: documents in bulk, a snapshot, then the rewrites at the given rate; returns the middle of the rewrites' history. */
+async function buildHistory(store: ObjectStore, localDirectory: string): Promise<History> {
+  progress(`building ${options.documents} documents (latency off)…`);
+  const started = performance.now();
+  const sharded = await ShardedStore.open({ store, localDirectory, nodeId: "builder", numShards: 1 });
+  let atTs = 0;
+  let rewriteSeconds = 0;
+  let snapshotBytes = 0;
+  let snapshotSeqno = -1;
+  try {
+    await sharded.acquireAll();
+    const engine = sharded.engines[0]!;
+    const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(store, app.schema, systemRandom), shard: engine });
+    const soFar = throttled(progress, BUILD_PROGRESS_INTERVAL_MS);
+    const bulks = Math.ceil(options.documents / BULK_DOCUMENTS);
+    await inParallel(bulks, async (bulk) => {
+      const from = bulk * BULK_DOCUMENTS;
+      await runtime.runMutation("items:addMany", { owner: `owner-${bulk % OWNERS}`, from, count: Math.min(BULK_DOCUMENTS, options.documents - from), body: BODY });
+      soFar(`  ${from + BULK_DOCUMENTS} documents…`);
+    });
+    const snapshot = await engine.snapshotNow();
+    snapshotBytes = snapshot?.bytes ?? 0;
+    snapshotSeqno = snapshot?.seqno ?? -1;
+    progress(`rewriting ${options.rewrites} documents at ${options.rate}/s…`);
+    const rewriteBulks = Math.ceil(options.rewrites / BULK_DOCUMENTS);
+    const rewriteStarted = performance.now();
+    const middle = Math.floor(rewriteBulks / 2);
+    await inParallel(rewriteBulks, async (bulk) => {
+      // Paced: bulk k starts no sooner than k bulks' worth of the rate after the start.
+      const due = rewriteStarted + (bulk * BULK_DOCUMENTS * 1000) / options.rate;
+      if (due > performance.now()) await sleep(due - performance.now());
+      const from = (bulk * BULK_DOCUMENTS) % options.documents;
+      const run = await runtime.runMutation("items:touchMany", { owner: `owner-${(from / BULK_DOCUMENTS) % OWNERS}`, from, count: BULK_DOCUMENTS, version: 1 + Math.floor((bulk * BULK_DOCUMENTS) / options.documents) });
+      if (bulk === middle) atTs = run.ts;
+      soFar(`  ${(bulk + 1) * BULK_DOCUMENTS} rewritten…`);
+    });
+    rewriteSeconds = (performance.now() - rewriteStarted) / 1000;
+  } finally {
+    await sharded.close();
+  }
+  const buildSeconds = (performance.now() - started) / 1000;
+  let logBytes = 0;
+  let logSegments = 0;
+  // The history after the snapshot: what the rewrites (and the acquire's fence) wrote.
+  for await (const entry of store.list("s0/log/")) {
+    if (Number(entry.key.slice("s0/log/".length)) <= snapshotSeqno) continue;
+    logBytes += entry.size;
+    logSegments++;
+  }
+  await store.close();
+  return { buildSeconds: round(buildSeconds, 1), atTs, snapshotBytes, logBytes, logSegments, rewriteSeconds: round(rewriteSeconds, 1) };
+}
+
+async function inParallel(count: number, run: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: BULK_IN_FLIGHT }, async () => {
+      for (let index = next++; index < count; index = next++) await run(index);
+    }),
+  );
+}
+
+/** `cairn restore` in a child process, its peak RSS polled from /proc while it runs; its progress shows on stderr. */
+async function measureRestore(address: EndpointAddress, atTs: number, targetPrefix: string, workDirectory: string, latencyMs: number): Promise<RestoreFigures> {
+  const started = performance.now();
+  const child = TsxChild.start(
+    "cairn restore",
+    ["src/cli/main.ts", "restore", "--store", storeUrlAt(address, "source/"), "--at", String(atTs), "--to", storeUrlAt(address, targetPrefix), "--work-dir", workDirectory],
+    {
+      stdout: "output",
+      outputLinesMax: OUTPUT_LINES_MAX,
+      echoStderr: true,
+      env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
+    },
+  );
+  const peakRss = watchPeakRss(child.pid!);
+  let code: number | null;
+  let peakRssBytes = 0;
+  try {
+    code = await child.exitCode();
+  } finally {
+    peakRssBytes = peakRss.stop();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const stdout = child.output.since(0).filter((line) => line.stream === "stdout").map((line) => `${line.text}\n`).join("");
+  if (code !== 0) throw new Error(`cairn restore exited with ${code}:\n${child.output.last(OUTPUT_LINES_MAX)}`);
+  const documents = Number(/, (\d+) document\(s\)\n/.exec(stdout)?.[1]);
+  const segmentsReplayed = Number(/and (\d+) segment\(s\) after it/.exec(stdout)?.[1]);
+  if (documents !== options.documents) throw new Error(`the restore wrote ${documents} documents, not ${options.documents}:\n${stdout}`);
+  return { latencyMs, documents, segmentsReplayed, seconds: round(seconds, 1), documentsPerSecond: Math.round(documents / seconds), peakRssMiB: round(peakRssBytes / 2 ** 20, 0) };
+}
+
+function report(history: History, restores: readonly RestoreFigures[]): void {
+  const logBytesPerSecond = history.logBytes / history.rewriteSeconds;
+  const windowDays = RETENTION_MS_DEFAULT / DAY_MS;
+  const logWindowBytes = logBytesPerSecond * (RETENTION_MS_DEFAULT / 1000);
+  // One retained snapshot a day plus the current one, each about the size measured.
+  const snapshotWindowBytes = history.snapshotBytes * (windowDays + 1);
+  const gb = (bytes: number) => bytes / 1e9;
+  const retention = {
+    rewritesPerSecond: Math.round(options.rewrites / history.rewriteSeconds),
+    logBytesPerSecond: Math.round(logBytesPerSecond),
+    windowDays,
+    logGB: round(gb(logWindowBytes), 2),
+    snapshotsGB: round(gb(snapshotWindowBytes), 2),
+    dollarsPerShardMonth: round(gb(logWindowBytes + snapshotWindowBytes) * STORAGE_DOLLARS_PER_GB_MONTH, 2),
+    withoutRetentionDollarsPerShardMonth: round(gb(history.snapshotBytes) * STORAGE_DOLLARS_PER_GB_MONTH, 4),
+  };
+  const lines: TableLine[] = [
+    `bench:restore — S3 test endpoint; 1 shard of ${options.documents} documents (~100 bytes, one index entry each), snapshotted, then ${options.rewrites} rewritten in bulks of ${BULK_DOCUMENTS}`,
+    ["build (latency off)", `${history.buildSeconds} s; snapshot ${round(history.snapshotBytes / 2 ** 20, 1)} MiB; log after it ${history.logSegments} segments, ${round(history.logBytes / 2 ** 20, 1)} MiB`, ""],
+    `1. cairn restore --at <the middle of the rewrites> --to <another prefix> (a child process, as a user runs it)`,
+  ];
+  for (const figures of restores) {
+    lines.push([
+      `${figures.documents} documents at ${figures.latencyMs} ms per request`,
+      `${figures.seconds} s, ${figures.documentsPerSecond} documents/s, ${figures.segmentsReplayed} segments replayed, peak RSS ${figures.peakRssMiB} MiB`,
+      verdict(figures.documentsPerSecond >= 50_000 && figures.peakRssMiB <= 500, "≥ 50,000/s, ≤ 500 MiB"),
+    ]);
+  }
+  lines.push(
+    `2. retention's storage at this history's rate (${retention.rewritesPerSecond} documents rewritten a second, ${round(logBytesPerSecond / 1024, 1)} KiB of log a second)`,
+    [`${windowDays}-day window: log + ${windowDays + 1} snapshots`, `${retention.logGB} GB + ${retention.snapshotsGB} GB = $${retention.dollarsPerShardMonth} per shard-month`, ""],
+    ["without retention (the current snapshot)", `$${retention.withoutRetentionDollarsPerShardMonth} per shard-month`, ""],
+  );
+  printReport(formatTable(lines), { benchmark: "restore", options, history, restores, retention });
+}
+
+await main();
