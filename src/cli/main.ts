@@ -177,6 +177,12 @@ storeCommand("restore", "build a new deployment at --to whose state is this one'
   .option("--work-dir <dir>", "directory for the temporary SQLite copy of one shard at a time (default: a fresh one under the OS temp directory)")
   .action(lazily(async () => (await import("./restoreCommand.js")).restoreCommand));
 
+storeCommand("export", "write the deployment's documents at one moment into a new folder: one documents.jsonl per table (Convex's layout) and cairn-export.json")
+  .option("--at <time>", "the moment: an ISO 8601 date-time with a time zone or a ts in µs (default: the newest moment every shard's log has closed)", (value: string) => momentTs(value))
+  .requiredOption("--to <dir>", "the folder to create")
+  .option("--work-dir <dir>", "directory for the temporary SQLite copy of one shard at a time (default: a fresh one under the OS temp directory)")
+  .action(lazily(async () => (await import("./exportCommand.js")).exportCommand));
+
 storeCommand("retention", "print how far back every past state of the deployment stays restorable, or change it with --set")
   .option("--set <duration>", "the new window: 0 (keep only the current state) or 30m, 36h, 7d, …", (value: string) => durationMs(value))
   .action(lazily(async () => (await import("./retentionCommand.js")).retentionCommand));

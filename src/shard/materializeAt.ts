@@ -127,6 +127,28 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
 }
 
 /**
+ * INVALID_ARGUMENT for a ts that is no ts, RESTORE_OUT_OF_RANGE for one in the future or
+ * before the deployment existed: the checks every reader of the past makes first.
+ */
+export function checkMoment(atTs: number, deployment: { readonly deploymentId: string; readonly createdAt: number }, nowMs: number): void {
+  if (!Number.isSafeInteger(atTs) || atTs < 0) {
+    throw new CairnError("INVALID_ARGUMENT", `a ts must be a non-negative integer number of µs, not ${String(atTs)}`, { details: { atTs } });
+  }
+  if (atTs > nowMs * 1000) throw new CairnError("RESTORE_OUT_OF_RANGE", `ts ${atTs} (${isoOf(atTs)}) is in the future`, { details: { atTs } });
+  if (atTs < deployment.createdAt * 1000) {
+    throw new CairnError(
+      "RESTORE_OUT_OF_RANGE",
+      `ts ${atTs} (${isoOf(atTs)}) is before deployment ${deployment.deploymentId} was created (${new Date(deployment.createdAt).toISOString()})`,
+      { details: { atTs, createdAt: deployment.createdAt } },
+    );
+  }
+}
+
+function isoOf(ts: number): string {
+  return new Date(Math.floor(ts / 1000)).toISOString();
+}
+
+/**
  * Where the state at `atTs` is built from (see baseOf), or RESTORE_OUT_OF_RANGE before
  * anything is read but the manifest and the snapshot records: a caller checks every shard
  * this way before it writes anything.

@@ -20,7 +20,7 @@ import {
 } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
-import { materializeAt, restorableBase, type MaterializeProgress } from "./materializeAt.js";
+import { checkMoment, materializeAt, restorableBase, type MaterializeProgress } from "./materializeAt.js";
 import { ReroutedDump } from "./ReroutedDump.js";
 
 /**
@@ -94,24 +94,14 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
   const random = options.random ?? systemRandom;
   const { source, target, atTs } = options;
   const onProgress = options.onProgress ?? (() => undefined);
-  if (!Number.isSafeInteger(atTs) || atTs < 0) {
-    throw new CairnError("INVALID_ARGUMENT", `the restore's ts must be a non-negative integer number of µs, not ${String(atTs)}`, { details: { atTs } });
-  }
   const nowMs = clock.nowMs();
-  if (atTs > nowMs * 1000) {
-    throw new CairnError("RESTORE_OUT_OF_RANGE", `ts ${atTs} (${isoOf(atTs)}) is in the future`, { details: { atTs } });
-  }
   if (source.description === target.description) {
     throw new CairnError("INVALID_ARGUMENT", `the restore's target is its source (${source.description}); restore into another bucket or prefix`);
   }
   const globals = (await globalsObject(source, random).read())?.value ?? null;
   if (globals === null) throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${source.description} (globals missing): nothing to restore`);
+  checkMoment(atTs, globals, nowMs);
   if (isReshardLockHeld(globals, nowMs)) throw reshardInProgress(globals.reshard!);
-  if (atTs < globals.createdAt * 1000) {
-    throw new CairnError("RESTORE_OUT_OF_RANGE", `ts ${atTs} (${isoOf(atTs)}) is before deployment ${globals.deploymentId} was created (${new Date(globals.createdAt).toISOString()})`, {
-      details: { atTs, createdAt: globals.createdAt },
-    });
-  }
 
   const sourceShards = generationStore(source, globals.generation);
   // The window is checked before the target is touched (materializeAt checks again, and

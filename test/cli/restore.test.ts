@@ -1,11 +1,12 @@
 /**
- * Scenario: `cairn retention` and `cairn restore` as a user runs them, in real child
+ * Scenario: `cairn retention`, `cairn restore` and `cairn export` as a user runs them, in real child
  * processes over directory buckets: a restore at an ISO time and at a ts reproduces the
  * state of that moment in a new deployment that `cairn verify` passes; SIGKILLed midway,
- * the target is refused by nodes and a re-run finishes it; bad moments, durations and
+ * the target is refused by nodes and a re-run finishes it; an export of the present and
+ * of the ISO moment holds those states; bad moments, durations and
  * targets are refused with a clear message and nothing written.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -98,6 +99,20 @@ describe("cairn retention and cairn restore", () => {
     expect(after).toHaveLength(250);
     expect(after.filter((line) => line.endsWith(": edited"))).toHaveLength(50);
     expect(await notesIn(bucket)).toEqual(after);
+
+    // Export: the present by default, the ISO moment's 300 notes with --at; a folder that exists is refused.
+    const present = join(root, "export-present");
+    const exported = await runCairn(["export", "--store", bucket, "--to", present]);
+    expect(exported.code).toBe(0);
+    expect(exported.stdout).toMatch(/exported deployment [0-9a-f]{32} as it was at .*: 250 document\(s\)\n {2}notes: 250 document\(s\)/);
+    expect(readFileSync(join(present, "notes", "documents.jsonl"), "utf8").trimEnd().split("\n")).toHaveLength(250);
+    const past = join(root, "export-past");
+    expect((await runCairn(["export", "--store", bucket, "--at", isoMoment, "--to", past])).code).toBe(0);
+    const pastNotes = readFileSync(join(past, "notes", "documents.jsonl"), "utf8").trimEnd().split("\n").map((line) => JSON.parse(line) as { channel: string; n: number; body: string });
+    expect(pastNotes.map((note) => `${note.channel}/${note.n}: ${note.body}`).sort()).toEqual(asWritten);
+    const again = await runCairn(["export", "--store", bucket, "--to", past]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/already exists/);
 
     // Bad input: a moment that is no moment, one in the future, a target that is not empty.
     for (const [at, message] of [

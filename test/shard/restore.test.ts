@@ -13,9 +13,9 @@
  * midway leaves a target that nodes refuse, and a re-run finishes it; bad input is
  * refused with nothing changed.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/base/clock.js";
 import { randomInt, SeededRandom, systemRandom } from "../../src/base/random.js";
@@ -28,6 +28,7 @@ import type { DocumentId } from "../../src/model/DocumentId.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
 import { PrefixedObjectStore } from "../../src/objectstore/PrefixedObjectStore.js";
 import { readLog } from "../../src/segments/logReader.js";
+import { exportDeployment } from "../../src/shard/exportDeployment.js";
 import { restoreObjectStore, type RestoreReport } from "../../src/shard/restoreObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { readSnapshotRecords } from "../../src/snapshots/SnapshotRecords.js";
@@ -255,6 +256,37 @@ describe.each(BUCKET_FACTORIES)("retention and restore on $name", (factory) => {
       await bucket.close();
     }
   }, 180_000);
+
+  it("exports the state at a ts document for document, one folder per table, and the present by default", async () => {
+    const bucket = await factory.open();
+    try {
+      const source = new PrefixedObjectStore(bucket.store, "source/");
+      const history = await liveHistory(source, 13, 24);
+      const stamps = history.changes.map((change) => change.ts);
+      const random = new SeededRandom(3);
+      for (const atTs of [stamps[randomInt(random, stamps.length)]!, history.insideSegments.at(-1)!, undefined]) {
+        const folder = freshDirectory();
+        const report = await exportDeployment({ source, to: folder, workDirectory: freshDirectory(), ...(atTs === undefined ? {} : { atTs }) });
+        const expected = stateAt(history.changes, atTs ?? Number.MAX_SAFE_INTEGER);
+        if (atTs === undefined) expect(report.atTs).toBeGreaterThanOrEqual(stamps.at(-1)!);
+        const manifest = JSON.parse(readFileSync(join(folder, "cairn-export.json"), "utf8"));
+        expect(manifest).toMatchObject({ format: 1, atTs: report.atTs, numShards: SHARDS, tables: expected.length === 0 ? [] : [{ name: "notes", documents: expected.length }] });
+        expect(manifest.catalog.tables.map((table: { name: string }) => table.name)).toEqual(["notes"]);
+        const lines = expected.length === 0 ? [] : readFileSync(join(folder, "notes", "documents.jsonl"), "utf8").trimEnd().split("\n");
+        const exported = lines.map((line) => JSON.parse(line) as Note & { _id: DocumentId; _creationTime: number });
+        for (const document of exported) expect(typeof document._creationTime).toBe("number");
+        expect(exported.map(({ _id, channel, n, body }) => ({ id: _id, channel, n, body })).sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual(expected);
+        // Nothing left beside it: the temporary folder was renamed.
+        expect(readdirSync(dirname(folder)).filter((name) => name.includes("partial"))).toEqual([]);
+      }
+      const taken = freshDirectory();
+      mkdirSync(taken);
+      await expect(exportDeployment({ source, to: taken })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      await expect(exportDeployment({ source, to: freshDirectory(), atTs: stamps[0]! - 10_000_000 })).rejects.toMatchObject({ code: "RESTORE_OUT_OF_RANGE" });
+    } finally {
+      await bucket.close();
+    }
+  }, 120_000);
 
   it("a restore killed midway leaves a target nodes refuse; a re-run finishes it, a different restore is refused", async () => {
     const bucket = await factory.open();

@@ -1,0 +1,209 @@
+import { once } from "node:events";
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+import { CairnError, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
+import { LocalStore } from "../local/index.js";
+import { CasObject, bucketLayout, generationStore, globalsObject, isReshardLockHeld, manifestCodec, reshardInProgress, schemaCatalogObject, type Manifest, type SchemaCatalog } from "../manifest/index.js";
+import type { ObjectStore } from "../objectstore/index.js";
+import { readLog } from "../segments/index.js";
+import { checkMoment, materializeAt, type MaterializeProgress } from "./materializeAt.js";
+import { RESTORE_SETTLED_AFTER_MS_DEFAULT } from "./restoreObjectStore.js";
+
+/**
+ * `cairn export`: a consistent dump of the deployment at one timestamp into a folder
+ * (DESIGN.md §10a; the format is docs/history.md's):
+ *
+ *   <folder>/cairn-export.json          {format, deploymentId, atTs, at, numShards, tables, catalog}
+ *   <folder>/<table>/documents.jsonl    one document a line: {"_id", "_creationTime", fields…}
+ *                                       in Cairn's lossless JSON value encoding
+ *
+ * The layout is Convex's snapshot export's (a folder per table with documents.jsonl), so
+ * tools that read one read the other. Every shard's state is built at the same ts
+ * (materializeAt), so the dump is one consistent cut across shards. Without a ts, the
+ * export is taken at the logs' common frontier: the newest ts every shard's log has
+ * closed, settled without waiting.
+ *
+ * The folder appears whole or not at all: it is written beside the target under a
+ * temporary name and renamed last, so a killed export leaves only that temporary folder
+ * (removed by the next run) and never a folder that looks complete. Memory is bounded by
+ * one shard's local store and one dump chunk.
+ */
+export interface ExportOptions {
+  readonly source: ObjectStore;
+  /** Hybrid-logical µs; default: the logs' common frontier. */
+  readonly atTs?: number;
+  /** The folder to create (must not exist). */
+  readonly to: string;
+  readonly onProgress?: (progress: ExportProgress) => void;
+  readonly workDirectory?: string;
+  readonly settledAfterMs?: number;
+  readonly clock?: Clock;
+  readonly random?: Random;
+}
+
+export type ExportProgress =
+  | (MaterializeProgress & { readonly shards: number })
+  | { readonly phase: "export"; readonly shard: number; readonly shards: number; readonly documents: number };
+
+export interface ExportReport {
+  readonly deploymentId: string;
+  readonly atTs: number;
+  readonly folder: string;
+  readonly documents: number;
+  readonly tables: readonly { readonly name: string; readonly documents: number }[];
+}
+
+export const EXPORT_FORMAT = 1;
+export const EXPORT_MANIFEST_FILE = "cairn-export.json";
+export const EXPORT_DOCUMENTS_FILE = "documents.jsonl";
+const PARTIAL_PREFIX = ".cairn-export-partial-";
+
+export async function exportDeployment(options: ExportOptions): Promise<ExportReport> {
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? systemRandom;
+  const { source } = options;
+  const onProgress = options.onProgress ?? (() => undefined);
+  const folder = resolve(options.to);
+  if (existsSync(folder)) throw new CairnError("INVALID_ARGUMENT", `${folder} already exists: export into a folder that does not exist yet`, { details: { folder } });
+  const globals = (await globalsObject(source, random).read())?.value ?? null;
+  if (globals === null) throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${source.description} (globals missing): nothing to export`);
+  if (isReshardLockHeld(globals, clock.nowMs())) throw reshardInProgress(globals.reshard!);
+  const catalog = (await schemaCatalogObject(source, random).read())?.value ?? null;
+  const shardStore = generationStore(source, globals.generation);
+  const atTs = options.atTs ?? (await commonFrontier(shardStore, globals.deploymentId, globals.numShards, random, clock));
+  checkMoment(atTs, globals, clock.nowMs());
+
+  mkdirSync(dirname(folder), { recursive: true });
+  // What earlier killed runs into this folder left.
+  for (const name of readdirSync(dirname(folder))) {
+    if (name.startsWith(`${PARTIAL_PREFIX}${basename(folder)}-`)) rmSync(join(dirname(folder), name), { recursive: true, force: true });
+  }
+  const partial = join(dirname(folder), `${PARTIAL_PREFIX}${basename(folder)}-${randomHex(random, 4)}`);
+  mkdirSync(partial);
+  const workDirectory = options.workDirectory ?? mkdtempSync(join(tmpdir(), "cairn-export-"));
+  if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
+  const files = new TableFiles(partial, catalog);
+  try {
+    for (let shard = 0; shard < globals.numShards; shard++) {
+      const path = join(workDirectory, `export-${globals.deploymentId}-${shard}.sqlite`);
+      rmSync(path, { force: true });
+      const local = LocalStore.open({ path, shard, deploymentId: globals.deploymentId, clock });
+      try {
+        await materializeAt({
+          store: shardStore,
+          deploymentId: globals.deploymentId,
+          shard,
+          atTs,
+          local,
+          random,
+          nowMs: clock.nowMs(),
+          settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+          onProgress: (step) => onProgress({ ...step, shards: globals.numShards }),
+        });
+        const cursor = await local.openDumpCursor();
+        let documents = 0;
+        try {
+          for (let chunk = cursor.next(); chunk !== null && chunk.kind === "documents"; chunk = cursor.next()) {
+            for (const row of chunk.rows) await files.write(row.tableNumber, row.id, row.value!);
+            documents += chunk.rows.length;
+            onProgress({ phase: "export", shard, shards: globals.numShards, documents });
+          }
+        } finally {
+          cursor.close();
+        }
+      } finally {
+        local.close();
+        for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+      }
+    }
+    const tables = await files.close();
+    writeFileSync(
+      join(partial, EXPORT_MANIFEST_FILE),
+      `${JSON.stringify(
+        {
+          format: EXPORT_FORMAT,
+          deploymentId: globals.deploymentId,
+          atTs,
+          at: new Date(Math.floor(atTs / 1000)).toISOString(),
+          numShards: globals.numShards,
+          tables,
+          catalog: catalog === null ? null : { nextTableNumber: catalog.nextTableNumber, nextIndexId: catalog.nextIndexId, tables: catalog.tables },
+        },
+        null,
+        2,
+      )}\n`,
+    );
+    renameSync(partial, folder);
+    return { deploymentId: globals.deploymentId, atTs, folder, documents: tables.reduce((sum, table) => sum + table.documents, 0), tables };
+  } catch (error) {
+    await files.close().catch(() => undefined);
+    rmSync(partial, { recursive: true, force: true });
+    throw error;
+  } finally {
+    if (options.workDirectory === undefined) rmSync(workDirectory, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The newest ts every shard's log has closed: the least of the live writers' last
+ * segments' maxTs (settled: those logs have passed it). A shard whose writer handed it
+ * back is closed for good, up to the next writer, whose stamps may lag this clock by the
+ * skew nodes tolerate: without live writers it is the newest commit, once the clock is
+ * that skew past it (a wait of at most a second).
+ */
+const NEXT_WRITER_CLOCK_SKEW_MS = 1_000;
+
+async function commonFrontier(store: ObjectStore, deploymentId: string, numShards: number, random: Random, clock: Clock): Promise<number> {
+  let liveFrontier = Number.POSITIVE_INFINITY;
+  let newest = 0;
+  let handedBack = false;
+  for (let shard = 0; shard < numShards; shard++) {
+    const manifest = (await new CasObject<Manifest>(store, bucketLayout.manifest(shard), manifestCodec, random).read())?.value ?? null;
+    if (manifest === null) continue;
+    let last = manifest.snapshot?.ts ?? 0;
+    const from = Math.max(manifest.logStart, manifest.tailHint, manifest.snapshot === null ? 0 : manifest.snapshot.seqno + 1);
+    for await (const segment of readLog(store, { deploymentId, shard, fromSeqno: from, concurrency: 4 })) last = Math.max(last, segment.header.maxTs);
+    newest = Math.max(newest, last);
+    if (manifest.writer === null) handedBack = true;
+    else liveFrontier = Math.min(liveFrontier, last);
+  }
+  const atTs = liveFrontier === Number.POSITIVE_INFINITY ? newest : liveFrontier;
+  if (handedBack) {
+    const waitMs = Math.ceil(atTs / 1000) + NEXT_WRITER_CLOCK_SKEW_MS - clock.nowMs();
+    if (waitMs > 0) await clock.sleep(waitMs);
+  }
+  return atTs;
+}
+
+/** One documents.jsonl per table, opened on its first document, written with backpressure. */
+class TableFiles {
+  private readonly streams = new Map<number, { readonly name: string; readonly stream: WriteStream; documents: number }>();
+
+  constructor(
+    private readonly folder: string,
+    private readonly catalog: SchemaCatalog | null,
+  ) {}
+
+  async write(tableNumber: number, id: string, text: string): Promise<void> {
+    let table = this.streams.get(tableNumber);
+    if (table === undefined) {
+      const name = this.catalog?.tables.find((candidate) => candidate.number === tableNumber)?.name ?? `_table${tableNumber}`;
+      mkdirSync(join(this.folder, name));
+      table = { name, stream: createWriteStream(join(this.folder, name, EXPORT_DOCUMENTS_FILE)), documents: 0 };
+      this.streams.set(tableNumber, table);
+    }
+    // The stored text is the document without its id: the id goes first, the rest as stored.
+    const line = `{"_id":${JSON.stringify(id)}${text.length > 2 ? `,${text.slice(1)}` : "}"}\n`;
+    table.documents++;
+    if (!table.stream.write(line)) await once(table.stream, "drain");
+  }
+
+  /** Ends every file; the tables written and their document counts, by name. */
+  async close(): Promise<{ name: string; documents: number }[]> {
+    const tables = [...this.streams.values()];
+    await Promise.all(tables.map(({ stream }) => new Promise<void>((done, fail) => stream.end((error?: Error | null) => (error ? fail(error) : done())))));
+    this.streams.clear();
+    return tables.map(({ name, documents }) => ({ name, documents })).sort((a, b) => a.name.localeCompare(b.name));
+  }
+}
