@@ -171,9 +171,10 @@ storeCommand("reshard", "move a stopped deployment to another shard count (every
   .option("--allow-live-followers", "reshard although replicas or standbys are registered live (they re-open on the new layout by themselves)")
   .action(lazily(async () => (await import("./reshardCommand.js")).reshardCommand));
 
-storeCommand("restore", "build a new deployment at --to whose state is this one's at a past moment (within its retention); the source is only read")
+storeCommand("restore", "bring back the deployment's state at a past moment (within its retention): as a new deployment at --to, or --in-place")
   .requiredOption("--at <time>", "the moment: an ISO 8601 date-time with a time zone (2026-12-06T18:00:00Z) or a ts in µs", (value: string) => momentTs(value))
-  .requiredOption("--to <url>", "an empty bucket or prefix for the restored deployment")
+  .option("--to <url>", "an empty bucket or prefix for a new deployment holding that state (this one is only read)")
+  .option("--in-place", "make that state this deployment's current one (every node stopped; the replaced state is kept for the retention window, so a later restore undoes it)")
   .option("--work-dir <dir>", "directory for the temporary SQLite copy of one shard at a time (default: a fresh one under the OS temp directory)")
   .action(lazily(async () => (await import("./restoreCommand.js")).restoreCommand));
 

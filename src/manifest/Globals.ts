@@ -33,7 +33,21 @@ export const globalsSchema = z.object({
    * Generations a reshard switched away from whose keys are not yet deleted: the reshard
    * (or the next one) deletes them and then drops them from this list.
    */
-  retired: z.array(z.object({ generation: z.number().int().min(0), numShards: z.number().int().min(1).max(SHARDS_MAX) })).default([]),
+  retired: z
+    .array(
+      z.object({
+        generation: z.number().int().min(0),
+        numShards: z.number().int().min(1).max(SHARDS_MAX),
+        /**
+         * Kept until then (ms since the Unix epoch) instead of deleted at once: the layout an
+         * in-place restore replaced, readable by a restore until its retention ends.
+         */
+        keepUntil: z.number().int().min(0).optional(),
+        /** The newest ts of its logs when it stopped being current: it holds the deployment's history up to there. */
+        closedAtTs: z.number().int().min(0).optional(),
+      }),
+    )
+    .default([]),
   /**
    * The highest generation any reshard attempt took for itself (>= generation). Those
    * above `generation` never became current: leftovers of attempts that did not finish.

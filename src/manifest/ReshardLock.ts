@@ -122,16 +122,17 @@ export class HeldReshardLock {
 
   /**
    * The commit point: globals name the new generation and shard count, the old
-   * generation is recorded as retired (to delete), and the lock is freed, in one CAS.
+   * generation is recorded as retired (to delete, or with `keep` to keep until then),
+   * and the lock is freed, in one CAS.
    */
-  async switchLayout(): Promise<Globals> {
+  async switchLayout(keep?: { readonly keepUntil: number; readonly closedAtTs: number }): Promise<Globals> {
     const from = this.snapshot.value;
     await this.casOwn(
       {
         ...fieldsOf(from),
         numShards: this.lock.toShards,
         generation: this.lock.generation,
-        retired: [...from.retired, { generation: from.generation, numShards: from.numShards }],
+        retired: [...from.retired, { generation: from.generation, numShards: from.numShards, ...(keep ?? {}) }],
         reshard: null,
       },
       "switch the layout",

@@ -4,9 +4,10 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { CairnError, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
 import { LocalStore } from "../local/index.js";
-import { CasObject, bucketLayout, generationStore, globalsObject, isReshardLockHeld, manifestCodec, reshardInProgress, schemaCatalogObject, type Manifest, type SchemaCatalog } from "../manifest/index.js";
+import { generationStore, globalsObject, isReshardLockHeld, reshardInProgress, schemaCatalogObject, type SchemaCatalog } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { readLog } from "../segments/index.js";
+import { generationHolding } from "./generationHolding.js";
+import { readLogEnds } from "./logEnds.js";
 import { checkMoment, materializeAt, type MaterializeProgress } from "./materializeAt.js";
 import { RESTORE_SETTLED_AFTER_MS_DEFAULT } from "./restoreObjectStore.js";
 
@@ -70,9 +71,11 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
   if (globals === null) throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${source.description} (globals missing): nothing to export`);
   if (isReshardLockHeld(globals, clock.nowMs())) throw reshardInProgress(globals.reshard!);
   const catalog = (await schemaCatalogObject(source, random).read())?.value ?? null;
-  const shardStore = generationStore(source, globals.generation);
-  const atTs = options.atTs ?? (await commonFrontier(shardStore, globals.deploymentId, globals.numShards, random, clock));
+  const atTs = options.atTs ?? (await commonFrontier(generationStore(source, globals.generation), globals.deploymentId, globals.numShards, random, clock));
   checkMoment(atTs, globals, clock.nowMs());
+  // The layout whose history holds the ts: the current one, or one an in-place restore replaced and keeps.
+  const layout = await generationHolding(source, globals, atTs, random, clock.nowMs());
+  const shardStore = generationStore(source, layout.generation);
 
   mkdirSync(dirname(folder), { recursive: true });
   // What earlier killed runs into this folder left.
@@ -85,7 +88,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
   if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
   const files = new TableFiles(partial, catalog);
   try {
-    for (let shard = 0; shard < globals.numShards; shard++) {
+    for (let shard = 0; shard < layout.numShards; shard++) {
       const path = join(workDirectory, `export-${globals.deploymentId}-${shard}.sqlite`);
       rmSync(path, { force: true });
       const local = LocalStore.open({ path, shard, deploymentId: globals.deploymentId, clock });
@@ -99,7 +102,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
           random,
           nowMs: clock.nowMs(),
           settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
-          onProgress: (step) => onProgress({ ...step, shards: globals.numShards }),
+          onProgress: (step) => onProgress({ ...step, shards: layout.numShards }),
         });
         const cursor = await local.openDumpCursor();
         let documents = 0;
@@ -107,7 +110,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
           for (let chunk = cursor.next(); chunk !== null && chunk.kind === "documents"; chunk = cursor.next()) {
             for (const row of chunk.rows) await files.write(row.tableNumber, row.id, row.value!);
             documents += chunk.rows.length;
-            onProgress({ phase: "export", shard, shards: globals.numShards, documents });
+            onProgress({ phase: "export", shard, shards: layout.numShards, documents });
           }
         } finally {
           cursor.close();
@@ -126,7 +129,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
           deploymentId: globals.deploymentId,
           atTs,
           at: new Date(Math.floor(atTs / 1000)).toISOString(),
-          numShards: globals.numShards,
+          numShards: layout.numShards,
           tables,
           catalog: catalog === null ? null : { nextTableNumber: catalog.nextTableNumber, nextIndexId: catalog.nextIndexId, tables: catalog.tables },
         },
@@ -155,21 +158,10 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
 const NEXT_WRITER_CLOCK_SKEW_MS = 1_000;
 
 async function commonFrontier(store: ObjectStore, deploymentId: string, numShards: number, random: Random, clock: Clock): Promise<number> {
-  let liveFrontier = Number.POSITIVE_INFINITY;
-  let newest = 0;
-  let handedBack = false;
-  for (let shard = 0; shard < numShards; shard++) {
-    const manifest = (await new CasObject<Manifest>(store, bucketLayout.manifest(shard), manifestCodec, random).read())?.value ?? null;
-    if (manifest === null) continue;
-    let last = manifest.snapshot?.ts ?? 0;
-    const from = Math.max(manifest.logStart, manifest.tailHint, manifest.snapshot === null ? 0 : manifest.snapshot.seqno + 1);
-    for await (const segment of readLog(store, { deploymentId, shard, fromSeqno: from, concurrency: 4 })) last = Math.max(last, segment.header.maxTs);
-    newest = Math.max(newest, last);
-    if (manifest.writer === null) handedBack = true;
-    else liveFrontier = Math.min(liveFrontier, last);
-  }
-  const atTs = liveFrontier === Number.POSITIVE_INFINITY ? newest : liveFrontier;
-  if (handedBack) {
+  const ends = await readLogEnds(store, deploymentId, numShards, random);
+  const live = ends.filter((end) => !end.handedBack);
+  const atTs = live.length > 0 ? Math.min(...live.map((end) => end.lastTs)) : Math.max(0, ...ends.map((end) => end.lastTs));
+  if (live.length < ends.length) {
     const waitMs = Math.ceil(atTs / 1000) + NEXT_WRITER_CLOCK_SKEW_MS - clock.nowMs();
     if (waitMs > 0) await clock.sleep(waitMs);
   }

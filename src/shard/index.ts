@@ -11,3 +11,4 @@ export { verifyShard, type ShardVerification } from "./verifyShard.js";
 export { materializeAt, type MaterializedShard, type MaterializeProgress } from "./materializeAt.js";
 export { restoreObjectStore, RESTORE_SETTLED_AFTER_MS_DEFAULT, type RestoreReport, type RestoreToProgress } from "./restoreObjectStore.js";
 export { EXPORT_DOCUMENTS_FILE, EXPORT_FORMAT, EXPORT_MANIFEST_FILE, exportDeployment, type ExportProgress, type ExportReport } from "./exportDeployment.js";
+export { restoreInPlace, type RestoreInPlaceProgress, type RestoreInPlaceReport } from "./restoreInPlace.js";

@@ -11,17 +11,14 @@ import {
   type Globals,
   generationKeyPrefixes,
   generationStore,
-  isLeaseLive,
   manifestCodec,
   MANIFEST_FORMAT,
   type Manifest,
-  dropRetiredGeneration,
   HeldReshardLock,
   isReshardLockHeld,
   reshardInProgress,
   bucketLayout,
   schemaCatalogObject,
-  ShardManifest,
 } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
@@ -29,6 +26,7 @@ import type { ShardEngineTuning } from "./engineOptions.js";
 import { HybridClock } from "./HybridClock.js";
 import { LaneRouter } from "./LaneRouter.js";
 import { ReroutedDump } from "./ReroutedDump.js";
+import { deletePrefixes, deleteRetired, keepRenewed, refuseLiveLeases } from "./layoutSwitchSteps.js";
 import { ShardEngine } from "./ShardEngine.js";
 
 /**
@@ -153,7 +151,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
     if (unchanged) {
       await renewal.stop();
       await lock.release();
-      await deleteRetired(store, random, from, deleteGeneration);
+      await deleteRetired(store, random, from, clock.nowMs(), deleteGeneration);
       return { changed: false, fromShards: from.numShards, toShards, generation: from.generation, documents: 0, lanes: [], frontierTs: 0, objectsDeleted, cleanupError: null };
     }
   } catch (error) {
@@ -308,67 +306,12 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
   quietly(() => removeWorkDirectory(workDirectory, options.workDirectory));
   let cleanupError: string | null = null;
   try {
-    await deleteRetired(store, random, afterSwitch, deleteGeneration);
+    await deleteRetired(store, random, afterSwitch, clock.nowMs(), deleteGeneration);
   } catch (error) {
     // globals still list the old generation: the next reshard (a no-op one too) deletes it.
     cleanupError = error instanceof Error ? error.message : String(error);
   }
   return { ...report, objectsDeleted, cleanupError };
-}
-
-/** LEASE_HELD when any shard of the old layout has a live writer (checked before anything is written). */
-async function refuseLiveLeases(store: ObjectStore, globals: Globals, nowMs: number, random: Random): Promise<void> {
-  for (let shard = 0; shard < globals.numShards; shard++) {
-    const manifest = await new ShardManifest(store, shard, globals.deploymentId, random).refresh().catch((error: unknown) => {
-      if ((error as { code?: string }).code === "MANIFEST_INVALID") return null;
-      throw error;
-    });
-    if (manifest === null || !isLeaseLive(manifest, nowMs)) continue;
-    throw new CairnError(
-      "LEASE_HELD",
-      `shard ${shard} has a live writer (${manifest.writer!.nodeId}, lease until ${new Date(manifest.leaseExpiresAt).toISOString()}); ` +
-        `stop every node of the deployment before resharding; nothing was changed`,
-      { details: { shard, nodeId: manifest.writer!.nodeId, leaseExpiresAt: manifest.leaseExpiresAt } },
-    );
-  }
-}
-
-/** Deletes every generation globals lists as retired, then drops it from the list. */
-async function deleteRetired(
-  store: ObjectStore,
-  random: Random,
-  globals: Globals,
-  deleteGeneration: (generation: number, numShards: number) => Promise<void>,
-): Promise<void> {
-  for (const old of globals.retired) {
-    if (old.generation === globals.generation) continue;
-    await deleteGeneration(old.generation, old.numShards);
-    await dropRetiredGeneration(store, random, old.generation);
-  }
-}
-
-const DELETE_BATCH_KEYS = 1000;
-
-async function deletePrefixes(store: ObjectStore, prefixes: readonly string[], onProgress: (deleted: number) => void): Promise<number> {
-  let deleted = 0;
-  for (const prefix of prefixes) {
-    let batch: string[] = [];
-    for await (const entry of store.list(prefix)) {
-      batch.push(entry.key);
-      if (batch.length >= DELETE_BATCH_KEYS) {
-        await store.deleteMany(batch);
-        deleted += batch.length;
-        batch = [];
-        onProgress(deleted);
-      }
-    }
-    if (batch.length > 0) {
-      await store.deleteMany(batch);
-      deleted += batch.length;
-      onProgress(deleted);
-    }
-  }
-  return deleted;
 }
 
 /**
@@ -395,33 +338,3 @@ function removeWorkDirectory(directory: string, given: string | undefined): void
   }
 }
 
-/** Renews the lock every third of its TTL; `check` throws once a renewal failed. */
-function keepRenewed(lock: HeldReshardLock, clock: Clock, ttlMs: number) {
-  const controller = new AbortController();
-  let failure: unknown = null;
-  const loop = (async () => {
-    while (!controller.signal.aborted) {
-      try {
-        await clock.sleep(Math.floor(ttlMs / 3), controller.signal);
-      } catch {
-        return;
-      }
-      try {
-        await lock.renew(clock.nowMs(), ttlMs);
-      } catch (error) {
-        failure = error;
-        return;
-      }
-    }
-  })();
-  return {
-    check(): void {
-      if (failure !== null) throw failure;
-    },
-    /** Ends the renewals (whatever the last one did: `check` reports a failure). */
-    async stop(): Promise<void> {
-      controller.abort();
-      await loop;
-    },
-  };
-}

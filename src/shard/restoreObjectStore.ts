@@ -20,7 +20,8 @@ import {
 } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
-import { checkMoment, materializeAt, restorableBase, type MaterializeProgress } from "./materializeAt.js";
+import { generationHolding } from "./generationHolding.js";
+import { checkMoment, materializeAt, type MaterializeProgress } from "./materializeAt.js";
 import { ReroutedDump } from "./ReroutedDump.js";
 
 /**
@@ -103,20 +104,20 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
   checkMoment(atTs, globals, nowMs);
   if (isReshardLockHeld(globals, nowMs)) throw reshardInProgress(globals.reshard!);
 
-  const sourceShards = generationStore(source, globals.generation);
   // The window is checked before the target is touched (materializeAt checks again, and
   // what only the log can tell — a ts not settled yet — cleans the target up below).
-  for (let shard = 0; shard < globals.numShards; shard++) await restorableBase({ store: sourceShards, deploymentId: globals.deploymentId, shard, atTs, random });
+  const layout = await generationHolding(source, globals, atTs, random, nowMs);
+  const sourceShards = generationStore(source, layout.generation);
   const prepared = await prepareTarget(target, globals, atTs, clock, random, onProgress);
   if (prepared.kind === "finished") {
-    return { deploymentId: prepared.deploymentId, sourceDeploymentId: globals.deploymentId, atTs, numShards: globals.numShards, documents: 0, shards: [], restored: false };
+    return { deploymentId: prepared.deploymentId, sourceDeploymentId: globals.deploymentId, atTs, numShards: layout.numShards, documents: 0, shards: [], restored: false };
   }
   const deploymentId = prepared.mark.deploymentId;
   const workDirectory = options.workDirectory ?? mkdtempSync(join(tmpdir(), "cairn-restore-"));
   if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
   const shards: { baseSeqno: number | null; segmentsApplied: number; documents: number }[] = [];
   try {
-    for (let shard = 0; shard < globals.numShards; shard++) {
+    for (let shard = 0; shard < layout.numShards; shard++) {
       const path = join(workDirectory, `restore-${globals.deploymentId}-${shard}.sqlite`);
       rmSync(path, { force: true });
       const local = LocalStore.open({ path, shard, deploymentId: globals.deploymentId, clock });
@@ -130,13 +131,13 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
           random,
           nowMs,
           settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
-          onProgress: (step) => onProgress({ ...step, shards: globals.numShards }),
+          onProgress: (step) => onProgress({ ...step, shards: layout.numShards }),
         });
-        const documents = await writeFirstSnapshot(target, deploymentId, shard, atTs, local, random, (written) =>
-          onProgress({ phase: "write", shard, shards: globals.numShards, documents: written }),
+        const documents = await writeFirstSnapshot(target, { deploymentId, shard, frontierTs: atTs, chainSeed: "restore" }, local, random, (written) =>
+          onProgress({ phase: "write", shard, shards: layout.numShards, documents: written }),
         );
         shards.push({ baseSeqno: materialized.base?.seqno ?? null, segmentsApplied: materialized.segmentsApplied, documents });
-        onProgress({ phase: "written", shard, shards: globals.numShards, documents });
+        onProgress({ phase: "written", shard, shards: layout.numShards, documents });
       } finally {
         local.close();
         for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
@@ -154,7 +155,7 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
   await globalsObject(target, random).create({
     format: GLOBALS_FORMAT,
     deploymentId,
-    numShards: globals.numShards,
+    numShards: layout.numShards,
     createdAt: clock.nowMs(),
     generation: 0,
     retired: [],
@@ -167,7 +168,7 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
     deploymentId,
     sourceDeploymentId: globals.deploymentId,
     atTs,
-    numShards: globals.numShards,
+    numShards: layout.numShards,
     documents: shards.reduce((sum, shard) => sum + shard.documents, 0),
     shards,
     restored: true,
@@ -266,25 +267,28 @@ async function readMark(target: ObjectStore): Promise<RestoreMark | null> {
   }
 }
 
-/** The shard's state as the first snapshot of a fresh log of the new deployment, and its manifest; returns the documents written. */
-async function writeFirstSnapshot(
+/**
+ * The local store's state as the first snapshot of a fresh log (seqno 0 stands for it; the
+ * log starts at 1) and that shard's manifest, in `target`; returns the documents written.
+ * The snapshot closes at `frontierTs` (at least the newest ts in the state): new writers
+ * continue above it.
+ */
+export async function writeFirstSnapshot(
   target: ObjectStore,
-  deploymentId: string,
-  shard: number,
-  atTs: number,
+  first: { readonly deploymentId: string; readonly shard: number; readonly frontierTs: number; readonly chainSeed: string },
   local: LocalStore,
   random: Random,
   onWritten: (documents: number) => void,
 ): Promise<number> {
+  const { deploymentId, shard } = first;
   const meta: LocalMeta = {
     shard,
     deploymentId,
     appliedSeqno: 0,
     epoch: 0,
-    lastHash: restoredChainHash(deploymentId, shard),
-    // The state is closed at the restore's ts: new writers continue above it.
-    frontierTs: atTs,
-    minReadableTs: atTs,
+    lastHash: firstChainHash(first.chainSeed, deploymentId, shard),
+    frontierTs: first.frontierTs,
+    minReadableTs: first.frontierTs,
   };
   const pointer = await writeSnapshot({
     store: target,
@@ -317,9 +321,9 @@ async function copyObject(from: ObjectStore, to: ObjectStore, key: string): Prom
   await to.create(key, result.body);
 }
 
-/** The chain link a restored shard's first segment points back to: unique per deployment and shard. */
-function restoredChainHash(deploymentId: string, shard: number): string {
-  return createHash("sha256").update(`cairn restore ${deploymentId} shard ${shard}`).digest("hex");
+/** The chain link a fresh log's first segment points back to (its snapshot stands for it): unique per seed, deployment and shard. */
+function firstChainHash(seed: string, deploymentId: string, shard: number): string {
+  return createHash("sha256").update(`cairn ${seed} ${deploymentId} shard ${shard}`).digest("hex");
 }
 
 function isoOf(ts: number): string {

@@ -114,6 +114,20 @@ describe("cairn retention and cairn restore", () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/already exists/);
 
+    // In place: the ISO moment becomes the present; a restore to the moment before it undoes it.
+    const inPlace = await runCairn(["restore", "--store", bucket, "--at", isoMoment, "--in-place"]);
+    expect(inPlace.stderr).not.toMatch(/cairn: \[/);
+    expect(inPlace.stdout).toMatch(/restored deployment [0-9a-f]{32} in place to .*: 300 document\(s\) on 2 shard\(s\), now layout generation 1\n.*kept until/);
+    expect(await notesIn(bucket)).toEqual(asWritten);
+    const undo = await runCairn(["restore", "--store", bucket, "--at", String(lastTs), "--in-place"]);
+    expect(undo.code).toBe(0);
+    expect(await notesIn(bucket)).toEqual(after);
+    for (const where of [[], ["--in-place", "--to", join(root, "both")]]) {
+      const refused = await runCairn(["restore", "--store", bucket, "--at", String(lastTs), ...where]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/--to <store URL> \(a new deployment\) or --in-place/);
+    }
+
     // Bad input: a moment that is no moment, one in the future, a target that is not empty.
     for (const [at, message] of [
       ["yesterday", /expected an ISO 8601 date-time with a time zone/],

@@ -23,12 +23,14 @@ import { App } from "../../src/functions/App.js";
 import type { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { globalsObject } from "../../src/manifest/Globals.js";
+import { HeldReshardLock } from "../../src/manifest/ReshardLock.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
 import { PrefixedObjectStore } from "../../src/objectstore/PrefixedObjectStore.js";
 import { readLog } from "../../src/segments/logReader.js";
 import { exportDeployment } from "../../src/shard/exportDeployment.js";
+import { restoreInPlace } from "../../src/shard/restoreInPlace.js";
 import { restoreObjectStore, type RestoreReport } from "../../src/shard/restoreObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { readSnapshotRecords } from "../../src/snapshots/SnapshotRecords.js";
@@ -316,6 +318,91 @@ describe.each(BUCKET_FACTORIES)("retention and restore on $name", (factory) => {
       await bucket.close();
     }
   }, 120_000);
+});
+
+describe.each(BUCKET_FACTORIES)("in-place restore on $name", (factory) => {
+  it("makes a past state current as a new layout, keeps the old one for an undo, and takes new writes above everything before", async () => {
+    const bucket = await factory.open();
+    try {
+      const store = new PrefixedObjectStore(bucket.store, "deployment/");
+      const history = await liveHistory(store, 17, 20);
+      const stamps = history.changes.map((change) => change.ts);
+      const atTs = stamps[Math.floor(stamps.length / 2)]!;
+      const before = await answersOf(store);
+
+      // Killed before the switch (the new layout's last manifest fails): the deployment is untouched.
+      const faulty = new FaultyObjectStore(store, new SeededRandom(4), systemClock);
+      faulty.inject({ operations: ["create"], keyPattern: /^g1\/s1\/manifest$/, once: true, effect: "unreachable" });
+      await expect(restoreInPlace({ store: faulty, atTs, workDirectory: freshDirectory() })).rejects.toThrow();
+      expect((await globalsObject(store, systemRandom).read())!.value).toMatchObject({ generation: 0, highestGeneration: 1, reshard: null });
+      expect(await answersOf(store)).toEqual(before);
+
+      const report = await restoreInPlace({ store, atTs, workDirectory: freshDirectory() });
+      expect(report).toMatchObject({ atTs, fromGeneration: 0, generation: 2, numShards: SHARDS, cleanupError: null });
+      expect(report.keptUntil).toBeGreaterThan(systemClock.nowMs());
+      expect(await answersOf(store)).toEqual(expectedAnswers(stateAt(history.changes, atTs)));
+
+      // New writes continue above everything the replaced layout ever stamped.
+      const { sharded, runtime } = await openNode(store);
+      let afterTs: number;
+      try {
+        afterTs = (await runtime.runMutation("notes:add", { channel: "a", n: 5_000, body: "after the restore" })).ts;
+      } finally {
+        await sharded.close();
+      }
+      expect(afterTs).toBeGreaterThan(stamps.at(-1)!);
+      expect((await answersOf(store)).notes.map((note) => note.body)).toContain("after the restore");
+
+      // Undo: the state just before the restore lives in the kept layout.
+      const undo = await restoreInPlace({ store, atTs: stamps.at(-1)!, workDirectory: freshDirectory() });
+      expect(undo).toMatchObject({ fromGeneration: 0, generation: 3 });
+      expect(await answersOf(store)).toEqual(before);
+      // …and the write made after the first restore is restorable from the layout that took it.
+      await restoreInPlace({ store, atTs: afterTs, workDirectory: freshDirectory() });
+      expect((await answersOf(store)).notes.map((note) => note.body)).toContain("after the restore");
+      const globals = (await globalsObject(store, systemRandom).read())!.value;
+      expect(globals.generation).toBe(4);
+      expect(globals.retired.map((old) => old.generation).sort()).toEqual([0, 2, 3]);
+    } finally {
+      await bucket.close();
+    }
+  }, 180_000);
+});
+
+describe("in-place restore refuses, changing nothing", () => {
+  it("while a writer is live, while a reshard runs, outside the window; with retention 0 the old layout goes at once", async () => {
+    const bucket = await memoryBucket.open();
+    try {
+      const store = new PrefixedObjectStore(bucket.store, "deployment/");
+      const history = await liveHistory(store, 19, 8);
+      const atTs = history.changes[2]!.ts;
+      const { sharded } = await openNode(store);
+      try {
+        await expect(restoreInPlace({ store, atTs })).rejects.toMatchObject({ code: "LEASE_HELD" });
+      } finally {
+        await sharded.close();
+      }
+      await expect(restoreInPlace({ store, atTs: history.changes[0]!.ts - 60_000_000 })).rejects.toMatchObject({ code: "RESTORE_OUT_OF_RANGE" });
+      await expect(restoreInPlace({ store, atTs: -5 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      const reshard = await HeldReshardLock.take(store, systemRandom, { owner: "a-reshard", nowMs: systemClock.nowMs(), ttlMs: 30_000, toShards: 3 });
+      await expect(restoreInPlace({ store, atTs })).rejects.toMatchObject({ code: "RESHARD_IN_PROGRESS" });
+      await reshard.release();
+      expect((await globalsObject(store, systemRandom).read())!.value).toMatchObject({ generation: 0, highestGeneration: 1, reshard: null });
+
+      // Retention 0: nothing is kept, the replaced layout is deleted after the switch.
+      await globalsObject(store, systemRandom).update((current) => {
+        const { version: _version, nonce: _nonce, ...fields } = current!;
+        return { ...fields, retentionMs: 0 };
+      });
+      const report = await restoreInPlace({ store, atTs });
+      expect(report.keptUntil).toBeNull();
+      expect(report.objectsDeleted).toBeGreaterThan(0);
+      for await (const entry of store.list("s0/")) expect.fail(`the replaced layout left ${entry.key}`);
+      expect(await answersOf(store)).toEqual(expectedAnswers(stateAt(history.changes, atTs)));
+    } finally {
+      await bucket.close();
+    }
+  }, 60_000);
 });
 
 describe("restore refuses bad input, changing nothing", () => {

@@ -124,10 +124,14 @@ describe("snapshots", () => {
       await a.engine.commit(insertUnit(a.engine, harness.newId(), {}));
       const second = await a.engine.snapshotNow();
       const report = await a.engine.collectGarbageNow();
-      expect(report.snapshotObjectsDeleted).toBe(2);
+      // The first snapshot's part and its record, and the crashed attempt's part.
+      expect(report.snapshotObjectsDeleted).toBe(3);
       const remaining = [];
       for await (const entry of harness.bucket.list(bucketLayout.snapshotsPrefix(0))) remaining.push(entry.key);
       expect(remaining).toEqual([bucketLayout.snapshotPart(second!.key, 0)]);
+      const records = [];
+      for await (const entry of harness.bucket.list(bucketLayout.snapshotRecordsPrefix(0))) records.push(entry.key);
+      expect(records).toEqual([bucketLayout.snapshotRecord(0, second!.seqno, second!.key.split("/").at(-2)!)]);
     } finally {
       await harness.close();
     }
