@@ -3,6 +3,7 @@ import { liveNodes } from "../fleet/index.js";
 import { bucketLayout, parseSegmentSeqno, openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
 import { openObjectStore } from "../objectstore/index.js";
 import { readSegment } from "../segments/index.js";
+import { formatDuration } from "./pointInTime.js";
 
 /**
  * Prints what the bucket holds, read-only: globals, the live nodes (their role, URL and
@@ -14,11 +15,17 @@ export async function inspectCommand(options: { readonly store: string }): Promi
   const store = await openObjectStore(options.store);
   try {
     const globals = await openGlobals(store, { clock: systemClock, random: systemRandom, mustExist: true });
-    const { deploymentId, numShards, createdAt, generation, retired } = globals.value;
+    const { deploymentId, numShards, createdAt, generation, retired, retentionMs } = globals.value;
     const shardStore = generationStore(store, generation);
-    const retiredNote = retired.length === 0 ? "" : `; retired generation(s) not yet deleted: ${retired.map((old) => old.generation).join(", ")}`;
+    const retiredNote =
+      retired.length === 0
+        ? ""
+        : `; retired generation(s) not yet deleted: ${retired
+            .map((old) => (old.keepUntil === undefined ? String(old.generation) : `${old.generation} (kept until ${new Date(old.keepUntil).toISOString()})`))
+            .join(", ")}`;
     const lines = [
-      `deployment ${deploymentId}: ${numShards} shard(s), layout generation ${generation}, created ${new Date(createdAt).toISOString()}${retiredNote}`,
+      `deployment ${deploymentId}: ${numShards} shard(s), layout generation ${generation}, created ${new Date(createdAt).toISOString()}, ` +
+        `retention ${formatDuration(retentionMs)}${retiredNote}`,
     ];
     const nowMs = systemClock.nowMs();
     const nodes = await liveNodes(store, deploymentId, systemRandom, nowMs);
