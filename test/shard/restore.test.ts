@@ -405,6 +405,60 @@ describe("in-place restore refuses, changing nothing", () => {
   }, 60_000);
 });
 
+describe("a restore racing GC", () => {
+  it("never restores a log GC truncated under it: it refuses, or is exact", async () => {
+    const bucket = await memoryBucket.open();
+    try {
+      const store = new PrefixedObjectStore(bucket.store, "deployment/");
+      // No retention: GC collects everything below the current snapshot.
+      const { sharded, runtime } = await openNode(store, { retentionMs: 0 });
+      let closed = false;
+      const changes: Change[] = [];
+      const add = async (n: number) => {
+        const note = { channel: CHANNELS[n % CHANNELS.length]!, n, body: `note ${n}` };
+        const run = await runtime.runMutation("notes:add", note);
+        changes.push({ ts: run.ts, kind: "put", note: { id: run.value as DocumentId, ...note } });
+      };
+      try {
+        for (let n = 0; n < 10; n++) await add(n);
+        for (const engine of sharded.engines) await engine.snapshotNow();
+        for (let n = 10; n < 40; n++) await add(n);
+        const atTs = changes[25]!.ts;
+        // Shard 1's log reads are held (its snapshot restored, its base chosen) while GC, after new snapshots, deletes what it needs.
+        const faulty = new FaultyObjectStore(store, new SeededRandom(9), systemClock);
+        let release!: () => void;
+        faulty.inject({ operations: ["get"], keyPattern: /^s1\/log\//, effect: { until: new Promise<void>((resolve) => (release = resolve)) } });
+        const restoring = restoreObjectStore({ source: faulty, target: new PrefixedObjectStore(bucket.store, "target/"), atTs, workDirectory: freshDirectory() }).then(
+          (report) => ({ report }),
+          (error: unknown) => ({ error }),
+        );
+        while (faulty.held === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+        for (let n = 40; n < 45; n++) await add(n);
+        for (const engine of sharded.engines) {
+          await engine.snapshotNow();
+          const report = await engine.collectGarbageNow();
+          expect(report.logStartAfter).toBeGreaterThan(report.logStartBefore);
+        }
+        // Handed back: the log's end no longer says "not settled" — only the logStart check stands.
+        closed = true;
+        await sharded.close();
+        release();
+        faulty.releaseAll();
+        const outcome = await restoring;
+        if ("error" in outcome) {
+          expect(["RESTORE_OUT_OF_RANGE", "SNAPSHOT_MISSING"]).toContain(codeOfError(outcome.error));
+        } else {
+          expect(await answersOf(new PrefixedObjectStore(bucket.store, "target/"))).toEqual(expectedAnswers(stateAt(changes, atTs)));
+        }
+      } finally {
+        if (!closed) await sharded.close();
+      }
+    } finally {
+      await bucket.close();
+    }
+  }, 60_000);
+});
+
 describe("restore refuses bad input, changing nothing", () => {
   it("refuses a target with objects, the source itself, bad timestamps, the future, an empty source and an unsettled ts", async () => {
     const bucket = await memoryBucket.open();
