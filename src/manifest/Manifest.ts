@@ -89,6 +89,14 @@ export function initialManifestFields(deploymentId: string, shard: number): CasF
   };
 }
 
+/**
+ * The manifest of a fresh log that starts from a snapshot (a reshard's or restore's new
+ * shard): the snapshot stands for seqno 0, the log starts after it, nobody writes yet.
+ */
+export function firstManifestFields(deploymentId: string, shard: number, snapshot: SnapshotPointer): CasFields<Manifest> {
+  return { ...initialManifestFields(deploymentId, shard), logStart: 1, snapshot, tailHint: 0 };
+}
+
 export function isLeaseLive(manifest: Manifest, nowMs: number): boolean {
   return manifest.writer !== null && nowMs <= manifest.leaseExpiresAt;
 }

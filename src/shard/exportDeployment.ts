@@ -1,14 +1,12 @@
 import { once } from "node:events";
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
-import { tmpdir } from "node:os";
+import { createWriteStream, existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync, type WriteStream } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { CairnError, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
-import { LocalStore } from "../local/index.js";
 import { generationStore, globalsObject, isReshardLockHeld, reshardInProgress, schemaCatalogObject, type SchemaCatalog } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { generationHolding } from "./generationHolding.js";
 import { readLogEnds } from "./logEnds.js";
-import { checkMoment, materializeAt, type MaterializeProgress } from "./materializeAt.js";
+import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
 import { RESTORE_SETTLED_AFTER_MS_DEFAULT } from "./restoreObjectStore.js";
 
 /**
@@ -84,26 +82,23 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
   }
   const partial = join(dirname(folder), `${PARTIAL_PREFIX}${basename(folder)}-${randomHex(random, 4)}`);
   mkdirSync(partial);
-  const workDirectory = options.workDirectory ?? mkdtempSync(join(tmpdir(), "cairn-export-"));
-  if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
+  const workDirectory = workDirectoryOf(options.workDirectory, "cairn-export-");
   const files = new TableFiles(partial, catalog);
   try {
     for (let shard = 0; shard < layout.numShards; shard++) {
-      const path = join(workDirectory, `export-${globals.deploymentId}-${shard}.sqlite`);
-      rmSync(path, { force: true });
-      const local = LocalStore.open({ path, shard, deploymentId: globals.deploymentId, clock });
-      try {
-        await materializeAt({
-          store: shardStore,
-          deploymentId: globals.deploymentId,
-          shard,
-          atTs,
-          local,
-          random,
-          nowMs: clock.nowMs(),
-          settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
-          onProgress: (step) => onProgress({ ...step, shards: layout.numShards }),
-        });
+      const materialize = {
+        store: shardStore,
+        deploymentId: globals.deploymentId,
+        shard,
+        atTs,
+        random,
+        clock,
+        nowMs: clock.nowMs(),
+        settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+        workDirectory: workDirectory.path,
+        onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: layout.numShards }),
+      };
+      await withStateAt(materialize, async (local) => {
         const cursor = await local.openDumpCursor();
         let documents = 0;
         try {
@@ -115,10 +110,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
         } finally {
           cursor.close();
         }
-      } finally {
-        local.close();
-        for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
-      }
+      });
     }
     const tables = await files.close();
     writeFileSync(
@@ -144,7 +136,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
     rmSync(partial, { recursive: true, force: true });
     throw error;
   } finally {
-    if (options.workDirectory === undefined) rmSync(workDirectory, { recursive: true, force: true });
+    workDirectory.remove();
   }
 }
 

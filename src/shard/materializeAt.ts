@@ -1,5 +1,8 @@
-import { CairnError, type Random } from "../base/index.js";
-import type { LocalStore } from "../local/index.js";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CairnError, type Clock, type Random } from "../base/index.js";
+import { LocalStore } from "../local/index.js";
 import { CasObject, bucketLayout, manifestCodec, type Manifest, type SnapshotPointer } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { LogValidator, readLog, type RecordBatch } from "../segments/index.js";
@@ -124,6 +127,38 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
     );
   }
   return { base, segmentsApplied, cutInside };
+}
+
+/**
+ * The shard's state at `atTs` in a temporary SQLite file under `workDirectory`, handed to
+ * `use` (a dump to write somewhere), then closed and deleted whatever happens.
+ */
+export async function withStateAt<T>(
+  options: Omit<MaterializeAtOptions, "local"> & { readonly workDirectory: string; readonly clock: Clock },
+  use: (local: LocalStore, materialized: MaterializedShard) => Promise<T>,
+): Promise<T> {
+  const path = join(options.workDirectory, `at-${options.deploymentId}-${options.shard}.sqlite`);
+  const remove = () => {
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+  };
+  remove();
+  const local = LocalStore.open({ path, shard: options.shard, deploymentId: options.deploymentId, clock: options.clock });
+  try {
+    return await use(local, await materializeAt({ ...options, local }));
+  } finally {
+    local.close();
+    remove();
+  }
+}
+
+/** The directory the caller gave (created if missing, kept), or a fresh one under the OS temp dir that `remove` deletes. */
+export function workDirectoryOf(given: string | undefined, prefix: string): { readonly path: string; readonly remove: () => void } {
+  if (given !== undefined) {
+    mkdirSync(given, { recursive: true });
+    return { path: given, remove: () => undefined };
+  }
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
 /**

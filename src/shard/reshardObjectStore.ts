@@ -12,7 +12,7 @@ import {
   generationKeyPrefixes,
   generationStore,
   manifestCodec,
-  MANIFEST_FORMAT,
+  firstManifestFields,
   type Manifest,
   HeldReshardLock,
   isReshardLockHeld,
@@ -257,19 +257,7 @@ export async function reshardObjectStore(options: ReshardOptions): Promise<Resha
         onProgress: (step) =>
           onProgress({ phase: "write", shard: lane, shards: toShards, documents: step.documents, totalDocuments: totalDocuments + step.documents }),
       });
-      await new CasObject<Manifest>(newStore, bucketLayout.manifest(lane), manifestCodec, random).create({
-        format: MANIFEST_FORMAT,
-        deploymentId: from.deploymentId,
-        shard: lane,
-        epoch: 0,
-        writer: null,
-        leaseExpiresAt: 0,
-        // The snapshot stands for seqno 0; the new log starts after it.
-        logStart: 1,
-        snapshot: pointer,
-        tailHint: 0,
-        fences: [],
-      });
+      await new CasObject<Manifest>(newStore, bucketLayout.manifest(lane), manifestCodec, random).create(firstManifestFields(from.deploymentId, lane, pointer));
       totalDocuments += counts.documents;
       lanes.push(counts);
       onProgress({ phase: "written", shard: lane, shards: toShards, documents: counts.documents, totalDocuments });

@@ -1,14 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { CairnError, SHARDS_MAX, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
-import { LocalStore } from "../local/index.js";
 import { HeldReshardLock, generationKeyPrefixes, generationStore, globalsObject, isReshardLockHeld, reshardInProgress, type Globals } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { deletePrefixes, deleteRetired, keepRenewed, refuseLiveLeases } from "./layoutSwitchSteps.js";
 import { readLogEnds } from "./logEnds.js";
 import { generationHolding } from "./generationHolding.js";
-import { checkMoment, materializeAt, type MaterializeProgress } from "./materializeAt.js";
+import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
 import { RESHARD_LOCK_TTL_MS_DEFAULT } from "./reshardObjectStore.js";
 import { RESTORE_SETTLED_AFTER_MS_DEFAULT, writeFirstSnapshot } from "./restoreObjectStore.js";
 
@@ -94,8 +90,7 @@ export async function restoreInPlace(options: RestoreInPlaceOptions): Promise<Re
   const deleteGeneration = async (generation: number, numShards: number) => {
     objectsDeleted += await deletePrefixes(store, generationKeyPrefixes(generation, numShards), (deleted) => onProgress({ phase: "cleanup", generation, objectsDeleted: deleted }));
   };
-  const workDirectory = options.workDirectory ?? mkdtempSync(join(tmpdir(), "cairn-restore-"));
-  if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
+  const workDirectory = workDirectoryOf(options.workDirectory, "cairn-restore-");
   const keep = globals.retentionMs > 0 ? { keepUntil: clock.nowMs() + globals.retentionMs, closedAtTs } : undefined;
   let switched: Globals;
   let documents = 0;
@@ -105,28 +100,23 @@ export async function restoreInPlace(options: RestoreInPlaceOptions): Promise<Re
     const into = generationStore(store, lock.generation);
     for (let shard = 0; shard < source.numShards; shard++) {
       renewal.check();
-      const path = join(workDirectory, `restore-${globals.deploymentId}-${shard}.sqlite`);
-      rmSync(path, { force: true });
-      const local = LocalStore.open({ path, shard, deploymentId: globals.deploymentId, clock });
-      try {
-        await materializeAt({
-          store: from,
-          deploymentId: globals.deploymentId,
-          shard,
-          atTs,
-          local,
-          random,
-          nowMs: clock.nowMs(),
-          settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
-          onProgress: (step) => onProgress({ ...step, shards: source.numShards }),
-        });
-        const written = await writeFirstSnapshot(into, { deploymentId: globals.deploymentId, shard, frontierTs: closedAtTs + 1, chainSeed: `restore generation ${lock.generation}` }, local, random, () => undefined);
-        documents += written;
-        onProgress({ phase: "written", shard, shards: source.numShards, documents: written });
-      } finally {
-        local.close();
-        for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
-      }
+      const materialize = {
+        store: from,
+        deploymentId: globals.deploymentId,
+        shard,
+        atTs,
+        random,
+        clock,
+        nowMs: clock.nowMs(),
+        settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+        workDirectory: workDirectory.path,
+        onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: source.numShards }),
+      };
+      const written = await withStateAt(materialize, (local) =>
+        writeFirstSnapshot(into, { deploymentId: globals.deploymentId, shard, frontierTs: closedAtTs + 1, chainSeed: `restore generation ${lock.generation}` }, local, random, () => undefined),
+      );
+      documents += written;
+      onProgress({ phase: "written", shard, shards: source.numShards, documents: written });
     }
     await renewal.stop();
     renewal.check();
@@ -137,7 +127,7 @@ export async function restoreInPlace(options: RestoreInPlaceOptions): Promise<Re
     await lock.release().catch(() => undefined);
     throw error;
   } finally {
-    if (options.workDirectory === undefined) rmSync(workDirectory, { recursive: true, force: true });
+    workDirectory.remove();
   }
   // Done and durable from here: nothing below may report the restore as failed.
   try {

@@ -1,14 +1,11 @@
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
 import { CairnError, DELETE_BATCH_KEYS_MAX, hasErrorCode, isCasConflict, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
 import { LocalStore, type LocalMeta } from "../local/index.js";
 import {
   CasObject,
   GLOBALS_FORMAT,
-  MANIFEST_FORMAT,
+  firstManifestFields,
   bucketLayout,
   generationStore,
   globalsObject,
@@ -21,7 +18,7 @@ import {
 import type { ObjectStore } from "../objectstore/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
 import { generationHolding } from "./generationHolding.js";
-import { checkMoment, materializeAt, type MaterializeProgress } from "./materializeAt.js";
+import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
 import { ReroutedDump } from "./ReroutedDump.js";
 
 /**
@@ -113,35 +110,29 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
     return { deploymentId: prepared.deploymentId, sourceDeploymentId: globals.deploymentId, atTs, numShards: layout.numShards, documents: 0, shards: [], restored: false };
   }
   const deploymentId = prepared.mark.deploymentId;
-  const workDirectory = options.workDirectory ?? mkdtempSync(join(tmpdir(), "cairn-restore-"));
-  if (options.workDirectory !== undefined) mkdirSync(workDirectory, { recursive: true });
+  const workDirectory = workDirectoryOf(options.workDirectory, "cairn-restore-");
   const shards: { baseSeqno: number | null; segmentsApplied: number; documents: number }[] = [];
   try {
     for (let shard = 0; shard < layout.numShards; shard++) {
-      const path = join(workDirectory, `restore-${globals.deploymentId}-${shard}.sqlite`);
-      rmSync(path, { force: true });
-      const local = LocalStore.open({ path, shard, deploymentId: globals.deploymentId, clock });
-      try {
-        const materialized = await materializeAt({
-          store: sourceShards,
-          deploymentId: globals.deploymentId,
-          shard,
-          atTs,
-          local,
-          random,
-          nowMs,
-          settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
-          onProgress: (step) => onProgress({ ...step, shards: layout.numShards }),
-        });
+      const materialize = {
+        store: sourceShards,
+        deploymentId: globals.deploymentId,
+        shard,
+        atTs,
+        random,
+        clock,
+        nowMs,
+        settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+        workDirectory: workDirectory.path,
+        onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: layout.numShards }),
+      };
+      await withStateAt(materialize, async (local, materialized) => {
         const documents = await writeFirstSnapshot(target, { deploymentId, shard, frontierTs: atTs, chainSeed: "restore" }, local, random, (written) =>
           onProgress({ phase: "write", shard, shards: layout.numShards, documents: written }),
         );
         shards.push({ baseSeqno: materialized.base?.seqno ?? null, segmentsApplied: materialized.segmentsApplied, documents });
         onProgress({ phase: "written", shard, shards: layout.numShards, documents });
-      } finally {
-        local.close();
-        for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
-      }
+      });
     }
   } catch (error) {
     // A refusal changes nothing: what this run wrote goes, the mark last. (Any other
@@ -149,7 +140,7 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
     if (hasErrorCode(error, "RESTORE_OUT_OF_RANGE")) await emptyTarget(target, () => undefined, { keepMark: false }).catch(() => undefined);
     throw error;
   } finally {
-    if (options.workDirectory === undefined) rmSync(workDirectory, { recursive: true, force: true });
+    workDirectory.remove();
   }
   await copyObject(source, target, bucketLayout.schemaCatalog());
   await globalsObject(target, random).create({
@@ -298,19 +289,7 @@ export async function writeFirstSnapshot(
     attemptId: `restore-${randomHex(random, 6)}`,
     onProgress: (step) => onWritten(step.documents),
   });
-  await new CasObject<Manifest>(target, bucketLayout.manifest(shard), manifestCodec, random).create({
-    format: MANIFEST_FORMAT,
-    deploymentId,
-    shard,
-    epoch: 0,
-    writer: null,
-    leaseExpiresAt: 0,
-    // The snapshot stands for seqno 0; the new log starts after it.
-    logStart: 1,
-    snapshot: pointer,
-    tailHint: 0,
-    fences: [],
-  });
+  await new CasObject<Manifest>(target, bucketLayout.manifest(shard), manifestCodec, random).create(firstManifestFields(deploymentId, shard, pointer));
   return pointer.documents;
 }
 
