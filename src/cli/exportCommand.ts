@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
-import { systemClock } from "../base/index.js";
-import { openObjectStore } from "../objectstore/index.js";
-import { exportDeployment, type ExportProgress } from "../shard/index.js";
+import type { ExportReport } from "../shard/index.js";
+import { COMMAND_HEAP_MIB_DEFAULT, runCommandWorker } from "./commandWorker.js";
+import type { HistoryProgressMessage } from "./historyWorker.js";
+import { describeHistoryProgress } from "./historyProgress.js";
 import { formatTs } from "./pointInTime.js";
 import { throttled } from "./progressReporter.js";
 
@@ -11,39 +12,36 @@ export interface ExportCommandOptions {
   readonly at?: number;
   readonly to: string;
   readonly workDir?: string;
+  readonly heapMib?: number;
 }
 
 /**
  * `cairn export [--at <time>] --to <folder>`: the deployment's documents at one moment,
  * one JSON Lines file per table (shard/exportDeployment), with progress on stderr. The
- * source is only read, and may be live.
+ * source is only read, and may be live. It runs in a worker thread with a capped heap
+ * (commandWorker.ts).
  */
 export async function exportCommand(options: ExportCommandOptions): Promise<void> {
   const progress = throttled((line) => process.stderr.write(`${line}\n`));
-  const source = await openObjectStore(options.store);
-  try {
-    const report = await exportDeployment({
-      source,
-      to: options.to,
-      clock: systemClock,
-      onProgress: (step) => progress(describe(step)),
+  const report = await runCommandWorker<HistoryProgressMessage, ExportReport>(
+    "historyWorker",
+    {
+      task: "export",
+      storeUrl: options.store,
+      toFolder: resolve(options.to),
       ...(options.at !== undefined ? { atTs: options.at } : {}),
       ...(options.workDir !== undefined ? { workDirectory: resolve(options.workDir) } : {}),
-    });
-    process.stdout.write(`exported deployment ${report.deploymentId} as it was at ${formatTs(report.atTs)} into ${report.folder}: ${report.documents} document(s)\n`);
-    for (const table of report.tables) process.stdout.write(`  ${table.name}: ${table.documents} document(s)\n`);
-  } finally {
-    await source.close();
-  }
-}
-
-function describe(step: ExportProgress): string {
-  switch (step.phase) {
-    case "restore":
-      return `shard ${step.shard}/${step.shards}: snapshot ${step.seqno}: part ${step.partsDone}/${step.parts}, ${step.documents}/${step.documentsTotal} documents`;
-    case "replay":
-      return `shard ${step.shard}/${step.shards}: replaying segment ${step.seqno}`;
-    case "export":
-      return `shard ${step.shard}/${step.shards}: ${step.documents} document(s) written`;
-  }
+    },
+    {
+      heapMib: options.heapMib ?? COMMAND_HEAP_MIB_DEFAULT,
+      what: "the export",
+      outOfMemoryAdvice: "run it again with a larger --heap-mib (nothing was left behind)",
+      onMessage: (message) => {
+        const line = describeHistoryProgress(message.progress);
+        if (line !== null) progress(line);
+      },
+    },
+  );
+  process.stdout.write(`exported deployment ${report.deploymentId} as it was at ${formatTs(report.atTs)} into ${report.folder}: ${report.documents} document(s)\n`);
+  for (const table of report.tables) process.stdout.write(`  ${table.name}: ${table.documents} document(s)\n`);
 }

@@ -1,5 +1,4 @@
-import { Worker } from "node:worker_threads";
-import { CairnError, type ErrorCode } from "../base/index.js";
+import { COMMAND_HEAP_MIB_DEFAULT, runCommandWorker } from "./commandWorker.js";
 import type { ReshardProgress, ReshardReport } from "../shard/index.js";
 import { throttled } from "./progressReporter.js";
 import type { ReshardWorkerData, ReshardWorkerMessage } from "./reshardWorker.js";
@@ -19,7 +18,7 @@ export interface ReshardCommandOptions {
  * 1M-document reshard then peaks at ~620 MiB RSS, and at ~450 MiB with the old space
  * capped here and the young generation at 16 MiB.
  */
-export const RESHARD_HEAP_MIB_DEFAULT = 192;
+export const RESHARD_HEAP_MIB_DEFAULT = COMMAND_HEAP_MIB_DEFAULT;
 
 /**
  * `cairn reshard --to N`: moves a stopped deployment to N shards (shard/reshardObjectStore)
@@ -88,27 +87,11 @@ function runInWorker(
   onProgress: (progress: ReshardProgress) => void,
   onPlan: (shardedTables: readonly string[]) => void,
 ): Promise<ReshardReport> {
-  const worker = new Worker(new URL("./workerThread.mjs", import.meta.url), { workerData: { module: "reshardWorker", ...data }, resourceLimits: { maxOldGenerationSizeMb: heapMib, maxYoungGenerationSizeMb: 16 } });
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    worker.on("message", (message: ReshardWorkerMessage) => {
-      if (message.type === "progress") return onProgress(message.progress);
-      if (message.type === "plan") return onPlan(message.shardedTables);
-      settled = true;
-      if (message.type === "done") resolve(message.report);
-      else reject(new CairnError((message.code ?? "INTERNAL") as ErrorCode, message.message, { details: (message.details ?? {}) as Record<string, unknown> }));
-    });
-    worker.on("error", (error: Error & { code?: string }) => {
-      settled = true;
-      reject(
-        error.code === "ERR_WORKER_OUT_OF_MEMORY"
-          ? new CairnError("INTERNAL", `the reshard ran out of its ${heapMib} MiB heap; run it again with a larger --heap-mib once its lock expires (the old layout is untouched until the switch)`)
-          : error,
-      );
-    });
-    worker.on("exit", (code) => {
-      if (!settled) reject(new CairnError("INTERNAL", `the reshard's worker exited with code ${code} before it finished`));
-    });
+  return runCommandWorker<ReshardWorkerMessage, ReshardReport>("reshardWorker", data, {
+    heapMib,
+    what: "the reshard",
+    outOfMemoryAdvice: "run it again with a larger --heap-mib once its lock expires (the old layout is untouched until the switch)",
+    onMessage: (message) => (message.type === "progress" ? onProgress(message.progress) : onPlan(message.shardedTables)),
   });
 }
 

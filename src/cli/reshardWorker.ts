@@ -3,6 +3,7 @@ import { systemClock, systemRandom } from "../base/index.js";
 import { schemaCatalogObject } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
 import { reshardObjectStore } from "../shard/index.js";
+import { failedMessage, type CommandWorkerEnd } from "./commandWorker.js";
 import { refuseLiveNodes } from "./refuseLiveNodes.js";
 
 /**
@@ -22,12 +23,10 @@ export interface ReshardWorkerData {
 export type ReshardWorkerMessage =
   /** Before the reshard: the tables that have a shard key (none: every document stays on shard 0). */
   | { readonly type: "plan"; readonly shardedTables: readonly string[] }
-  | { readonly type: "progress"; readonly progress: import("../shard/index.js").ReshardProgress }
-  | { readonly type: "done"; readonly report: import("../shard/index.js").ReshardReport }
-  | { readonly type: "failed"; readonly code: string | null; readonly message: string; readonly details: unknown };
+  | { readonly type: "progress"; readonly progress: import("../shard/index.js").ReshardProgress };
 
 const data = workerData as ReshardWorkerData;
-const post = (message: ReshardWorkerMessage) => parentPort!.postMessage(message);
+const post = (message: ReshardWorkerMessage | CommandWorkerEnd<import("../shard/index.js").ReshardReport>) => parentPort!.postMessage(message);
 
 let store: Awaited<ReturnType<typeof openObjectStore>> | null = null;
 try {
@@ -47,8 +46,7 @@ try {
   });
   post({ type: "done", report });
 } catch (error) {
-  const { code, details } = error as { code?: string; details?: unknown };
-  post({ type: "failed", code: code ?? null, message: error instanceof Error ? error.message : String(error), details: details ?? null });
+  post(failedMessage(error));
 } finally {
   await store?.close();
 }

@@ -1,0 +1,30 @@
+// Temporary probe (not committed): where a restore's time goes.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { systemRandom } from "../../src/base/random.js";
+import { App } from "../../src/functions/App.js";
+import { resolveCatalog } from "../../src/functions/catalog.js";
+import { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
+import { FsObjectStore } from "../../src/objectstore/FsObjectStore.js";
+import { ShardedStore } from "../../src/shard/ShardedStore.js";
+import { restoreObjectStore } from "../../src/shard/restoreObjectStore.js";
+import * as benchApp from "./historyBenchApp.js";
+
+const N = Number(process.argv[2] ?? 200_000);
+const dir = mkdtempSync(join(tmpdir(), "rp-"));
+const store = new FsObjectStore(join(dir, "bucket"));
+const app = App.fromModule(benchApp, "x");
+const sharded = await ShardedStore.open({ store, localDirectory: join(dir, "local"), nodeId: "b", numShards: 1 });
+await sharded.acquireAll();
+const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(store, app.schema, systemRandom), shard: sharded.engines[0]! });
+let next = 0;
+await Promise.all(Array.from({ length: 32 }, async () => { for (let b = next++; b < N / 100; b = next++) await runtime.runMutation("items:addMany", { owner: `o${b % 1000}`, from: b * 100, count: 100, body: "x".repeat(70) }); }));
+await sharded.engines[0]!.snapshotNow();
+const last = await runtime.runMutation("items:touchMany", { owner: "o1", from: 100, count: 100, version: 1 });
+await sharded.close();
+const t0 = performance.now();
+const marks: Record<string, number> = {};
+await restoreObjectStore({ source: store, target: new FsObjectStore(join(dir, "target")), atTs: last.ts, workDirectory: join(dir, "work"), onProgress: (p) => { if (!(p.phase in marks)) marks[p.phase] = performance.now() - t0; } });
+const total = performance.now() - t0;
+console.log(JSON.stringify({ N, totalMs: Math.round(total), firstOf: Object.fromEntries(Object.entries(marks).map(([k, v]) => [k, Math.round(v)])), docsPerS: Math.round(N / (total / 1000)) }));
