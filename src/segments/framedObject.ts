@@ -1,5 +1,9 @@
 import { createHash } from "node:crypto";
-import { deflateSync, inflateSync } from "node:zlib";
+import { promisify } from "node:util";
+import { deflate, deflateSync, inflate, inflateSync } from "node:zlib";
+
+const deflateOffThread = promisify(deflate);
+const inflateOffThread = promisify(inflate);
 
 /**
  * The envelope of every immutable object Cairn writes (segments, snapshot parts):
@@ -27,8 +31,20 @@ export interface FramedObject<H> {
 export class FrameError extends Error {}
 
 export function encodeFramed(magic: string, header: object, payload: Uint8Array, compression: Compression): Buffer {
+  return frame(magic, header, compression === "zlib" ? deflateSync(payload, { level: 1 }) : payload, compression);
+}
+
+/**
+ * `encodeFramed` with the deflate on libuv's thread pool: the caller's thread is free
+ * meanwhile (a restore or export overlaps it with reading the next rows). Not for the
+ * shard engine's own paths, which the seeded simulation runs in virtual time.
+ */
+export async function encodeFramedOffThread(magic: string, header: object, payload: Uint8Array, compression: Compression): Promise<Buffer> {
+  return frame(magic, header, compression === "zlib" ? await deflateOffThread(payload, { level: 1 }) : payload, compression);
+}
+
+function frame(magic: string, header: object, body: Uint8Array, compression: Compression): Buffer {
   const headerBytes = Buffer.from(JSON.stringify(header), "utf8");
-  const body = compression === "zlib" ? deflateSync(payload, { level: 1 }) : payload;
   const prefix = Buffer.alloc(PREFIX_BYTES);
   prefix.write(magic, 0, 4, "latin1");
   prefix.writeUInt8(FRAME_FORMAT, 4);
@@ -40,6 +56,22 @@ export function encodeFramed(magic: string, header: object, payload: Uint8Array,
 
 /** Verifies the checksum and splits the object; throws FrameError with the reason. */
 export function decodeFramed(magic: string, bytes: Uint8Array): FramedObject<unknown> {
+  const { header, body, compression, hash } = unframe(magic, bytes);
+  return { header, payload: compression === 0 ? body : inflateOrThrow(body), hash };
+}
+
+/** `decodeFramed` with the inflate on libuv's thread pool (see encodeFramedOffThread). */
+export async function decodeFramedOffThread(magic: string, bytes: Uint8Array): Promise<FramedObject<unknown>> {
+  const { header, body, compression, hash } = unframe(magic, bytes);
+  if (compression === 0) return { header, payload: body, hash };
+  try {
+    return { header, payload: await inflateOffThread(body), hash };
+  } catch (error) {
+    throw new FrameError(`payload does not inflate: ${String(error)}`);
+  }
+}
+
+function unframe(magic: string, bytes: Uint8Array): { readonly header: unknown; readonly body: Buffer; readonly compression: 0 | 1; readonly hash: string } {
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buffer.length < PREFIX_BYTES + HASH_BYTES) throw new FrameError("object is shorter than its envelope");
   if (buffer.toString("latin1", 0, 4) !== magic) throw new FrameError(`wrong magic (expected ${magic})`);
@@ -58,12 +90,8 @@ export function decodeFramed(magic: string, bytes: Uint8Array): FramedObject<unk
   } catch {
     throw new FrameError("header is not JSON");
   }
-  const body = buffer.subarray(headerEnd, buffer.length - HASH_BYTES);
-  let payload: Buffer;
-  if (compression === 0) payload = body;
-  else if (compression === 1) payload = inflateOrThrow(body);
-  else throw new FrameError(`unknown compression ${compression}`);
-  return { header, payload, hash: actualHash.toString("hex") };
+  if (compression !== 0 && compression !== 1) throw new FrameError(`unknown compression ${compression}`);
+  return { header, body: buffer.subarray(headerEnd, buffer.length - HASH_BYTES), compression, hash: actualHash.toString("hex") };
 }
 
 function inflateOrThrow(body: Buffer): Buffer {

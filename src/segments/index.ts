@@ -2,6 +2,6 @@
 export { ByteWriter } from "./ByteWriter.js";
 export { judgeSegment, LOG_START, LogValidator, type LogPosition, type Verdict } from "./LogValidator.js";
 export { encodeSegment, type Segment, type SegmentKind } from "./Segment.js";
-export { decodeFramed, encodeFramed } from "./framedObject.js";
+export { decodeFramed, decodeFramedOffThread, encodeFramed, encodeFramedOffThread, type FramedObject } from "./framedObject.js";
 export { readLog, readSegment, type DeliveredSegment } from "./logReader.js";
 export { decodeRecords, EMPTY_RECORD_BATCH, writeIndexUpdate, writeReceipt, writeRevision, type RecordBatch } from "./recordCodec.js";

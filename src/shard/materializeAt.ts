@@ -76,6 +76,7 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
       shard,
       pointer: base,
       local,
+      offThread: true,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
   }

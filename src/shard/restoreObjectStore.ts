@@ -288,6 +288,7 @@ export async function writeFirstSnapshot(
     cursor: new ReroutedDump([await local.openDumpCursor()], meta, () => true),
     attemptId: `restore-${randomHex(random, 6)}`,
     onProgress: (step) => onWritten(step.documents),
+    offThread: true,
   });
   await new CasObject<Manifest>(target, bucketLayout.manifest(shard), manifestCodec, random).create(firstManifestFields(deploymentId, shard, pointer));
   return pointer.documents;

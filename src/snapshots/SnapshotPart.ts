@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CairnError } from "../base/index.js";
-import { decodeFramed, encodeFramed, decodeRecords, type RecordBatch } from "../segments/index.js";
+import { decodeFramed, decodeFramedOffThread, encodeFramed, encodeFramedOffThread, type FramedObject, decodeRecords, type RecordBatch } from "../segments/index.js";
 
 /**
  * One part of a snapshot: a framed object (checksummed, zlib-compressed) holding a run
@@ -31,7 +31,15 @@ export interface EncodedSnapshotPart {
  * virtual time, sees no work outside it (the writer yields between dump chunks).
  */
 export function encodeSnapshotPart(header: SnapshotPartHeader, payload: Uint8Array): EncodedSnapshotPart {
-  const bytes = encodeFramed(SNAPSHOT_PART_MAGIC, header, payload, "zlib");
+  return encodedPart(encodeFramed(SNAPSHOT_PART_MAGIC, header, payload, "zlib"));
+}
+
+/** `encodeSnapshotPart` with the deflate off the caller's thread (restores and exports, never the engine: see above). */
+export async function encodeSnapshotPartOffThread(header: SnapshotPartHeader, payload: Uint8Array): Promise<EncodedSnapshotPart> {
+  return encodedPart(await encodeFramedOffThread(SNAPSHOT_PART_MAGIC, header, payload, "zlib"));
+}
+
+function encodedPart(bytes: Buffer): EncodedSnapshotPart {
   return { bytes, hash: bytes.subarray(bytes.length - 32).toString("hex") };
 }
 
@@ -41,19 +49,39 @@ export interface DecodedSnapshotPart {
   readonly hash: string;
 }
 
+type ExpectedPart = Omit<SnapshotPartHeader, "documents" | "indexEntries" | "receipts">;
+
 /** Verifies a part read from the bucket against where it was expected; SNAPSHOT_INVALID otherwise. */
-export function decodeSnapshotPart(bytes: Uint8Array, expected: Omit<SnapshotPartHeader, "documents" | "indexEntries" | "receipts">): DecodedSnapshotPart {
-  const fail = (reason: string, cause?: unknown) =>
-    new CairnError("SNAPSHOT_INVALID", `snapshot ${expected.seqno} part ${expected.part} of shard ${expected.shard}: ${reason}`, {
-      cause,
-      details: { ...expected },
-    });
+export function decodeSnapshotPart(bytes: Uint8Array, expected: ExpectedPart): DecodedSnapshotPart {
   let framed;
   try {
     framed = decodeFramed(SNAPSHOT_PART_MAGIC, bytes);
   } catch (error) {
-    throw fail(error instanceof Error ? error.message : String(error), error);
+    throw partInvalid(expected, error instanceof Error ? error.message : String(error), error);
   }
+  return checkedPart(framed, expected);
+}
+
+/** `decodeSnapshotPart` with the inflate off the caller's thread (restores and exports). */
+export async function decodeSnapshotPartOffThread(bytes: Uint8Array, expected: ExpectedPart): Promise<DecodedSnapshotPart> {
+  let framed;
+  try {
+    framed = await decodeFramedOffThread(SNAPSHOT_PART_MAGIC, bytes);
+  } catch (error) {
+    throw partInvalid(expected, error instanceof Error ? error.message : String(error), error);
+  }
+  return checkedPart(framed, expected);
+}
+
+function partInvalid(expected: ExpectedPart, reason: string, cause?: unknown): CairnError {
+  return new CairnError("SNAPSHOT_INVALID", `snapshot ${expected.seqno} part ${expected.part} of shard ${expected.shard}: ${reason}`, {
+    cause,
+    details: { ...expected },
+  });
+}
+
+function checkedPart(framed: FramedObject<unknown>, expected: ExpectedPart): DecodedSnapshotPart {
+  const fail = (reason: string, cause?: unknown) => partInvalid(expected, reason, cause);
   const parsed = partHeaderSchema.safeParse(framed.header);
   if (!parsed.success) throw fail(`header is invalid: ${z.prettifyError(parsed.error)}`);
   const header = parsed.data;

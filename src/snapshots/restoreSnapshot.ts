@@ -3,7 +3,7 @@ import { CairnError, prefetchInOrder } from "../base/index.js";
 import type { DumpChunk, LocalStore, RestoreStats } from "../local/index.js";
 import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { decodeSnapshotPart, type DecodedSnapshotPart } from "./SnapshotPart.js";
+import { decodeSnapshotPart, decodeSnapshotPartOffThread, type DecodedSnapshotPart } from "./SnapshotPart.js";
 
 /**
  * Replaces the local state with a snapshot: parts are fetched ahead with bounded
@@ -19,6 +19,8 @@ export interface RestoreSnapshotOptions {
   readonly local: LocalStore;
   readonly fetchConcurrency?: number;
   readonly onProgress?: (progress: RestoreProgress) => void;
+  /** Inflate parts on libuv's thread pool (restores of the past; see writeSnapshot's offThread). */
+  readonly offThread?: boolean;
 }
 
 export interface RestoreProgress {
@@ -73,6 +75,7 @@ export interface ReadSnapshotOptions {
   readonly shard: number;
   readonly pointer: SnapshotPointer;
   readonly fetchConcurrency?: number;
+  readonly offThread?: boolean;
 }
 
 /**
@@ -95,7 +98,8 @@ export async function* readSnapshotParts(options: ReadSnapshotOptions): AsyncGen
         });
       }
       if (result === "not-modified") throw new CairnError("INTERNAL", "unconditional GET answered not-modified");
-      return decodeSnapshotPart(result.body, { deploymentId, shard, seqno: pointer.seqno, part });
+      const expected = { deploymentId, shard, seqno: pointer.seqno, part };
+      return options.offThread === true ? decodeSnapshotPartOffThread(result.body, expected) : decodeSnapshotPart(result.body, expected);
     },
     options.fetchConcurrency ?? SNAPSHOT_FETCH_CONCURRENCY,
   );

@@ -5,7 +5,7 @@ import type { DumpChunk, DumpCursor } from "../local/index.js";
 import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { ByteWriter, writeIndexUpdate, writeReceipt, writeRevision } from "../segments/index.js";
-import { encodeSnapshotPart } from "./SnapshotPart.js";
+import { encodeSnapshotPart, encodeSnapshotPartOffThread } from "./SnapshotPart.js";
 import { recordSnapshot } from "./SnapshotRecords.js";
 
 /**
@@ -30,6 +30,12 @@ export interface WriteSnapshotOptions {
   readonly partBytesTarget?: number;
   readonly uploadConcurrency?: number;
   readonly onProgress?: (progress: SnapshotProgress) => void;
+  /**
+   * Deflate parts on libuv's thread pool, overlapping the next part's rows (restores and
+   * exports); default false: the engine's snapshots stay on its thread (the simulation
+   * runs them in virtual time).
+   */
+  readonly offThread?: boolean;
 }
 
 export interface SnapshotProgress {
@@ -55,7 +61,8 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
   const partBytesTarget = options.partBytesTarget ?? SNAPSHOT_PART_BYTES_TARGET;
   const uploadConcurrency = options.uploadConcurrency ?? SNAPSHOT_UPLOAD_CONCURRENCY;
   const uploads = new PQueue({ concurrency: uploadConcurrency });
-  const partHashes: string[] = [];
+  // Each part's hash, in part order (a promise while its deflate runs off the thread).
+  const partHashes: Promise<string>[] = [];
   const totals = { documents: 0, bytes: 0 };
   let writer = new ByteWriter(1 << 20);
   let counts = { documents: 0, indexEntries: 0, receipts: 0 };
@@ -63,14 +70,24 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
 
   const cutPart = async () => {
     const part = partHashes.length;
-    const encoded = encodeSnapshotPart({ deploymentId, shard, seqno, part, ...counts }, writer.finish());
-    partHashes.push(encoded.hash);
-    totals.bytes += encoded.bytes.byteLength;
+    const header = { deploymentId, shard, seqno, part, ...counts };
+    const payload = writer.finish();
+    // Off the thread, the deflate runs while the next part's rows are read; in the
+    // upload queue's slot, so at most uploadConcurrency parts are in memory either way.
+    const encoding = options.offThread === true ? encodeSnapshotPartOffThread(header, payload) : Promise.resolve(encodeSnapshotPart(header, payload));
+    const hash = encoding.then((encoded) => encoded.hash);
+    // A failed deflate is reported through the upload below; this copy must not go unhandled.
+    hash.catch(() => undefined);
+    partHashes.push(hash);
     totals.documents += counts.documents;
     writer = new ByteWriter(1 << 20);
     counts = { documents: 0, indexEntries: 0, receipts: 0 };
     uploads
-      .add(() => store.create(bucketLayout.snapshotPart(prefix, part), encoded.bytes))
+      .add(async () => {
+        const encoded = await encoding;
+        totals.bytes += encoded.bytes.byteLength;
+        await store.create(bucketLayout.snapshotPart(prefix, part), encoded.bytes);
+      })
       .catch((error: unknown) => {
         uploadError ??= error;
       });
@@ -101,7 +118,7 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
     key: prefix,
     parts: partHashes.length,
     bytes: totals.bytes,
-    sha256: combinePartHashes(partHashes),
+    sha256: combinePartHashes(await Promise.all(partHashes)),
     documents: totals.documents,
   };
   // Last: a record says every part is there.

@@ -490,6 +490,19 @@ describe("restore refuses bad input, changing nothing", () => {
       for await (const entry of target.list("")) expect.fail(`a refused restore left ${entry.key}`);
       // Every snapshot the source took is recorded.
       expect((await readSnapshotRecords(source, 0)).malformed).toEqual([]);
+
+      // A snapshot part damaged in the bucket (its inflate runs off the thread here) fails its check: nothing is restored from it.
+      const node = await openNode(source);
+      const pointer = (await node.sharded.engines[0]!.snapshotNow())!;
+      await node.sharded.close();
+      const partKey = bucketLayout.snapshotPart(pointer.key, 0);
+      const part = (await source.get(partKey)) as { body: Uint8Array };
+      const damaged = Uint8Array.from(part.body);
+      damaged[Math.floor(damaged.length / 2)]! ^= 0xff;
+      await source.delete(partKey);
+      await source.create(partKey, damaged);
+      const afterSnapshot = new PrefixedObjectStore(bucket.store, "after-damage/");
+      await expect(restoreObjectStore({ source, target: afterSnapshot, atTs: pointer.ts, workDirectory: freshDirectory() })).rejects.toMatchObject({ code: "SNAPSHOT_INVALID" });
     } finally {
       await bucket.close();
     }
