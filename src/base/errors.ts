@@ -112,6 +112,10 @@ export const ERROR_CODES = {
   /** The handler ran past its time limit; the call failed and wrote nothing. */
   FUNCTION_TIMEOUT: "InvalidInput",
   DOCUMENT_NOT_FOUND: "InvalidInput",
+  /** An imported document's id holds a different document already. */
+  IMPORT_CONFLICT: "Conflict",
+  /** An archive that cannot be imported: malformed, truncated, or at odds with the schema. */
+  IMPORT_INVALID: "InvalidInput",
   QUERY_NOT_UNIQUE: "InvalidInput",
   /** A read or write beyond a function's documented bounds: paginate, or split the work. */
   FUNCTION_LIMIT_EXCEEDED: "InvalidInput",

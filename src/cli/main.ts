@@ -186,6 +186,11 @@ storeCommand("export", "write the deployment's documents at one moment into a ne
   .option("--heap-mib <n>", "the export's JavaScript heap limit in MiB (bounds its memory; default 192)", positiveInteger)
   .action(lazily(async () => (await import("./exportCommand.js")).exportCommand));
 
+withLocal(storeCommand("import", "load a `cairn export` folder into the deployment (a new one takes the archive's shard count and catalog), checked against the app's schema first; safe to re-run"))
+  .requiredOption("--from <dir>", "the export folder (with cairn-export.json)")
+  .option("--app <file>", "the app module whose schema the documents are checked against (default: cairn/app.ts if there is one here, else the demo app)")
+  .action(lazily(async () => (await import("./importCommand.js")).importCommand));
+
 storeCommand("retention", "print how far back every past state of the deployment stays restorable, or change it with --set")
   .option("--set <duration>", "the new window: 0 (keep only the current state) or 30m, 36h, 7d, …", (value: string) => durationMs(value))
   .action(lazily(async () => (await import("./retentionCommand.js")).retentionCommand));

@@ -1,6 +1,7 @@
 import { CairnError, type Random } from "../base/index.js";
 import type { PendingStamp } from "../shard/index.js";
 import {
+  compareValues,
   newDocumentId,
   type DocumentId,
   type ValueObject,
@@ -15,6 +16,7 @@ import type { PendingDocument, PendingWrites } from "./PendingWrites.js";
 import { QueryChain } from "./QueryChain.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
+import { checkImportedDocument } from "./importedDocument.js";
 import { laneOfDocument, routeForDocument } from "./routing.js";
 
 /**
@@ -59,6 +61,29 @@ export class DatabaseWriter extends DatabaseReader {
     const id = newDocumentId(table.number, this.ids, routeForDocument(table, fields) ?? undefined);
     this.pending.write(id, table, null, { _id: id, _creationTime: this.creationTimeMs, ...fields } as DocumentObject);
     return id;
+  }
+
+  /**
+   * Writes a document with the id and creation time it had where it was exported from
+   * (`cairn import`): validated as an insert is; the id must name this table (and, for a
+   * table with a shard key, that key's route). An identical document already there is
+   * left alone ("unchanged": an import run again); a different one is IMPORT_CONFLICT.
+   */
+  async importDocument(tableName: string, exported: Readonly<Record<string, unknown>>): Promise<"written" | "unchanged"> {
+    this.reads.assertRunning();
+    const { table, id, creationTime, fields } = checkImportedDocument(this.reads.catalog, tableName, exported);
+    this.reads.checkLane(laneOfDocument(table, fields, this.reads.laneCount), () => `document ${id} of ${table.name}`);
+    const document = { _id: id, _creationTime: creationTime, ...fields } as DocumentObject;
+    const written = this.pending.get(id);
+    const existing = written !== undefined ? written.after : this.reads.document(id).document;
+    if (existing !== null) {
+      if (compareValues(existing as Value, document as Value) === 0) return "unchanged";
+      throw new CairnError("IMPORT_CONFLICT", `document ${id} of ${table.name} already exists with other contents; nothing of this batch was written`, {
+        details: { id, table: table.name },
+      });
+    }
+    this.pending.write(id, table, null, document);
+    return "written";
   }
 
   /** Shallow merge: fields of `value` replace the document's, an `undefined` field removes it. */

@@ -75,4 +75,5 @@ export {
 } from "./FunctionLogEntry.js";
 export { decodeDocument } from "./documents.js";
 export { laneOfId } from "./routing.js";
-export { SYSTEM_MODULE } from "./systemFunctions.js";
+export { checkImportedDocument, type ImportedDocument } from "./importedDocument.js";
+export { IMPORT_BATCH_DOCUMENTS_MAX, SYSTEM_MODULE } from "./systemFunctions.js";

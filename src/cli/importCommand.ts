@@ -1,0 +1,185 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { CairnError, randomHex, systemRandom } from "../base/index.js";
+import { Catalog, checkImportedDocument, FunctionRuntime, IMPORT_BATCH_DOCUMENTS_MAX, laneOfId, loadApp, planCatalog, resolveCatalog, type App } from "../functions/index.js";
+import { globalsObject, schemaCatalogObject, SCHEMA_CATALOG_FORMAT, type CasFields, type SchemaCatalog } from "../manifest/index.js";
+import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
+import { ShardedStore } from "../shard/index.js";
+import { archiveDocuments, checkCatalog, readExportManifest, type ArchiveDocument, type ExportManifest } from "./importArchive.js";
+import { lockLocalDirectory } from "./localDirectoryLock.js";
+import { throttled } from "./progressReporter.js";
+import { DEMO_APP_PATH, PROJECT_APP_PATH } from "./serveCommand.js";
+
+export interface ImportCommandOptions {
+  readonly store: string;
+  readonly local: string;
+  /** The export folder. */
+  readonly from: string;
+  readonly app?: string;
+}
+
+/** Documents per import mutation (and so per commit); a batch holds one shard's documents. */
+const BATCH_DOCUMENTS = Math.min(500, IMPORT_BATCH_DOCUMENTS_MAX);
+/** … and bytes (JSON text): well under a commit's 16 MiB, whatever the documents' sizes. */
+const BATCH_BYTES = 4 * 1024 * 1024;
+/** Import mutations in flight at once, over all shards. */
+const BATCHES_IN_FLIGHT = 8;
+
+/**
+ * `cairn import --from <folder>`: loads a `cairn export` into this deployment (a new one
+ * is created with the archive's shard count and schema catalog), through the log like any
+ * mutation — durable, replicated, and visible to live queries as it lands.
+ *
+ * - First the whole archive is read and every document checked against the app's schema
+ *   (and its id against its table): an archive that is truncated, malformed or at odds
+ *   with the schema is refused with IMPORT_INVALID before anything is written.
+ * - Documents keep their ids and creation times, so references between them stay right.
+ * - Idempotent and resumable: a document already there, identical, is left alone, so an
+ *   import killed midway is finished by running it again; one already there with other
+ *   contents is IMPORT_CONFLICT (that batch is not written).
+ * - It writes as the shards' writer, so the deployment's servers must be stopped
+ *   (LEASE_HELD otherwise), like `cairn gc`.
+ */
+export async function importCommand(options: ImportCommandOptions): Promise<void> {
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  const progress = throttled((line) => process.stderr.write(`${line}\n`));
+  const folder = resolve(options.from);
+  const manifest = readExportManifest(folder);
+  const app = await loadApp(options.app ?? (existsSync(PROJECT_APP_PATH) ? resolve(PROJECT_APP_PATH) : DEMO_APP_PATH));
+  const store = await openObjectStore(options.store);
+  try {
+    await assertConditionalWrites(store);
+    // Everything is checked before anything is written (a new deployment is not even created
+    // for an archive that is refused), against the catalog the import will write with.
+    const total = await checkArchive(folder, manifest, await plannedCatalog(store, manifest, app.schema), progress);
+    const localLock = await lockLocalDirectory(options.local);
+    try {
+      const fresh = (await globalsObject(store, systemRandom).read()) === null;
+      const sharded = await ShardedStore.open({
+        store,
+        localDirectory: resolve(options.local),
+        nodeId: `import-${randomHex(systemRandom, 6)}`,
+        ...(fresh ? { numShards: manifest.numShards } : {}),
+      });
+      try {
+        await seedCatalog(store, manifest);
+        const catalog = await resolveCatalog(store, app.schema, systemRandom);
+        checkCatalog(manifest, catalog);
+        await sharded.acquireAll();
+        const runtime = new FunctionRuntime({ app, catalog, shards: { shards: sharded.engines, get readTs() { return sharded.readTs; } } });
+        const counts = await writeAll(runtime, catalog, sharded.numShards, archiveDocuments(folder, manifest, catalog), (done) =>
+          progress(`imported ${done.written + done.unchanged}/${total} document(s) (${done.written} written, ${done.unchanged} there already)`),
+        );
+        say(`imported ${total} document(s) from ${folder} (exported from deployment ${manifest.deploymentId} at ts ${manifest.atTs}): ${counts.written} written, ${counts.unchanged} there already`);
+        for (const table of manifest.tables) say(`  ${table.name}: ${table.documents} document(s)`);
+      } finally {
+        await sharded.close();
+      }
+    } finally {
+      await localLock.release();
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** The catalog an archive's catalog is, as the deployment would store it. */
+function archivedCatalog(manifest: ExportManifest): CasFields<SchemaCatalog> | null {
+  if (manifest.catalog === null) return null;
+  const archived = manifest.catalog as unknown as Omit<SchemaCatalog, "format" | "version" | "nonce">;
+  return { format: SCHEMA_CATALOG_FORMAT, nextTableNumber: archived.nextTableNumber, nextIndexId: archived.nextIndexId, tables: archived.tables };
+}
+
+/** A deployment without a schema catalog yet takes the archive's, so that table numbers (and so ids) stay what they were. */
+async function seedCatalog(store: ObjectStore, manifest: ExportManifest): Promise<void> {
+  const archived = archivedCatalog(manifest);
+  if (archived !== null) await schemaCatalogObject(store, systemRandom).update((current) => (current === null ? archived : null));
+}
+
+/** The catalog the import will write with (the deployment's, or the archive's for a new one, plus the app's additions), computed without writing. */
+async function plannedCatalog(store: ObjectStore, manifest: ExportManifest, schema: App["schema"]): Promise<Catalog> {
+  const stored = (await schemaCatalogObject(store, systemRandom).read())?.value ?? null;
+  const base = stored ?? (archivedCatalog(manifest) === null ? null : ({ ...archivedCatalog(manifest)!, version: 1, nonce: "planned" } as SchemaCatalog));
+  const planned = planCatalog(schema, base);
+  const catalog = Catalog.bind(schema, (planned === null ? base : { ...planned, version: 1, nonce: "planned" }) as SchemaCatalog);
+  checkCatalog(manifest, catalog);
+  return catalog;
+}
+
+/** Reads the whole archive and checks every document; returns how many there are. */
+async function checkArchive(folder: string, manifest: ExportManifest, catalog: Catalog, progress: (line: string) => void): Promise<number> {
+  let total = 0;
+  for await (const { table, document, at } of archiveDocuments(folder, manifest, catalog)) {
+    checked(catalog, table, document, at);
+    if (++total % 10_000 === 0) progress(`checked ${total} document(s)`);
+  }
+  return total;
+}
+
+function checked(catalog: Catalog, table: string, document: ArchiveDocument["document"], at: string): void {
+  try {
+    checkImportedDocument(catalog, table, document);
+  } catch (error) {
+    const { code } = error as { code?: string };
+    throw new CairnError("IMPORT_INVALID", `${at}: ${error instanceof Error ? error.message : String(error)}${code ? ` [${code}]` : ""}; nothing was imported`, { cause: error });
+  }
+}
+
+interface Counts {
+  written: number;
+  unchanged: number;
+}
+
+/** Writes the documents in batches of one shard each, a few batches in flight at once. */
+async function writeAll(
+  runtime: FunctionRuntime,
+  catalog: Catalog,
+  numShards: number,
+  documents: AsyncIterable<ArchiveDocument>,
+  onProgress: (counts: Counts) => void,
+): Promise<Counts> {
+  const counts: Counts = { written: 0, unchanged: 0 };
+  const buffers = new Map<number, { rows: { table: string; document: ArchiveDocument["document"] }[]; bytes: number }>();
+  const inFlight = new Set<Promise<void>>();
+  let failure: unknown = null;
+  const send = async (batch: { table: string; document: ArchiveDocument["document"] }[]) => {
+    while (inFlight.size >= BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+    if (failure !== null) throw failure;
+    const running = runtime
+      .runMutation("_system:importBatch", { documents: batch }, { internal: true })
+      .then((run) => {
+        const { written, unchanged } = run.value as unknown as Counts;
+        counts.written += written;
+        counts.unchanged += unchanged;
+        onProgress(counts);
+      })
+      .catch((error: unknown) => {
+        failure ??= error;
+      })
+      .finally(() => inFlight.delete(running));
+    inFlight.add(running);
+  };
+  for await (const { table, document, bytes } of documents) {
+    const lane = laneOfId(catalog.table(table), document._id as never, numShards);
+    let buffer = buffers.get(lane);
+    if (buffer !== undefined && buffer.bytes + bytes > BATCH_BYTES) {
+      await send(buffer.rows);
+      buffer = undefined;
+    }
+    if (buffer === undefined) {
+      buffer = { rows: [], bytes: 0 };
+      buffers.set(lane, buffer);
+    }
+    buffer.rows.push({ table, document });
+    buffer.bytes += bytes;
+    if (buffer.rows.length >= BATCH_DOCUMENTS) {
+      buffers.delete(lane);
+      await send(buffer.rows);
+    }
+  }
+  for (const buffer of buffers.values()) if (buffer.rows.length > 0) await send(buffer.rows);
+  await Promise.all(inFlight);
+  if (failure !== null) throw failure;
+  return counts;
+}
+
