@@ -84,8 +84,13 @@ async function openNode(store: ObjectStore, tuning: Record<string, number> = {})
   }
 }
 
-/** Lives through `rounds` rounds of 1–6 concurrent mutations, with snapshots and GC passes between them, then stops the node gracefully. */
-async function liveHistory(store: ObjectStore, seed: number, rounds: number): Promise<History> {
+/**
+ * Lives through `rounds` rounds of 1–6 concurrent mutations, with snapshots and GC passes
+ * between them, then stops the node gracefully. With `outliveWindow`, halfway through every
+ * shard snapshots and the history waits out the retention window, and it ends with a GC
+ * pass: the log before that snapshot is then collected whatever the machine's speed.
+ */
+async function liveHistory(store: ObjectStore, seed: number, rounds: number, outliveWindow = false): Promise<History> {
   const random = new SeededRandom(seed);
   const { sharded, runtime } = await openNode(store, { retentionMs: RETENTION_MS, retainedSnapshotSpacingMs: SPACING_MS });
   const changes: Change[] = [];
@@ -95,7 +100,20 @@ async function liveHistory(store: ObjectStore, seed: number, rounds: number): Pr
   const collected = { segmentsDeleted: 0, snapshotObjectsDeleted: 0 };
   let n = 0;
   try {
+    const collect = async () => {
+      for (const engine of sharded.engines) {
+        const nowMs = systemClock.nowMs();
+        const report = await engine.collectGarbageNow({ sweep: randomInt(random, 2) === 0 });
+        lastCutoffTs = Math.max(lastCutoffTs, (nowMs - RETENTION_MS) * 1000);
+        collected.segmentsDeleted += report.segmentsDeleted;
+        collected.snapshotObjectsDeleted += report.snapshotObjectsDeleted;
+      }
+    };
     for (let round = 0; round < rounds; round++) {
+      if (outliveWindow && round === Math.floor(rounds / 2)) {
+        for (const engine of sharded.engines) if ((await engine.snapshotNow()) !== null) snapshotsTaken++;
+        await new Promise((resolve) => setTimeout(resolve, RETENTION_MS + 300));
+      }
       const touched = new Set<DocumentId>();
       const batch = Array.from({ length: 1 + randomInt(random, 6) }, async () => {
         const candidates = [...live.values()].filter((note) => !touched.has(note.id));
@@ -131,16 +149,11 @@ async function liveHistory(store: ObjectStore, seed: number, rounds: number): Pr
       if (step < 3) {
         if ((await sharded.engines[randomInt(random, SHARDS)]!.snapshotNow()) !== null) snapshotsTaken++;
       } else if (step < 5) {
-        for (const engine of sharded.engines) {
-          const nowMs = systemClock.nowMs();
-          const report = await engine.collectGarbageNow({ sweep: randomInt(random, 2) === 0 });
-          lastCutoffTs = Math.max(lastCutoffTs, (nowMs - RETENTION_MS) * 1000);
-          collected.segmentsDeleted += report.segmentsDeleted;
-          collected.snapshotObjectsDeleted += report.snapshotObjectsDeleted;
-        }
+        await collect();
       }
       await new Promise((resolve) => setTimeout(resolve, randomInt(random, 40)));
     }
+    if (outliveWindow) await collect();
   } finally {
     await sharded.close();
   }
@@ -210,7 +223,7 @@ describe.each(BUCKET_FACTORIES)("retention and restore on $name", (factory) => {
     const bucket = await factory.open();
     try {
       const source = new PrefixedObjectStore(bucket.store, "source/");
-      const history = await liveHistory(source, 7, factory === memoryBucket ? 60 : 36);
+      const history = await liveHistory(source, 7, factory === memoryBucket ? 60 : 36, true);
       // The history outlived the window: GC collected log and snapshots, and took snapshots to keep.
       expect(history.snapshotsTaken).toBeGreaterThan(0);
       expect(history.collected.segmentsDeleted).toBeGreaterThan(0);
