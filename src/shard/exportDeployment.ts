@@ -7,7 +7,6 @@ import type { ObjectStore } from "../objectstore/index.js";
 import { generationHolding } from "./generationHolding.js";
 import { readLogEnds } from "./logEnds.js";
 import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
-import { RESTORE_SETTLED_AFTER_MS_DEFAULT } from "./restoreObjectStore.js";
 
 /**
  * `cairn export`: a consistent dump of the deployment at one timestamp into a folder
@@ -93,8 +92,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
         atTs,
         random,
         clock,
-        nowMs: clock.nowMs(),
-        settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+        settledAfterMs: options.settledAfterMs,
         workDirectory: workDirectory.path,
         onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: layout.numShards }),
       };

@@ -46,12 +46,18 @@ export async function deleteRetired(
 
 const DELETE_BATCH_KEYS = 1000;
 
-/** Deletes every key under `prefixes`, a LIST page at a time; returns how many went. */
-export async function deletePrefixes(store: ObjectStore, prefixes: readonly string[], onProgress: (deleted: number) => void): Promise<number> {
+/** Deletes every key under `prefixes` (that `doomed` accepts), a LIST page at a time; returns how many went. */
+export async function deletePrefixes(
+  store: ObjectStore,
+  prefixes: readonly string[],
+  onProgress: (deleted: number) => void,
+  doomed: (key: string) => boolean = () => true,
+): Promise<number> {
   let deleted = 0;
   for (const prefix of prefixes) {
     let batch: string[] = [];
     for await (const entry of store.list(prefix)) {
+      if (!doomed(entry.key)) continue;
       batch.push(entry.key);
       if (batch.length >= DELETE_BATCH_KEYS) {
         await store.deleteMany(batch);

@@ -55,9 +55,10 @@ export interface MaterializedShard {
   /** The snapshot it started from (null: the log from its very first segment). */
   readonly base: SnapshotPointer | null;
   readonly segmentsApplied: number;
-  /** Whether the last segment applied was cut at `atTs` (it holds later commits too). */
-  readonly cutInside: boolean;
 }
+
+/** A ts this far in the past is settled on every shard, however long ago its last commit. */
+export const RESTORE_SETTLED_AFTER_MS_DEFAULT = 2 * 60 * 1000;
 
 /** Log GETs in flight while replaying. */
 const MATERIALIZE_FETCH_CONCURRENCY = 16;
@@ -67,7 +68,7 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
   const manifestObject = new CasObject<Manifest>(store, bucketLayout.manifest(shard), manifestCodec, options.random);
   const before = (await manifestObject.read())?.value ?? null;
   // A shard that never opened has no history: empty at every ts.
-  if (before === null) return { base: null, segmentsApplied: 0, cutInside: false };
+  if (before === null) return { base: null, segmentsApplied: 0 };
   const base = await baseOf(before, options);
   if (base !== null) {
     await restoreSnapshot({
@@ -82,7 +83,6 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
   }
   const validator = new LogValidator(shard, positionFromMeta(local.meta()));
   let segmentsApplied = 0;
-  let cutInside = false;
   let reachedEnd = true;
   for await (const segment of readLog(store, {
     deploymentId: options.deploymentId,
@@ -101,7 +101,6 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
     } else {
       ingestSegment(local, validator, { ...segment, records: recordsAtOrBelow(segment.records, atTs) });
       segmentsApplied++;
-      cutInside = true;
       reachedEnd = false;
       break;
     }
@@ -127,15 +126,20 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
       { details: { shard, atTs, frontierTs: validator.position.lastMaxTs } },
     );
   }
-  return { base, segmentsApplied, cutInside };
+  return { base, segmentsApplied };
 }
 
 /**
  * The shard's state at `atTs` in a temporary SQLite file under `workDirectory`, handed to
- * `use` (a dump to write somewhere), then closed and deleted whatever happens.
+ * `use` (a dump to write somewhere), then closed and deleted whatever happens. Settledness
+ * is judged at the clock's now, with RESTORE_SETTLED_AFTER_MS_DEFAULT unless given.
  */
 export async function withStateAt<T>(
-  options: Omit<MaterializeAtOptions, "local"> & { readonly workDirectory: string; readonly clock: Clock },
+  options: Omit<MaterializeAtOptions, "local" | "nowMs" | "settledAfterMs"> & {
+    readonly workDirectory: string;
+    readonly clock: Clock;
+    readonly settledAfterMs: number | undefined;
+  },
   use: (local: LocalStore, materialized: MaterializedShard) => Promise<T>,
 ): Promise<T> {
   const path = join(options.workDirectory, `at-${options.deploymentId}-${options.shard}.sqlite`);
@@ -145,7 +149,8 @@ export async function withStateAt<T>(
   remove();
   const local = LocalStore.open({ path, shard: options.shard, deploymentId: options.deploymentId, clock: options.clock });
   try {
-    return await use(local, await materializeAt({ ...options, local }));
+    const settledAfterMs = options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT;
+    return await use(local, await materializeAt({ ...options, local, nowMs: options.clock.nowMs(), settledAfterMs }));
   } finally {
     local.close();
     remove();

@@ -6,7 +6,7 @@ import { readLogEnds } from "./logEnds.js";
 import { generationHolding } from "./generationHolding.js";
 import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
 import { RESHARD_LOCK_TTL_MS_DEFAULT } from "./reshardObjectStore.js";
-import { RESTORE_SETTLED_AFTER_MS_DEFAULT, writeFirstSnapshot } from "./restoreObjectStore.js";
+import { writeFirstSnapshot } from "./restoreObjectStore.js";
 
 /**
  * `cairn restore --in-place`: makes the deployment's state at a past ts its current state
@@ -107,8 +107,7 @@ export async function restoreInPlace(options: RestoreInPlaceOptions): Promise<Re
         atTs,
         random,
         clock,
-        nowMs: clock.nowMs(),
-        settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+        settledAfterMs: options.settledAfterMs,
         workDirectory: workDirectory.path,
         onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: source.numShards }),
       };

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { CairnError, DELETE_BATCH_KEYS_MAX, hasErrorCode, isCasConflict, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
+import { CairnError, hasErrorCode, isCasConflict, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
 import { LocalStore, type LocalMeta } from "../local/index.js";
 import {
   CasObject,
@@ -19,6 +19,7 @@ import type { ObjectStore } from "../objectstore/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
 import { generationHolding } from "./generationHolding.js";
 import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
+import { deletePrefixes } from "./layoutSwitchSteps.js";
 import { ReroutedDump } from "./ReroutedDump.js";
 
 /**
@@ -75,8 +76,6 @@ export interface RestoreReport {
   readonly restored: boolean;
 }
 
-export const RESTORE_SETTLED_AFTER_MS_DEFAULT = 2 * 60 * 1000;
-
 const RESTORE_MARK_FORMAT = 1;
 const markSchema = z.object({
   format: z.literal(RESTORE_MARK_FORMAT),
@@ -121,8 +120,7 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
         atTs,
         random,
         clock,
-        nowMs,
-        settledAfterMs: options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT,
+        settledAfterMs: options.settledAfterMs,
         workDirectory: workDirectory.path,
         onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: layout.numShards }),
       };
@@ -230,20 +228,7 @@ async function prepareTarget(
 
 /** Deletes everything under the target, the mark last (or not at all). */
 async function emptyTarget(target: ObjectStore, onDeleted: (objectsDeleted: number) => void, options: { readonly keepMark: boolean }): Promise<void> {
-  let deleted = 0;
-  let batch: string[] = [];
-  const flush = async () => {
-    await target.deleteMany(batch);
-    deleted += batch.length;
-    batch = [];
-    onDeleted(deleted);
-  };
-  for await (const entry of target.list("")) {
-    if (entry.key === bucketLayout.restoring()) continue;
-    batch.push(entry.key);
-    if (batch.length >= DELETE_BATCH_KEYS_MAX) await flush();
-  }
-  if (batch.length > 0) await flush();
+  await deletePrefixes(target, [""], onDeleted, (key) => key !== bucketLayout.restoring());
   if (!options.keepMark) await target.delete(bucketLayout.restoring());
 }
 
