@@ -1,6 +1,6 @@
 /**
- * Scenario: a writer, a standby and a replica (`cairn serve` processes over one directory
- * bucket, 3 s leases). The writer is frozen (SIGSTOP) past its lease while clients of the
+ * Scenario: a writer, a standby and a replica (`cairn serve` processes over one bucket on
+ * the S3 test endpoint, 3 s leases). The writer is frozen (SIGSTOP) past its lease while clients of the
  * standby and the replica write: some of their mutations were already forwarded to the
  * frozen writer. The standby takes the shard over; the writer stays frozen for a while
  * longer, then resumes and is fenced.
@@ -12,15 +12,18 @@
  * fence) — and a checker finds every acknowledged write exactly once and nothing no
  * client sent. The rounds alternate: the node that took over is frozen next.
  * `CAIRN_FAILOVER_ROUNDS` (default 2) sets how many takeovers are tried.
+ * Not over a directory: a process frozen inside a directory store's compare-and-swap keeps
+ * that key's lock while frozen (docs/operations.md), so the takeover would wait for the thaw.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { apiOf } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
 import type { CairnClient } from "../../src/client/CairnClient.js";
 import type { functions } from "../sync/syncApp.js";
+import { startS3Endpoint, type S3Endpoint } from "../support/s3-endpoint/index.js";
 import { ServeProcess } from "./serveProcess.js";
 
 const api = apiOf<typeof functions>();
@@ -31,7 +34,14 @@ const ROUNDS = Number(process.env["CAIRN_FAILOVER_ROUNDS"] ?? 2);
 const FROZEN_AFTER_TAKEOVER_MS = 6_000;
 
 const root = mkdtempSync(join(tmpdir(), "cairn-failover-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+let endpoint: S3Endpoint;
+beforeAll(async () => {
+  endpoint = await startS3Endpoint();
+});
+afterAll(async () => {
+  await endpoint.close();
+  rmSync(root, { recursive: true, force: true });
+});
 const processes: ServeProcess[] = [];
 const clients: CairnClient[] = [];
 /** Whether the load loops go on; afterEach ends them also when an assertion failed mid-round. */
@@ -47,11 +57,15 @@ afterEach(async () => {
 
 async function serve(name: string, extra: readonly string[]): Promise<ServeProcess> {
   const started = await ServeProcess.start(
-    ["--store", join(root, "bucket"), "--local", join(root, name), "--app", "test/sync/syncApp.ts", "--port", "0", "--engine-tuning", FAST_LEASES, "--max-clock-skew-ms", "200", ...extra],
-    { CAIRN_ADMIN_KEY: ADMIN_KEY },
+    ["--store", bucketUrl(), "--local", join(root, name), "--app", "test/sync/syncApp.ts", "--port", "0", "--engine-tuning", FAST_LEASES, "--max-clock-skew-ms", "200", ...extra],
+    { CAIRN_ADMIN_KEY: ADMIN_KEY, AWS_ACCESS_KEY_ID: endpoint.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: endpoint.credentials.secretAccessKey },
   );
   processes.push(started);
   return started;
+}
+
+function bucketUrl(): string {
+  return `s3://${endpoint.bucket}/failover/?endpoint=${encodeURIComponent(endpoint.url)}&region=${endpoint.region}&forcePathStyle=true`;
 }
 
 function client(url: string): CairnClient {

@@ -1,6 +1,6 @@
 /**
  * Scenario: two fleet node processes (DESIGN.md §9 "Fleet") with the same node id, over
- * one directory bucket and four shards, beside a node of another id.
+ * one bucket and four shards, beside a node of another id.
  * 1. The second starts while the first is live: it waits out the first's presence entry
  *    once, sees it renewed, and fails to start with NODE_ID_IN_USE; the first keeps
  *    writing its shards at the same epochs, and the live presence entry stays its own.
@@ -9,6 +9,10 @@
  *    one says another process holds its id; whoever ends up writing, never two writers
  *    acknowledge on one shard: every acknowledged write is in the bucket's logs exactly
  *    once and served by every node, and none reported failed is there.
+ *    This one runs over the S3 test endpoint: over a directory, a process frozen inside a
+ *    compare-and-swap keeps that key's lock for as long as it is frozen (age never breaks
+ *    a directory lock, docs/operations.md), so the twin could not register its id until
+ *    the thaw that the scenario only sends after the twin serves.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,7 +25,7 @@ import { assignment, liveNodes } from "../../src/fleet/index.js";
 import { laneOfValue } from "../../src/functions/routing.js";
 import type { ObjectStore } from "../../src/objectstore/index.js";
 import type { functions } from "../functions/shardedApp.js";
-import { converged, directoryStore, FAST, fleetClient, health, query, readShardLogs, startFleetNode, stopEverything, within } from "./fleetHarness.js";
+import { converged, directoryStore, FAST, fleetClient, health, query, readShardLogs, s3EndpointStore, startFleetNode, stopEverything, within } from "./fleetHarness.js";
 
 const api = apiOf<typeof functions>();
 const SHARDS = 4;
@@ -87,7 +91,7 @@ describe("two fleet nodes with one node id", () => {
   });
 
   it("never has two writers acknowledging on one shard when a frozen node's id is taken and it thaws", { timeout: 90_000 }, async () => {
-    const store = directoryStore(join(root, "bucket-thawed"));
+    const store = await s3EndpointStore();
     const spec = (nodeId: string, local: string) => ({ nodeId, store, local: join(root, local), app: "test/functions/shardedApp.ts", numShards: SHARDS });
     const alpha = await startFleetNode(spec("alpha", "thawed-alpha"));
     const beta = await startFleetNode(spec("beta", "thawed-beta"));
