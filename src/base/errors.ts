@@ -41,6 +41,8 @@ export const ERROR_CODES = {
   STORE_NO_CONDITIONAL_WRITES: "InvalidInput",
   STORE_REQUEST_FAILED: "Internal",
   STORE_OBJECT_INVALID: "Corruption",
+  /** A store's parent link (a branch's root) cannot be read or followed. */
+  STORE_LINK_INVALID: "Corruption",
   /** The store can no longer promise durability (a failed fsync): it refuses all further use. */
   STORE_FAILED: "Unavailable",
   // values, ids, keys
@@ -90,6 +92,12 @@ export const ERROR_CODES = {
   RESTORE_TARGET_NOT_EMPTY: "InvalidInput",
   /** The asked timestamp is not restorable: before the retention window, or not yet settled. */
   RESTORE_OUT_OF_RANGE: "InvalidInput",
+  /** A branch registration in the parent's root cannot be parsed (it holds nothing back). */
+  BRANCH_REGISTRATION_INVALID: "Corruption",
+  /** The branch's parent no longer holds what it reads (its registration expired or is gone). */
+  BRANCH_PARENT_EXPIRED: "InvalidInput",
+  /** No branch of that id is registered in the parent. */
+  BRANCH_NOT_FOUND: "InvalidInput",
   FENCED: "Fenced",
   ENGINE_POISONED: "Unavailable",
   ENGINE_CLOSED: "Unavailable",

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { randomHex, systemClock, systemRandom } from "../base/index.js";
 import { ConsumerWatermarks, CONSUMER_TTL_MS_DEFAULT, planGarbage, RETAINED_SNAPSHOT_SPACING_MS_DEFAULT, type GarbagePlan, type GarbageReport } from "../gc/index.js";
-import { openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
+import { openGlobals, generationStore, holdsOf, readBranchRegistry, ShardManifest } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { ShardedStore } from "../shard/index.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
@@ -37,6 +37,7 @@ export async function gcCommand(options: GcOptions): Promise<void> {
           sweep: true,
           retentionMs: globals.value.retentionMs,
           retainedSnapshotSpacingMs: RETAINED_SNAPSHOT_SPACING_MS_DEFAULT,
+          holds: async () => holdsOf((await readBranchRegistry(store, systemRandom)).registrations.map((read) => read.value), generation, shard, systemClock.nowMs()),
         });
         say(describePlan(shard, plan));
       }

@@ -53,7 +53,7 @@ export async function inspectCommand(options: { readonly store: string }): Promi
         ? `${current.writer.nodeId} (lease ${leaseLive ? "live" : "lapsed"} until ${new Date(current.leaseExpiresAt).toISOString()})`
         : "none";
       // The shard's frontier: the maxTs of its last segment (a GET of that one segment).
-      const frontierTs = last === null ? null : ((await readSegment(shardStore, { deploymentId, shard, seqno: last }))?.header.maxTs ?? null);
+      const frontierTs = last === null ? null : ((await readSegment(shardStore, { deploymentId, shard, seqno: last, inheritedFrom: current.inheritedFrom }))?.header.maxTs ?? null);
       frontiers.push({ shard, ts: frontierTs, writer: leaseLive ? current.writer!.nodeId : null });
       const snapshot = current.snapshot
         ? `seqno ${current.snapshot.seqno} (${current.snapshot.documents} documents, ${current.snapshot.bytes} bytes)`

@@ -7,6 +7,9 @@ import {
   type Manifest,
   type LeaseOwner,
   type ShardManifest,
+  holdsSegment,
+  NO_HOLDS,
+  type ShardHolds,
 } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { readSnapshotRecords } from "../snapshots/index.js";
@@ -30,6 +33,12 @@ import { planRetention } from "./retentionPlan.js";
  *   and new `logStart`. A periodic sweep LISTs the log to remove strays below `logStart`
  *   (a crashed GC's leftovers, a zombie's write into a collected slot).
  * - `planGarbage` reads only: it is what a pass would delete now (`cairn gc --dry-run`).
+ * - What live branches hold (BranchRegistry: a snapshot, a run of segments) is never
+ *   deleted, also below logStart. A pass marks the manifest (`collecting`) with the CAS
+ *   that decides it, reads the registrations only after that CAS, deletes, and clears
+ *   the mark: a branch registered before the CAS is seen, and one registered after it
+ *   sees the mark and waits for the pass to end before it checks what it holds exists
+ *   (createBranch). Without anything to delete, a pass writes nothing.
  */
 export interface GarbageOptions {
   readonly store: ObjectStore;
@@ -44,6 +53,8 @@ export interface GarbageOptions {
   readonly retainedSnapshotSpacingMs: number;
   /** Snapshot records already read (they never change): saves their GETs on the next pass. */
   readonly knownRecords?: Map<string, SnapshotPointer>;
+  /** What live branches hold of this shard (read afresh on every call); nothing when absent. */
+  readonly holds?: () => Promise<ShardHolds>;
 }
 
 export interface CollectGarbageOptions extends GarbageOptions {
@@ -86,23 +97,32 @@ export interface GarbageReport {
 export async function collectGarbage(options: CollectGarbageOptions): Promise<GarbageReport> {
   const { store, manifest, owner } = options;
   const plan = await planGarbage(await manifest.refresh(), options);
-  let logStartAfter = plan.logStartBefore;
-  if (plan.logStartAfter > plan.logStartBefore) {
-    const floor = plan.logStartAfter;
-    const updated = await manifest.updateAsOwner(owner, (fields) => ({ ...fields, logStart: Math.max(fields.logStart, floor) }));
-    logStartAfter = updated.logStart;
+  const anything = plan.logStartAfter > plan.logStartBefore || plan.recordKeys.length + plan.snapshotKeys.length + plan.strayKeys.length > 0;
+  if (!anything) {
+    return { logStartBefore: plan.logStartBefore, logStartAfter: plan.logStartBefore, segmentsDeleted: 0, snapshotObjectsDeleted: 0, straysDeleted: 0, heldBackBy: plan.heldBackBy, malformedWatermarks: plan.malformedWatermarks };
   }
-  const segmentKeys = plan.segmentKeys.filter((key) => (parseSegmentSeqno(manifest.shard, key) ?? Infinity) < logStartAfter);
+  const floor = plan.logStartAfter;
+  const sinceMs = options.nowMs;
+  const decided = await manifest.updateAsOwner(owner, (fields) => ({ ...fields, logStart: Math.max(fields.logStart, floor), collecting: { epoch: owner.epoch, sinceMs } }));
+  const logStartAfter = decided.logStart;
+  // Read after the deciding CAS: a branch registered before it is held; one after it waits for the mark to clear.
+  const holds = options.holds === undefined ? NO_HOLDS : await options.holds();
+  const unheld = (keys: readonly string[]) => keys.filter((key) => !isHeld(manifest.shard, holds, key));
+  const segmentKeys = unheld(plan.segmentKeys.filter((key) => (parseSegmentSeqno(manifest.shard, key) ?? Infinity) < logStartAfter));
+  const recordKeys = unheld(plan.recordKeys);
+  const snapshotKeys = unheld(plan.snapshotKeys);
+  const strayKeys = unheld(plan.strayKeys);
   await deleteInBatches(store, segmentKeys);
-  await deleteInBatches(store, plan.recordKeys);
-  await deleteInBatches(store, plan.snapshotKeys);
-  await deleteInBatches(store, plan.strayKeys);
+  await deleteInBatches(store, recordKeys);
+  await deleteInBatches(store, snapshotKeys);
+  await deleteInBatches(store, strayKeys);
+  await manifest.updateAsOwner(owner, (fields) => ({ ...fields, collecting: null }));
   return {
     logStartBefore: plan.logStartBefore,
     logStartAfter,
     segmentsDeleted: segmentKeys.length,
-    snapshotObjectsDeleted: plan.recordKeys.length + plan.snapshotKeys.length,
-    straysDeleted: plan.strayKeys.length,
+    snapshotObjectsDeleted: recordKeys.length + snapshotKeys.length,
+    straysDeleted: strayKeys.length,
     heldBackBy: plan.heldBackBy,
     malformedWatermarks: plan.malformedWatermarks,
   };
@@ -127,13 +147,19 @@ export async function planGarbage(current: Manifest, options: GarbageOptions): P
   const logStartAfter = Math.max(logStartBefore, floor);
   const segmentKeys: string[] = [];
   for (let seqno = logStartBefore; seqno < logStartAfter; seqno++) segmentKeys.push(bucketLayout.segment(shard, seqno));
+  const snapshotKeys = await supersededSnapshotKeys(store, current, retention.keptSnapshots);
+  const strayKeys = options.sweep ? await segmentKeysBelow(store, shard, logStartBefore) : [];
+  // Registrations are read only when something could go (an idle shard's pass reads nothing more).
+  const candidates = segmentKeys.length + retention.doomedRecordKeys.length + snapshotKeys.length + strayKeys.length;
+  const holds = candidates === 0 || options.holds === undefined ? NO_HOLDS : await options.holds();
+  const unheld = (keys: readonly string[]) => keys.filter((key) => !isHeld(shard, holds, key));
   return {
     logStartBefore,
     logStartAfter,
-    segmentKeys,
-    recordKeys: retention.doomedRecordKeys,
-    snapshotKeys: await supersededSnapshotKeys(store, current, retention.keptSnapshots),
-    strayKeys: options.sweep ? await segmentKeysBelow(store, shard, logStartBefore) : [],
+    segmentKeys: unheld(segmentKeys),
+    recordKeys: unheld(retention.doomedRecordKeys),
+    snapshotKeys: unheld(snapshotKeys),
+    strayKeys: unheld(strayKeys),
     heldBackBy: consumerFloor !== null && consumerFloor < Math.min(snapshotFloor, retention.logStartMax ?? Infinity) ? consumerFloor : null,
     retentionBase: retention.base,
     malformedWatermarks: scan.malformed,
@@ -166,6 +192,14 @@ async function segmentKeysBelow(store: ObjectStore, shard: number, logStart: num
     strays.push(entry.key);
   }
   return strays;
+}
+
+/** Whether a live branch holds `key` (a segment in a held run, a held snapshot's part or record). */
+function isHeld(shard: number, holds: ShardHolds, key: string): boolean {
+  const seqno = parseSegmentSeqno(shard, key);
+  if (seqno !== null) return holdsSegment(holds, seqno);
+  if (holds.recordKeys.has(key)) return true;
+  return holds.snapshotKeys.has(key.slice(0, key.lastIndexOf("/") + 1));
 }
 
 async function deleteInBatches(store: ObjectStore, keys: readonly string[]): Promise<void> {

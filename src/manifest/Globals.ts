@@ -59,6 +59,21 @@ export const globalsSchema = z.object({
    * without the field, keep what they had: 0.
    */
   retentionMs: z.number().int().min(0).max(RETENTION_MS_MAX).default(0),
+  /**
+   * Set when this deployment is a branch of another (DESIGN.md §10a; `cairn branch`): its
+   * generation-0 shards start with the parent's objects below the fork, read through the
+   * root's parent link, and held in the parent by the registration `parentRoot`/branches/{id}.
+   */
+  branch: z
+    .object({
+      id: z.string().min(1),
+      /** The parent deployment's root store URL. */
+      parentUrl: z.string().min(1),
+      parentDeploymentId: z.string().min(1),
+      forkTs: z.number().int().min(0),
+    })
+    .nullable()
+    .default(null),
   /** The reshard lock (ReshardLock.ts): who is resharding, until when; null when nobody is. */
   reshard: z
     .object({
@@ -127,6 +142,7 @@ export async function openGlobals(store: ObjectStore, options: OpenGlobalsOption
         retired: [],
         highestGeneration: 0,
         retentionMs: retentionMs ?? RETENTION_MS_DEFAULT,
+        branch: null,
         reshard: null,
       });
     } catch (error) {

@@ -64,6 +64,18 @@ export const manifestSchema = z.object({
   tailHint: z.number().int().min(-1),
   /** The fences of recent epochs, by increasing epoch (absent in manifests of older nodes). */
   fences: z.array(fenceRecordSchema).max(FENCE_RECORDS_MAX).default([]),
+  /**
+   * A branch's shard (DESIGN.md §10a): the deployments, nearest first, whose segments and
+   * snapshot parts its log starts with (read through the store's parent link). Their
+   * headers name those deployments, and are accepted as this shard's own.
+   */
+  inheritedFrom: z.array(z.string().min(1)).max(16).default([]),
+  /**
+   * Set by the owner's GC pass before it deletes anything, cleared after (collectGarbage):
+   * a branch being created waits until no pass that may not have seen its registration
+   * is still deleting.
+   */
+  collecting: z.object({ epoch: z.number().int().min(0), sinceMs: z.number().int().min(0) }).nullable().default(null),
 });
 
 export type Manifest = z.infer<typeof manifestSchema>;
@@ -86,6 +98,8 @@ export function initialManifestFields(deploymentId: string, shard: number): CasF
     snapshot: null,
     tailHint: -1,
     fences: [],
+    inheritedFrom: [],
+    collecting: null,
   };
 }
 

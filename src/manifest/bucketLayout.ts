@@ -34,7 +34,10 @@ export const bucketLayout = {
   consumersPrefix: (shard: number) => `s${shard}/consumers/`,
   consumer: (shard: number, consumerId: string) => `s${shard}/consumers/${consumerId}`,
   node: (nodeId: string) => `nodes/${nodeId}`,
-  /** Present while `cairn restore` fills this root with a new deployment (globals come last). */
+  /** A branch's registration in its parent's root (BranchRegistry): what of the parent it holds, until when. */
+  branchRegistrationsPrefix: () => "branches/",
+  branchRegistration: (branchId: string) => `branches/${branchId}`,
+  /** Present while `cairn restore` or `cairn branch` fills this root with a new deployment (globals come last). */
   restoring: () => "restoring",
 } as const;
 

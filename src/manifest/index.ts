@@ -9,4 +9,18 @@ export { claimLayoutForWriting, dropRetiredGeneration, HeldReshardLock, isReshar
 export { SCHEMA_CATALOG_FORMAT, schemaCatalogObject, type CatalogIndex, type CatalogTable, type SchemaCatalog } from "./SchemaCatalog.js";
 export { ShardManifest, type LeaseOwner } from "./ShardManifest.js";
 export { bucketLayout, parseSegmentSeqno, parseSnapshotSeqno, snapshotAttemptOf } from "./bucketLayout.js";
-export { generationKeyPrefixes, generationStore } from "./layoutGeneration.js";
+export { generationKeyPrefixes, generationPrefix, generationStore } from "./layoutGeneration.js";
+export {
+  BRANCH_ID_PATTERN,
+  BRANCH_REGISTRATION_FORMAT,
+  branchRegistrationObject,
+  heldGenerations,
+  holdsOf,
+  holdsSegment,
+  NO_HOLDS,
+  readBranchRegistry,
+  type BranchRegistration,
+  type HeldShard,
+  type RegistryScan,
+  type ShardHolds,
+} from "./BranchRegistry.js";

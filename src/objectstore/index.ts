@@ -14,8 +14,18 @@ export {
   type S3Credentials,
   type S3ObjectStoreOptions,
 } from "./S3ObjectStore.js";
-export { openObjectStore, type OpenObjectStoreOptions } from "./openObjectStore.js";
-export { parseStoreUrl, STORE_URL_FORMS, type StoreLocation } from "./parseStoreUrl.js";
+export { inheritParent, openObjectStore, type OpenObjectStoreOptions } from "./openObjectStore.js";
+export {
+  encodeParentLink,
+  InheritingObjectStore,
+  PARENT_LINK_FORMAT,
+  PARENT_LINK_KEY,
+  prefixRange,
+  readParentLink,
+  type KeyRange,
+  type ParentLink,
+} from "./InheritingObjectStore.js";
+export { parseStoreUrl, STORE_URL_FORMS, storeUrlWithin, type StoreLocation } from "./parseStoreUrl.js";
 export { assertConditionalWrites, PROBE_PREFIX, type ConditionalWritesReport } from "./assertConditionalWrites.js";
 export { defaultRetryPolicy, retryTransient, type RetryPolicy } from "./retry.js";
 export { ObservedObjectStore, type StoreCall, type StoreOperation } from "./ObservedObjectStore.js";

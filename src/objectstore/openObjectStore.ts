@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { type Clock, CairnError, STORE_OPEN_ATTEMPTS_MAX, type Random } from "../base/index.js";
 import { errorCode } from "./FsKeyLocks.js";
 import { FsObjectStore } from "./FsObjectStore.js";
+import { InheritingObjectStore, PARENT_LINK_DEPTH_MAX, readParentLink } from "./InheritingObjectStore.js";
 import { MemoryObjectStore } from "./MemoryObjectStore.js";
 import type { ObjectStore } from "./ObjectStore.js";
 import { invalidStoreUrl, parseStoreUrl, type StoreLocation } from "./parseStoreUrl.js";
@@ -28,9 +29,37 @@ export interface OpenObjectStoreOptions {
 /**
  * Opens the store a URL names (see STORE_URL_FORMS): a directory (created if missing),
  * a named in-memory store, or an S3 bucket whose existence and permissions are checked
- * with one HeadBucket. Nothing is written to a bucket at open.
+ * with one HeadBucket. Nothing is written to a bucket at open. A store with a parent link
+ * (a branch's root, InheritingObjectStore) is opened as its view of itself and its parent.
  */
 export async function openObjectStore(url: string, options: OpenObjectStoreOptions = {}): Promise<ObjectStore> {
+  return openLinked(url, options, 0);
+}
+
+async function openLinked(url: string, options: OpenObjectStoreOptions, depth: number): Promise<ObjectStore> {
+  const store = await openPlain(url, options);
+  try {
+    return await inheritParent(store, options, depth);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+/** `store` as the view of itself and its parent when it has a parent link, else itself. */
+export async function inheritParent(store: ObjectStore, options: OpenObjectStoreOptions = {}, depth = 0): Promise<ObjectStore> {
+  const link = await readParentLink(store);
+  if (link === null) return store;
+  if (depth >= PARENT_LINK_DEPTH_MAX) {
+    throw new CairnError("STORE_LINK_INVALID", `${store.description} links to parents more than ${PARENT_LINK_DEPTH_MAX} deep (a loop?)`, {
+      details: { store: store.description },
+    });
+  }
+  const parent = await openLinked(link.parentUrl, options, depth + 1);
+  return new InheritingObjectStore(store, parent, link.ranges);
+}
+
+async function openPlain(url: string, options: OpenObjectStoreOptions): Promise<ObjectStore> {
   const location = parseStoreUrl(url, options.workingDirectory);
   switch (location.kind) {
     case "fs":

@@ -157,3 +157,26 @@ export function invalidStoreUrl(url: string, reason: string): CairnError {
     details: { url, reason },
   });
 }
+
+/**
+ * The URL of the store under `prefix` ("g2/", ending with "/") of the store `url` names,
+ * with a plain path made absolute: what another process can open to reach the same keys
+ * (a branch's parent link). A mem: store is reachable only from its own process, as a whole.
+ */
+export function storeUrlWithin(url: string, prefix: string, workingDirectory = process.cwd()): string {
+  if (prefix !== "" && !prefix.endsWith("/")) throw new CairnError("INVALID_ARGUMENT", `a store prefix must end with "/", not ${JSON.stringify(prefix)}`);
+  const location = parseStoreUrl(url, workingDirectory);
+  switch (location.kind) {
+    case "fs":
+      return prefix === "" ? location.directory : resolve(location.directory, prefix);
+    case "memory":
+      // One process's named store has no sub-stores by URL; as a whole it is reachable within the process (tests).
+      if (prefix === "") return url;
+      throw invalidStoreUrl(url, `a mem: store has no URL for its keys under ${prefix}`);
+    case "s3": {
+      const parsed = new URL(url);
+      parsed.pathname = `/${location.prefix}${prefix}`.replace(/^\/+/, "/");
+      return parsed.toString();
+    }
+  }
+}

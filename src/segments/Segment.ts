@@ -47,6 +47,8 @@ export interface SegmentAddress {
   readonly deploymentId: string;
   readonly shard: number;
   readonly seqno: number;
+  /** Ancestors whose segments this shard's log may hold too (a branch's; Manifest.inheritedFrom). */
+  readonly inheritedFrom?: readonly string[];
 }
 
 export function encodeSegment(header: SegmentHeader, records: RecordBatch): Segment {
@@ -80,7 +82,9 @@ function checkSegment(header: SegmentHeader, records: RecordBatch, address: Segm
   const fail = (reason: string) => {
     throw invalidSegment(address, reason);
   };
-  if (header.deploymentId !== address.deploymentId) fail(`belongs to deployment ${header.deploymentId}`);
+  if (header.deploymentId !== address.deploymentId && !(address.inheritedFrom ?? []).includes(header.deploymentId)) {
+    fail(`belongs to deployment ${header.deploymentId}`);
+  }
   if (header.shard !== address.shard) fail(`names shard ${header.shard}`);
   if (header.seqno !== address.seqno) fail(`names seqno ${header.seqno}`);
   if (header.minTs > header.maxTs) fail("minTs > maxTs");

@@ -34,6 +34,8 @@ function deliveredSegment(delivered: DeliveredSegment, address: SegmentAddress):
 
 export interface ReadLogOptions {
   readonly deploymentId: string;
+  /** Ancestors whose segments the log may hold too (Manifest.inheritedFrom). */
+  readonly inheritedFrom?: readonly string[];
   readonly shard: number;
   readonly fromSeqno: number;
   /** GETs in flight at most. */
@@ -67,7 +69,7 @@ export async function* readLog(store: ObjectStore, options: ReadLogOptions): Asy
     const windowEnd = Math.max(knownTail + 1, nextToYield + speculative);
     while (nextToFetch < windowEnd && pending.size < options.concurrency * 2) {
       const seqno = nextToFetch++;
-      const address = { deploymentId: options.deploymentId, shard: options.shard, seqno };
+      const address = { deploymentId: options.deploymentId, shard: options.shard, seqno, inheritedFrom: options.inheritedFrom ?? [] };
       const handed = options.delivered?.(seqno);
       const segment = handed === undefined ? null : deliveredSegment(handed, address);
       if (segment !== null) {

@@ -954,6 +954,7 @@ export class ShardEngine {
           retentionMs: this.tuning.retentionMs,
           retainedSnapshotSpacingMs: this.tuning.retainedSnapshotSpacingMs,
           knownRecords: this.knownSnapshotRecords,
+          ...(this.options.branchHolds ? { holds: this.options.branchHolds } : {}),
         }),
       );
       this.emit({ type: "gc", shard: this.shard, report });

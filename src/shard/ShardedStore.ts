@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { systemClock, type Clock, CairnError, hasErrorCode, systemRandom, type Random } from "../base/index.js";
 import { LocalStore, OverlayBudget, SCHEMA_VERSION, type LocalStoreOptions } from "../local/index.js";
-import { globalsObject, openGlobals, generationStore, claimLayoutForWriting } from "../manifest/index.js";
+import { globalsObject, openGlobals, generationStore, claimLayoutForWriting, holdsOf, readBranchRegistry } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import type { ShardEngineTuning } from "./engineOptions.js";
 import { HybridClock } from "./HybridClock.js";
@@ -91,6 +91,7 @@ export class ShardedStore {
             ...(options.frontierWanted ? { frontierWanted: options.frontierWanted } : {}),
             // No writer of a layout a reshard is reading or has replaced.
             beforeAcquire: () => claimLayoutForWriting(options.store, random, () => clock.nowMs(), generation),
+            branchHolds: async () => holdsOf((await readBranchRegistry(options.store, random)).registrations.map((read) => read.value), generation, shard, clock.nowMs()),
             ...(options.onEvent ? { onEvent: options.onEvent } : {}),
             ...(options.catchUpOnOpen === false ? { catchUpOnOpen: false } : {}),
           }),

@@ -192,6 +192,7 @@ async function readRound(options: CatchUpOptions): Promise<ReadRound> {
   const lastVouched = newest !== null && newest >= manifest.current.tailHint ? newest : null;
   const log = readLog(options.store, {
     deploymentId: options.deploymentId,
+    inheritedFrom: manifest.current.inheritedFrom,
     shard: manifest.shard,
     fromSeqno: seqno,
     concurrency: options.fetchConcurrency,
@@ -311,6 +312,7 @@ export async function restoreCurrentSnapshot(
       await restoreSnapshot({
         store: options.store,
         deploymentId: options.deploymentId,
+        inheritedFrom: current.inheritedFrom,
         shard: options.manifest.shard,
         pointer,
         local: options.local,
@@ -324,6 +326,15 @@ export async function restoreCurrentSnapshot(
       // The snapshot was superseded and collected while we read it: take the newer one.
       if (!hasErrorCode(error, "SNAPSHOT_MISSING")) throw error;
       current = await options.manifest.refresh();
+      // Not superseded: a branch's snapshot inherited from its parent, which let it go (DESIGN.md §10a).
+      if (current.snapshot?.key === pointer.key && current.inheritedFrom.length > 0) {
+        throw new CairnError(
+          "BRANCH_PARENT_EXPIRED",
+          `shard ${options.manifest.shard}: the snapshot this branch starts from (${pointer.key}, deployment ${current.inheritedFrom[0]}) is gone from its parent: ` +
+            `the branch's registration there expired or was deleted, and the parent collected it`,
+          { cause: error, details: { shard: options.manifest.shard, key: pointer.key } },
+        );
+      }
     }
   }
 }

@@ -35,7 +35,7 @@ export async function checkLocalPosition(
   if (meta.epoch > manifest.epoch) {
     return disagrees(`the local copy holds epoch ${meta.epoch}, newer than the bucket's epoch ${manifest.epoch} (was the bucket restored from an older copy?)`);
   }
-  const read = (seqno: number) => readSegment(store, { deploymentId, shard: meta.shard, seqno });
+  const read = (seqno: number) => readSegment(store, { deploymentId, shard: meta.shard, seqno, inheritedFrom: manifest.inheritedFrom });
   if (applied >= manifest.logStart) {
     const segment = await read(applied);
     if (segment === null) return disagrees(`the local copy applied segment ${applied}, which the bucket does not hold (was the bucket restored from an older copy?)`);

@@ -65,6 +65,8 @@ export interface ShardEngineOptions {
    * progress, the layout this node opened is still current).
    */
   readonly beforeAcquire?: () => Promise<void>;
+  /** What live branches hold of this shard (GC keeps it); ShardedStore reads the deployment's branch registry. */
+  readonly branchHolds?: () => Promise<import("../manifest/index.js").ShardHolds>;
 }
 
 /**

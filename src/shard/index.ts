@@ -12,3 +12,5 @@ export { materializeAt, RESTORE_SETTLED_AFTER_MS_DEFAULT, type MaterializedShard
 export { restoreObjectStore, type RestoreReport, type RestoreToProgress } from "./restoreObjectStore.js";
 export { EXPORT_DOCUMENTS_FILE, EXPORT_FORMAT, EXPORT_MANIFEST_FILE, exportDeployment, type ExportProgress, type ExportReport } from "./exportDeployment.js";
 export { restoreInPlace, type RestoreInPlaceProgress, type RestoreInPlaceReport } from "./restoreInPlace.js";
+export { BRANCH_TTL_MS_DEFAULT, createBranch, type BranchProgress, type BranchReport } from "./createBranch.js";
+export { deleteBranch, readBranchRegistration, renewBranch, type DeleteBranchReport } from "./branchLifecycle.js";

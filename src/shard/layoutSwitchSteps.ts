@@ -1,5 +1,5 @@
 import { CairnError, type Clock, type Random } from "../base/index.js";
-import { dropRetiredGeneration, isLeaseLive, ShardManifest, type Globals, type HeldReshardLock } from "../manifest/index.js";
+import { dropRetiredGeneration, heldGenerations, isLeaseLive, readBranchRegistry, ShardManifest, type Globals, type HeldReshardLock } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 
 /**
@@ -27,7 +27,8 @@ export async function refuseLiveLeases(store: ObjectStore, globals: Globals, now
 
 /**
  * Deletes every generation globals lists as retired, then drops it from the list; one
- * kept until a later time (an in-place restore's previous layout) is left until then.
+ * kept until a later time (an in-place restore's previous layout) is left until then,
+ * and so is one a live branch holds (BranchRegistry).
  */
 export async function deleteRetired(
   store: ObjectStore,
@@ -36,9 +37,13 @@ export async function deleteRetired(
   nowMs: number,
   deleteGeneration: (generation: number, numShards: number) => Promise<void>,
 ): Promise<void> {
+  // Read after the switch: a branch of a generation registers before it checks that generation is still current (createBranch).
+  const held = heldGenerations((await readBranchRegistry(store, random)).registrations.map((read) => read.value), nowMs);
   for (const old of globals.retired) {
     if (old.generation === globals.generation) continue;
     if (old.keepUntil !== undefined && nowMs < old.keepUntil) continue;
+    // Live branches read from it: kept (in the list) until they expire or are deleted.
+    if (held.has(old.generation)) continue;
     await deleteGeneration(old.generation, old.numShards);
     await dropRetiredGeneration(store, random, old.generation);
   }

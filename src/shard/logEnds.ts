@@ -26,7 +26,7 @@ export async function readLogEnds(store: ObjectStore, deploymentId: string, numS
     }
     let lastTs = manifest.snapshot?.ts ?? 0;
     const from = Math.max(manifest.logStart, manifest.tailHint, manifest.snapshot === null ? 0 : manifest.snapshot.seqno + 1);
-    for await (const segment of readLog(store, { deploymentId, shard, fromSeqno: from, concurrency: 4 })) lastTs = Math.max(lastTs, segment.header.maxTs);
+    for await (const segment of readLog(store, { deploymentId, inheritedFrom: manifest.inheritedFrom, shard, fromSeqno: from, concurrency: 4 })) lastTs = Math.max(lastTs, segment.header.maxTs);
     ends.push({ shard, lastTs, handedBack: manifest.writer === null });
   }
   return ends;

@@ -74,6 +74,7 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
     await restoreSnapshot({
       store,
       deploymentId: options.deploymentId,
+      inheritedFrom: before.inheritedFrom,
       shard,
       pointer: base,
       local,
@@ -86,6 +87,7 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
   let reachedEnd = true;
   for await (const segment of readLog(store, {
     deploymentId: options.deploymentId,
+    inheritedFrom: before.inheritedFrom,
     shard,
     fromSeqno: validator.position.nextSeqno,
     concurrency: options.fetchConcurrency ?? MATERIALIZE_FETCH_CONCURRENCY,
@@ -171,12 +173,17 @@ export function workDirectoryOf(given: string | undefined, prefix: string): { re
  * INVALID_ARGUMENT for a ts that is no ts, RESTORE_OUT_OF_RANGE for one in the future or
  * before the deployment existed: the checks every reader of the past makes first.
  */
-export function checkMoment(atTs: number, deployment: { readonly deploymentId: string; readonly createdAt: number }, nowMs: number): void {
+export function checkMoment(
+  atTs: number,
+  deployment: { readonly deploymentId: string; readonly createdAt: number; readonly branch?: { readonly forkTs: number } | null },
+  nowMs: number,
+): void {
   if (!Number.isSafeInteger(atTs) || atTs < 0) {
     throw new CairnError("INVALID_ARGUMENT", `a ts must be a non-negative integer number of µs, not ${String(atTs)}`, { details: { atTs } });
   }
   if (atTs > nowMs * 1000) throw new CairnError("RESTORE_OUT_OF_RANGE", `ts ${atTs} (${isoOf(atTs)}) is in the future`, { details: { atTs } });
-  if (atTs < deployment.createdAt * 1000) {
+  // A branch's history starts in its parent, before it was created: how far back it reaches is its base snapshot's business.
+  if (deployment.branch == null && atTs < deployment.createdAt * 1000) {
     throw new CairnError(
       "RESTORE_OUT_OF_RANGE",
       `ts ${atTs} (${isoOf(atTs)}) is before deployment ${deployment.deploymentId} was created (${new Date(deployment.createdAt).toISOString()})`,

@@ -150,6 +150,7 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
     retired: [],
     highestGeneration: 0,
     retentionMs: globals.retentionMs,
+    branch: null,
     reshard: null,
   });
   await target.delete(bucketLayout.restoring());

@@ -66,7 +66,7 @@ export async function verifyShard(options: VerifyShardOptions): Promise<ShardVer
   }
   const listing = await listLog(store, manifest, problems);
   const log = await checkLog(options, manifest, listing.tail, problems);
-  const snapshot = manifest.snapshot === null ? null : await checkSnapshot(options, manifest.snapshot, problems);
+  const snapshot = manifest.snapshot === null ? null : await checkSnapshot({ ...options, inheritedFrom: manifest.inheritedFrom }, manifest.snapshot, problems);
   if (manifest.snapshot !== null && manifest.snapshot.epoch > manifest.epoch) {
     problems.push(`the snapshot's epoch ${manifest.snapshot.epoch} is above the manifest's epoch ${manifest.epoch}`);
   }
@@ -124,7 +124,7 @@ async function checkLog(
   let skipped = 0;
   const segments = prefetchInOrder(
     total,
-    (index) => readSegment(store, { deploymentId, shard, seqno: logStart + index }),
+    (index) => readSegment(store, { deploymentId, shard, seqno: logStart + index, inheritedFrom: manifest.inheritedFrom }),
     options.fetchConcurrency ?? VERIFY_FETCH_CONCURRENCY_DEFAULT,
   );
   try {
@@ -173,7 +173,7 @@ function checkMeetsSnapshot(position: LogPosition, snapshot: SnapshotPointer, pr
 }
 
 async function checkSnapshot(
-  options: VerifyShardOptions,
+  options: VerifyShardOptions & { readonly inheritedFrom: readonly string[] },
   pointer: SnapshotPointer,
   problems: string[],
 ): Promise<{ seqno: number; parts: number; documents: number }> {

@@ -49,7 +49,10 @@ export interface DecodedSnapshotPart {
   readonly hash: string;
 }
 
-type ExpectedPart = Omit<SnapshotPartHeader, "documents" | "indexEntries" | "receipts">;
+type ExpectedPart = Omit<SnapshotPartHeader, "documents" | "indexEntries" | "receipts"> & {
+  /** Ancestors whose parts this shard may read too (a branch's inherited snapshot; Manifest.inheritedFrom). */
+  readonly inheritedFrom?: readonly string[];
+};
 
 /** Verifies a part read from the bucket against where it was expected; SNAPSHOT_INVALID otherwise. */
 export function decodeSnapshotPart(bytes: Uint8Array, expected: ExpectedPart): DecodedSnapshotPart {
@@ -85,7 +88,10 @@ function checkedPart(framed: FramedObject<unknown>, expected: ExpectedPart): Dec
   const parsed = partHeaderSchema.safeParse(framed.header);
   if (!parsed.success) throw fail(`header is invalid: ${z.prettifyError(parsed.error)}`);
   const header = parsed.data;
-  for (const field of ["deploymentId", "shard", "seqno", "part"] as const) {
+  if (header.deploymentId !== expected.deploymentId && !(expected.inheritedFrom ?? []).includes(header.deploymentId)) {
+    throw fail(`header names deploymentId ${header.deploymentId}, expected ${expected.deploymentId}`);
+  }
+  for (const field of ["shard", "seqno", "part"] as const) {
     if (header[field] !== expected[field]) throw fail(`header names ${field} ${header[field]}, expected ${expected[field]}`);
   }
   let records: RecordBatch;

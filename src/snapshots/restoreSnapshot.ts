@@ -14,6 +14,8 @@ import { decodeSnapshotPart, decodeSnapshotPartOffThread, type DecodedSnapshotPa
 export interface RestoreSnapshotOptions {
   readonly store: ObjectStore;
   readonly deploymentId: string;
+  /** Deployments whose parts this shard may read too (Manifest.inheritedFrom). */
+  readonly inheritedFrom?: readonly string[];
   readonly shard: number;
   readonly pointer: SnapshotPointer;
   readonly local: LocalStore;
@@ -72,6 +74,8 @@ async function* snapshotChunks(options: RestoreSnapshotOptions): AsyncGenerator<
 export interface ReadSnapshotOptions {
   readonly store: ObjectStore;
   readonly deploymentId: string;
+  /** Deployments whose parts this shard may read too (Manifest.inheritedFrom). */
+  readonly inheritedFrom?: readonly string[];
   readonly shard: number;
   readonly pointer: SnapshotPointer;
   readonly fetchConcurrency?: number;
@@ -98,7 +102,7 @@ export async function* readSnapshotParts(options: ReadSnapshotOptions): AsyncGen
         });
       }
       if (result === "not-modified") throw new CairnError("INTERNAL", "unconditional GET answered not-modified");
-      const expected = { deploymentId, shard, seqno: pointer.seqno, part };
+      const expected = { deploymentId, shard, seqno: pointer.seqno, part, inheritedFrom: options.inheritedFrom ?? [] };
       return options.offThread === true ? decodeSnapshotPartOffThread(result.body, expected) : decodeSnapshotPart(result.body, expected);
     },
     options.fetchConcurrency ?? SNAPSHOT_FETCH_CONCURRENCY,

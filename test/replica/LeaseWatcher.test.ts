@@ -37,6 +37,8 @@ describe("LeaseWatcher.lapsed", () => {
     snapshot: null,
     tailHint: 0,
     fences: [],
+    inheritedFrom: [],
+    collecting: null,
   });
   const EXPIRES = 1_700_000_010_000;
 

@@ -188,6 +188,8 @@ describe("deployment view", () => {
       snapshot: null,
       tailHint: -1,
       fences: [],
+      inheritedFrom: [],
+      collecting: null,
       ...fields,
     });
     const shardHealth = (shard: number, writer: string | null) => ({

@@ -37,6 +37,17 @@ export const functions = {
       args: {},
       handler: async (ctx) => (await ctx.db.query("notes").withIndex("by_n").collect()).map(({ _id, channel, n, body }) => ({ id: _id, channel, n, body })),
     }),
+    /** The notes of `ids` read one by one (null for one that does not exist): documents, not index entries. */
+    byIds: query({
+      args: { ids: v.array(v.id("notes")) },
+      handler: async (ctx, { ids }) =>
+        Promise.all(
+          ids.map(async (id) => {
+            const note = await ctx.db.get(id);
+            return note === null ? null : { id: note._id, channel: note.channel, n: note.n, body: note.body };
+          }),
+        ),
+    }),
     /** One channel's ns, through the index that starts with the shard key. */
     inChannel: query({
       args: { channel: v.string() },
