@@ -4,7 +4,7 @@ import { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "../base/index.js";
 import type { ServeOptions } from "./serveCommand.js";
 import { SERVE_HEAP_MIB_DEFAULT, SERVE_HEAP_MIB_MIN, serveInWorker } from "./serveInWorker.js";
 import { LOG_FORMATS } from "./logFormat.js";
-import { durationMs, momentTs } from "./pointInTime.js";
+import { durationMs, momentTs, positiveDurationMs } from "./pointInTime.js";
 
 /**
  * A command's module, loaded when the command runs: `cairn serve`'s thread then holds the
@@ -190,6 +190,35 @@ withLocal(storeCommand("import", "load a `cairn export` folder into the deployme
   .requiredOption("--from <dir>", "the export folder (with cairn-export.json)")
   .option("--app <file>", "the app module whose schema the documents are checked against (default: cairn/app.ts if there is one here, else the demo app)")
   .action(lazily(async () => (await import("./importCommand.js")).importCommand));
+
+const branch = program
+  .command("branch")
+  .description("a new deployment that starts as this one's state at a moment and shares its objects below it (nothing copied): create (default), list, renew, delete");
+branch
+  .command("create", { isDefault: true })
+  .description("branch the deployment at --store into an empty --to")
+  .option("--store <url>", "the parent deployment: file:///abs/dir, a path, s3://bucket/prefix?endpoint=…", DEFAULT_STORE_URL)
+  .requiredOption("--to <url>", "an empty bucket or prefix for the branch (give a prefix of the same bucket to share it)")
+  .option("--at <time>", "the moment: an ISO 8601 date-time with a time zone or a ts in µs (default: the newest moment every shard's log has closed)", (value: string) => momentTs(value))
+  .option("--ttl <duration>", "how long the parent keeps what the branch reads, renewed by `cairn branch renew` (default 7d)", (value: string) => positiveDurationMs(value))
+  .option("--name <id>", "the branch's name in the parent's registry (a-z, 0-9, _ and -; default: random)")
+  .action(lazily(async () => (await import("./branchCommand.js")).branchCreateCommand));
+branch
+  .command("list")
+  .description("the branches registered in the deployment at --store, and how long each is held")
+  .option("--store <url>", "the parent deployment", DEFAULT_STORE_URL)
+  .action(lazily(async () => (await import("./branchCommand.js")).branchListCommand));
+branch
+  .command("renew")
+  .description("extend how long the parent keeps what the branch at --store reads (refused once it expired)")
+  .requiredOption("--store <url>", "the branch")
+  .option("--ttl <duration>", "the new ttl from now (default: the branch's own)", (value: string) => positiveDurationMs(value))
+  .action(lazily(async () => (await import("./branchCommand.js")).branchRenewCommand));
+branch
+  .command("delete")
+  .description("delete the branch at --store (every node of it stopped): its own objects and its registration; nothing of the parent")
+  .requiredOption("--store <url>", "the branch")
+  .action(lazily(async () => (await import("./branchCommand.js")).branchDeleteCommand));
 
 storeCommand("retention", "print how far back every past state of the deployment stays restorable, or change it with --set")
   .option("--set <duration>", "the new window: 0 (keep only the current state) or 30m, 36h, 7d, …", (value: string) => durationMs(value))

@@ -44,6 +44,13 @@ export function durationMs(value: string): number {
   return ms;
 }
 
+/** A duration that must be more than 0 (a ttl). */
+export function positiveDurationMs(value: string): number {
+  const ms = durationMs(value);
+  if (ms === 0) throw new InvalidArgumentError("expected a duration above 0: 30m, 36h, 7d, …");
+  return ms;
+}
+
 /** A duration for people: the largest unit that divides it. */
 export function formatDuration(ms: number): string {
   if (ms === 0) return "0 (off)";

@@ -27,24 +27,31 @@ export const PARENT_LINK_FORMAT = 1;
 /** A chain of branches deeper than this is refused (and a link that loops ends here). */
 export const PARENT_LINK_DEPTH_MAX = 16;
 
-const keyRangeSchema = z
-  .object({ from: z.string().min(1), through: z.string().min(1) })
-  .refine((range) => compareKeys(range.from, range.through) <= 0, "a range's from must not follow its through");
+const keyRangeSchema = z.union([
+  z.object({ from: z.string().min(1), through: z.string().min(1) }).refine((range) => compareKeys(range.from, range.through) <= 0, "a range's from must not follow its through"),
+  /** Every key that starts with `prefix` (however long). */
+  z.object({ prefix: z.string().min(1) }),
+]);
 
 export const parentLinkSchema = z.object({
   format: z.literal(PARENT_LINK_FORMAT),
   /** The parent store's URL (an absolute directory, or an s3:// URL). */
   parentUrl: z.string().min(1),
-  /** Inherited keys: every key k with from <= k <= through (UTF-8 byte order) of some range. */
+  /** Inherited keys: every key k with from <= k <= through (UTF-8 byte order) of some range, or starting with its prefix. */
   ranges: z.array(keyRangeSchema),
 });
 
 export type ParentLink = z.infer<typeof parentLinkSchema>;
 export type KeyRange = z.infer<typeof keyRangeSchema>;
 
-/** Every key that starts with `prefix`, as an inclusive range. */
+/** Every key that starts with `prefix`. */
 export function prefixRange(prefix: string): KeyRange {
-  return { from: prefix, through: `${prefix}\u{10ffff}` };
+  return { prefix };
+}
+
+function inRange(range: KeyRange, key: string): boolean {
+  if ("prefix" in range) return key.startsWith(range.prefix);
+  return compareKeys(range.from, key) <= 0 && compareKeys(key, range.through) <= 0;
 }
 
 export function encodeParentLink(link: ParentLink): Uint8Array {
@@ -86,7 +93,7 @@ export class InheritingObjectStore implements ObjectStore {
 
   /** Whether `key` is the parent's (read from there, never written or deleted here). */
   inherits(key: string): boolean {
-    return this.ranges.some((range) => compareKeys(range.from, key) <= 0 && compareKeys(key, range.through) <= 0);
+    return this.ranges.some((range) => inRange(range, key));
   }
 
   async get(key: string, options?: GetOptions): Promise<GetResult | null | "not-modified"> {
@@ -139,17 +146,18 @@ export class InheritingObjectStore implements ObjectStore {
 
   /** The parent's entries under `prefix` (after `startAfter`) that this store inherits, in key order. */
   private async inheritedUnder(prefix: string, startAfter: string | undefined): Promise<ListEntry[]> {
-    const entries: ListEntry[] = [];
+    // By key: ranges may overlap, and a key is listed once.
+    const entries = new Map<string, ListEntry>();
     for (const range of this.ranges) {
       const listed = commonListing(range, prefix);
       if (listed === null) continue;
-      const after = [startAfter, beforeKey(range.from)].filter((key): key is string => key !== undefined).sort(compareKeys).at(-1);
+      const after = [startAfter, "prefix" in range ? undefined : beforeKey(range.from)].filter((key): key is string => key !== undefined).sort(compareKeys).at(-1);
       for await (const entry of this.parent.list(listed, after === undefined ? {} : { startAfter: after })) {
-        if (compareKeys(entry.key, range.through) > 0) break;
-        if (compareKeys(entry.key, range.from) >= 0 && entry.key.startsWith(prefix)) entries.push(entry);
+        if (!("prefix" in range) && compareKeys(entry.key, range.through) > 0) break;
+        if (inRange(range, entry.key) && entry.key.startsWith(prefix)) entries.set(entry.key, entry);
       }
     }
-    return entries.sort((a, b) => compareKeys(a.key, b.key));
+    return [...entries.values()].sort((a, b) => compareKeys(a.key, b.key));
   }
 
   async close(): Promise<void> {
@@ -166,10 +174,17 @@ function readOnly(key: string, parent: ObjectStore): CairnError {
  * of the two when one extends the other, or null when no key can be in both.
  */
 function commonListing(range: KeyRange, prefix: string): string | null {
+  if ("prefix" in range) {
+    if (prefix.startsWith(range.prefix)) return prefix;
+    return range.prefix.startsWith(prefix) ? range.prefix : null;
+  }
   const shared = sharedPrefix(range.from, range.through);
   if (prefix.startsWith(shared)) {
-    // Every key of the range starts with `shared`; keys under the longer `prefix` may be in it.
-    return compareKeys(prefix, range.through) <= 0 && compareKeys(upperBoundOf(prefix), range.from) >= 0 ? prefix : null;
+    // Keys under `prefix` lie in [prefix, the first key after all of them): some are in the
+    // range unless it ends before `prefix` or starts after every key under it.
+    const endsBefore = compareKeys(range.through, prefix) < 0;
+    const startsAfter = compareKeys(range.from, prefix) > 0 && !range.from.startsWith(prefix);
+    return endsBefore || startsAfter ? null : prefix;
   }
   return shared.startsWith(prefix) ? shared : null;
 }
@@ -182,12 +197,8 @@ function sharedPrefix(a: string, b: string): string {
   return a.slice(0, length);
 }
 
-/** A key no key under `prefix` follows. */
-function upperBoundOf(prefix: string): string {
-  return `${prefix}\u{10ffff}`;
-}
-
-/** A key just before `key` for LIST's exclusive `startAfter`: `key` minus its last character, or undefined. */
+/** A key just before `key` for LIST's exclusive `startAfter`: `key` minus its last character (a whole code point), or undefined. */
 function beforeKey(key: string): string | undefined {
-  return key.length > 1 ? key.slice(0, -1) : undefined;
+  const characters = Array.from(key);
+  return characters.length > 1 ? characters.slice(0, -1).join("") : undefined;
 }

@@ -24,6 +24,7 @@ import { encodeParentLink, PARENT_LINK_FORMAT, PARENT_LINK_KEY, prefixRange, sto
 import { encodeSegment, LOG_START, LogValidator, readLog, type LogPosition, type RecordBatch, type Segment } from "../segments/index.js";
 import { readSnapshotRecords } from "../snapshots/index.js";
 import { deletePrefixes } from "./layoutSwitchSteps.js";
+import { commonFrontierTs } from "./logEnds.js";
 import { checkMoment, RESTORE_SETTLED_AFTER_MS_DEFAULT, restorableBase } from "./materializeAt.js";
 
 /**
@@ -64,8 +65,8 @@ export interface BranchOptions {
   /** The branch's root, opened plainly (it has no parent link yet). */
   readonly target: ObjectStore;
   readonly targetUrl: string;
-  /** Hybrid-logical µs: the branch starts with every commit stamped at or before it. */
-  readonly atTs: number;
+  /** Hybrid-logical µs: the branch starts with every commit stamped at or before it (default: the logs' common frontier, the newest settled moment). */
+  readonly atTs?: number;
   /** How long the parent holds what the branch reads, from now (renewed by `cairn branch renew`). */
   readonly ttlMs: number;
   /** The registration's name in the parent (default: random). */
@@ -141,9 +142,8 @@ interface ForkPoint {
 export async function createBranch(options: BranchOptions): Promise<BranchReport> {
   const clock = options.clock ?? systemClock;
   const random = options.random ?? systemRandom;
-  const { parent, target, atTs } = options;
+  const { parent, target } = options;
   const onProgress = options.onProgress ?? (() => undefined);
-  const nowMs = clock.nowMs();
   if (!Number.isSafeInteger(options.ttlMs) || options.ttlMs <= 0) {
     throw new CairnError("INVALID_ARGUMENT", `a branch's ttl must be a positive number of ms, not ${String(options.ttlMs)}`);
   }
@@ -151,6 +151,8 @@ export async function createBranch(options: BranchOptions): Promise<BranchReport
     throw new CairnError("INVALID_ARGUMENT", `a branch id must match ${BRANCH_ID_PATTERN}, got ${JSON.stringify(options.branchId)}`);
   }
   const globals = await readGlobals(parent, random);
+  const atTs = options.atTs ?? (await commonFrontierTs(generationStore(parent, globals.generation), globals.deploymentId, globals.numShards, random, clock));
+  const nowMs = clock.nowMs();
   checkMoment(atTs, globals, nowMs);
   if (isReshardLockHeld(globals, nowMs)) throw reshardInProgress(globals.reshard!);
   if (globals.branch !== null && globals.generation === 0) await checkOwnParent(globals, atTs, options.openStore, random, nowMs);

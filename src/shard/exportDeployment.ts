@@ -5,7 +5,7 @@ import { CairnError, randomHex, systemClock, systemRandom, type Clock, type Rand
 import { generationStore, globalsObject, isReshardLockHeld, reshardInProgress, schemaCatalogObject, type SchemaCatalog } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { generationHolding } from "./generationHolding.js";
-import { readLogEnds } from "./logEnds.js";
+import { commonFrontierTs } from "./logEnds.js";
 import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
 
 /**
@@ -68,7 +68,7 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
   if (globals === null) throw new CairnError("DEPLOYMENT_MISMATCH", `no Cairn deployment at ${source.description} (globals missing): nothing to export`);
   if (isReshardLockHeld(globals, clock.nowMs())) throw reshardInProgress(globals.reshard!);
   const catalog = (await schemaCatalogObject(source, random).read())?.value ?? null;
-  const atTs = options.atTs ?? (await commonFrontier(generationStore(source, globals.generation), globals.deploymentId, globals.numShards, random, clock));
+  const atTs = options.atTs ?? (await commonFrontierTs(generationStore(source, globals.generation), globals.deploymentId, globals.numShards, random, clock));
   checkMoment(atTs, globals, clock.nowMs());
   // The layout whose history holds the ts: the current one, or one an in-place restore replaced and keeps.
   const layout = await generationHolding(source, globals, atTs, random, clock.nowMs());
@@ -136,26 +136,6 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
   } finally {
     workDirectory.remove();
   }
-}
-
-/**
- * The newest ts every shard's log has closed: the least of the live writers' last
- * segments' maxTs (settled: those logs have passed it). A shard whose writer handed it
- * back is closed for good, up to the next writer, whose stamps may lag this clock by the
- * skew nodes tolerate: without live writers it is the newest commit, once the clock is
- * that skew past it (a wait of at most a second).
- */
-const NEXT_WRITER_CLOCK_SKEW_MS = 1_000;
-
-async function commonFrontier(store: ObjectStore, deploymentId: string, numShards: number, random: Random, clock: Clock): Promise<number> {
-  const ends = await readLogEnds(store, deploymentId, numShards, random);
-  const live = ends.filter((end) => !end.handedBack);
-  const atTs = live.length > 0 ? Math.min(...live.map((end) => end.lastTs)) : Math.max(0, ...ends.map((end) => end.lastTs));
-  if (live.length < ends.length) {
-    const waitMs = Math.ceil(atTs / 1000) + NEXT_WRITER_CLOCK_SKEW_MS - clock.nowMs();
-    if (waitMs > 0) await clock.sleep(waitMs);
-  }
-  return atTs;
 }
 
 /** One documents.jsonl per table, opened on its first document, written with backpressure. */

@@ -1,4 +1,4 @@
-import type { Random } from "../base/index.js";
+import type { Clock, Random } from "../base/index.js";
 import { CasObject, bucketLayout, manifestCodec, type Manifest } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { readLog } from "../segments/index.js";
@@ -30,4 +30,24 @@ export async function readLogEnds(store: ObjectStore, deploymentId: string, numS
     ends.push({ shard, lastTs, handedBack: manifest.writer === null });
   }
   return ends;
+}
+
+/**
+ * The newest ts every shard's log has closed: the least of the live writers' last
+ * segments' maxTs (settled: those logs have passed it). A shard whose writer handed it
+ * back is closed for good, up to the next writer, whose stamps may lag this clock by the
+ * skew nodes tolerate: without live writers it is the newest commit, once the clock is
+ * that skew past it (a wait of at most a second).
+ */
+const NEXT_WRITER_CLOCK_SKEW_MS = 1_000;
+
+export async function commonFrontierTs(store: ObjectStore, deploymentId: string, numShards: number, random: Random, clock: Clock): Promise<number> {
+  const ends = await readLogEnds(store, deploymentId, numShards, random);
+  const live = ends.filter((end) => !end.handedBack);
+  const atTs = live.length > 0 ? Math.min(...live.map((end) => end.lastTs)) : Math.max(0, ...ends.map((end) => end.lastTs));
+  if (live.length < ends.length) {
+    const waitMs = Math.ceil(atTs / 1000) + NEXT_WRITER_CLOCK_SKEW_MS - clock.nowMs();
+    if (waitMs > 0) await clock.sleep(waitMs);
+  }
+  return atTs;
 }
