@@ -3,7 +3,7 @@ import { liveNodes } from "../fleet/index.js";
 import { bucketLayout, parseSegmentSeqno, openGlobals, generationStore, ShardManifest } from "../manifest/index.js";
 import { openObjectStore } from "../objectstore/index.js";
 import { readSegment } from "../segments/index.js";
-import { formatDuration } from "./pointInTime.js";
+import { formatDuration, formatTs } from "./pointInTime.js";
 
 /**
  * Prints what the bucket holds, read-only: globals, the live nodes (their role, URL and
@@ -27,6 +27,10 @@ export async function inspectCommand(options: { readonly store: string }): Promi
       `deployment ${deploymentId}: ${numShards} shard(s), layout generation ${generation}, created ${new Date(createdAt).toISOString()}, ` +
         `retention ${formatDuration(retentionMs)}${retiredNote}`,
     ];
+    const { branch } = globals.value;
+    if (branch !== null) {
+      lines.push(`a branch ("${branch.id}") of deployment ${branch.parentDeploymentId} at ${branch.parentUrl}, forked at ${formatTs(branch.forkTs)} (cairn branch renew keeps the parent holding its history)`);
+    }
     const nowMs = systemClock.nowMs();
     const nodes = await liveNodes(store, deploymentId, systemRandom, nowMs);
     lines.push(`live nodes: ${nodes.length === 0 ? "none" : nodes.length}`);

@@ -15,6 +15,7 @@ import { MaintenanceLog } from "./MaintenanceLog.js";
 import { MetricsHistory } from "./MetricsHistory.js";
 import { StoreRequestWindow } from "./storeCost.js";
 import { CairnServer } from "./CairnServer.js";
+import { BranchRenewal } from "./BranchRenewal.js";
 import { FRONTIER_STALL_WARN_MS, FrontierWatch } from "./FrontierWatch.js";
 import { HttpApi } from "./HttpApi.js";
 import { nodeBackend } from "./nodeBackend.js";
@@ -264,6 +265,9 @@ class CairnNode implements RunningNode {
       },
     });
     shutdown.add("shards", () => sharded.close());
+    // A branch's node keeps the parent holding what the branch reads.
+    const branchRenewal = await BranchRenewal.start({ store, clock, random: systemRandom, log });
+    if (branchRenewal !== null) shutdown.add("branch renewal", () => branchRenewal.stop());
     // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
     const catalog: Catalog = writes ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
     log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);

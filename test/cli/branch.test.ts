@@ -72,6 +72,7 @@ describe("cairn branch", () => {
     const verified = await runCairn(["verify", "--store", branchDir]);
     expect(verified.code, `${verified.stdout}\n${verified.stderr}`).toBe(0);
 
+    expect((await runCairn(["inspect", "--store", branchDir])).stdout).toMatch(/a branch \("preview"\) of deployment [0-9a-f]{32} at .*bucket, forked at /);
     const listed = await runCairn(["branch", "list", "--store", bucket]);
     expect(listed.stdout).toMatch(/^preview: .*preview, forked at .*, held until .*, ttl 1h$/m);
     const renewed = await runCairn(["branch", "renew", "--store", branchDir, "--ttl", "2h"]);
