@@ -14,7 +14,12 @@
  *    child process against s3:// URLs. Reported: wall time, documents/s (documents in
  *    the restored state / wall time), segments replayed, and the child's peak RSS (VmHWM).
  *    Targets: ≥ 50,000 documents/s, peak RSS ≤ 500 MiB.
- * 2. Retention's storage: the bytes of log the rewrites wrote per second at the
+ * 2. Branch: `cairn branch --at <the same ts> --to <another prefix>` in a child process,
+ *    at each latency, of this deployment and of a small one (`--small-documents`, default
+ *    10,000) with the same history of rewrites. Reported: wall time, requests by kind,
+ *    bytes written. Target: independent of the deployment's size (nothing copied but the
+ *    one segment cut at the fork).
+ * 3. Retention's storage: the bytes of log the rewrites wrote per second at the
  *    measured rate, what a 7-day window of such a log and its retained snapshots (one
  *    a day, each the size of the one measured) hold, and their price at S3 Standard's
  *    $0.023 per GB-month.
@@ -53,6 +58,7 @@ const options = parseFlags(process.argv.slice(2), {
     rewrites: flag.wholeNumber("documents rewritten after the snapshot (the history a restore replays)", 200_000),
     rate: flag.wholeNumber("documents rewritten a second while building the history", 20_000),
     latencies: flag.wholeNumbers("ms per request of each restore run", [0, 20], { min: 0 }),
+    smallDocuments: flag.wholeNumber("documents in the small deployment branched for comparison", 10_000),
   },
 });
 
@@ -91,7 +97,7 @@ async function main(): Promise<void> {
   const endpoint = await RemoteEndpoint.start(LATENCY_MODELS.uniform);
   try {
     await endpoint.latencyOff();
-    const history = await buildHistory(endpoint.store("source/"), join(directory, "build"));
+    const history = await buildHistory(endpoint.store("source/"), join(directory, "build"), options.documents);
     const restores: RestoreFigures[] = [];
     for (const latencyMs of options.latencies) {
       if (latencyMs > 0) await endpoint.latencyRules([{ latencyMs }]);
@@ -99,7 +105,18 @@ async function main(): Promise<void> {
       restores.push(await measureRestore(endpoint.address, history.atTs, `restored-${latencyMs}ms/`, join(directory, `work-${latencyMs}`), latencyMs));
       await endpoint.latencyOff();
     }
-    report(history, restores);
+    const small = await buildHistory(endpoint.store("small/"), join(directory, "build-small"), options.smallDocuments);
+    const branches: BranchFigures[] = [];
+    for (const latencyMs of options.latencies) {
+      for (const [prefix, documents, atTs] of [["source/", options.documents, history.atTs], ["small/", options.smallDocuments, small.atTs]] as const) {
+        if (latencyMs > 0) await endpoint.latencyRules([{ latencyMs }]);
+        progress(`cairn branch of ${documents} documents at ${latencyMs} ms per request…`);
+        await endpoint.resetCounters();
+        branches.push(await measureBranch(endpoint, prefix, atTs, `branch-${prefix}${latencyMs}ms/`, documents, latencyMs));
+        await endpoint.latencyOff();
+      }
+    }
+    report(history, restores, branches);
   } finally {
     await endpoint.close();
     await rm(directory, { recursive: true, force: true });
@@ -107,8 +124,8 @@ async function main(): Promise<void> {
 }
 
 /** The deployment: documents in bulk, a snapshot, then the rewrites at the given rate; returns the middle of the rewrites' history. */
-async function buildHistory(store: ObjectStore, localDirectory: string): Promise<History> {
-  progress(`building ${options.documents} documents (latency off)…`);
+async function buildHistory(store: ObjectStore, localDirectory: string, documents: number): Promise<History> {
+  progress(`building ${documents} documents (latency off)…`);
   const started = performance.now();
   const sharded = await ShardedStore.open({ store, localDirectory, nodeId: "builder", numShards: 1 });
   let atTs = 0;
@@ -120,10 +137,10 @@ async function buildHistory(store: ObjectStore, localDirectory: string): Promise
     const engine = sharded.engines[0]!;
     const runtime = new FunctionRuntime({ app, catalog: await resolveCatalog(store, app.schema, systemRandom), shard: engine });
     const soFar = throttled(progress, BUILD_PROGRESS_INTERVAL_MS);
-    const bulks = Math.ceil(options.documents / BULK_DOCUMENTS);
+    const bulks = Math.ceil(documents / BULK_DOCUMENTS);
     await inParallel(bulks, async (bulk) => {
       const from = bulk * BULK_DOCUMENTS;
-      await runtime.runMutation("items:addMany", { owner: `owner-${bulk % OWNERS}`, from, count: Math.min(BULK_DOCUMENTS, options.documents - from), body: BODY });
+      await runtime.runMutation("items:addMany", { owner: `owner-${bulk % OWNERS}`, from, count: Math.min(BULK_DOCUMENTS, documents - from), body: BODY });
       soFar(`  ${from + BULK_DOCUMENTS} documents…`);
     });
     const snapshot = await engine.snapshotNow();
@@ -137,8 +154,8 @@ async function buildHistory(store: ObjectStore, localDirectory: string): Promise
       // Paced: bulk k starts no sooner than k bulks' worth of the rate after the start.
       const due = rewriteStarted + (bulk * BULK_DOCUMENTS * 1000) / options.rate;
       if (due > performance.now()) await sleep(due - performance.now());
-      const from = (bulk * BULK_DOCUMENTS) % options.documents;
-      const run = await runtime.runMutation("items:touchMany", { owner: `owner-${(from / BULK_DOCUMENTS) % OWNERS}`, from, count: BULK_DOCUMENTS, version: 1 + Math.floor((bulk * BULK_DOCUMENTS) / options.documents) });
+      const from = (bulk * BULK_DOCUMENTS) % documents;
+      const run = await runtime.runMutation("items:touchMany", { owner: `owner-${(from / BULK_DOCUMENTS) % OWNERS}`, from, count: BULK_DOCUMENTS, version: 1 + Math.floor((bulk * BULK_DOCUMENTS) / documents) });
       if (bulk === middle) atTs = run.ts;
       soFar(`  ${(bulk + 1) * BULK_DOCUMENTS} rewritten…`);
     });
@@ -151,6 +168,7 @@ async function buildHistory(store: ObjectStore, localDirectory: string): Promise
   let logSegments = 0;
   // The history after the snapshot: what the rewrites (and the acquire's fence) wrote.
   for await (const entry of store.list("s0/log/")) {
+    if (!/^s0\/log\/\d{20}$/.test(entry.key)) continue;
     if (Number(entry.key.slice("s0/log/".length)) <= snapshotSeqno) continue;
     logBytes += entry.size;
     logSegments++;
@@ -198,7 +216,48 @@ async function measureRestore(address: EndpointAddress, atTs: number, targetPref
   return { latencyMs, documents, segmentsReplayed, seconds: round(seconds, 1), documentsPerSecond: Math.round(documents / seconds), peakRssMiB: round(peakRssBytes / 2 ** 20, 0) };
 }
 
-function report(history: History, restores: readonly RestoreFigures[]): void {
+interface BranchFigures {
+  readonly latencyMs: number;
+  readonly documents: number;
+  readonly seconds: number;
+  readonly requests: number;
+  readonly gets: number;
+  readonly puts: number;
+  readonly lists: number;
+  readonly bytesWritten: number;
+}
+
+/** `cairn branch` in a child process; the endpoint's counters (reset before) are its requests. */
+async function measureBranch(endpoint: RemoteEndpoint, prefix: string, atTs: number, targetPrefix: string, documents: number, latencyMs: number): Promise<BranchFigures> {
+  const address = endpoint.address;
+  const started = performance.now();
+  const child = TsxChild.start("cairn branch", ["src/cli/main.ts", "branch", "--store", storeUrlAt(address, prefix), "--at", String(atTs), "--to", storeUrlAt(address, targetPrefix)], {
+    stdout: "output",
+    outputLinesMax: OUTPUT_LINES_MAX,
+    echoStderr: true,
+    env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
+  });
+  const code = await child.exitCode();
+  const seconds = (performance.now() - started) / 1000;
+  if (code !== 0) throw new Error(`cairn branch exited with ${code}:\n${child.output.last(OUTPUT_LINES_MAX)}`);
+  const counters = await endpoint.counters();
+  const sum = (names: readonly string[], field: "requests" | "bytesIn") =>
+    Object.entries(counters)
+      .filter(([name]) => names.length === 0 || names.includes(name))
+      .reduce((total, [, counted]) => total + counted[field], 0);
+  return {
+    latencyMs,
+    documents,
+    seconds: round(seconds, 2),
+    requests: sum([], "requests"),
+    gets: sum(["GetObject", "HeadObject", "HeadBucket"], "requests"),
+    puts: sum(["PutObject", "DeleteObject", "DeleteObjects"], "requests"),
+    lists: sum(["ListObjectsV2"], "requests"),
+    bytesWritten: sum(["PutObject"], "bytesIn"),
+  };
+}
+
+function report(history: History, restores: readonly RestoreFigures[], branches: readonly BranchFigures[]): void {
   const logBytesPerSecond = history.logBytes / history.rewriteSeconds;
   const windowDays = RETENTION_MS_DEFAULT / DAY_MS;
   const logWindowBytes = logBytesPerSecond * (RETENTION_MS_DEFAULT / 1000);
@@ -226,12 +285,21 @@ function report(history: History, restores: readonly RestoreFigures[]): void {
       verdict(figures.documentsPerSecond >= 50_000 && figures.peakRssMiB <= 500, "≥ 50,000/s, ≤ 500 MiB"),
     ]);
   }
+  lines.push(`2. cairn branch --at <the same moment> --to <another prefix> (a child process): requests must not grow with the documents`);
+  for (const figures of branches) {
+    const small = branches.find((other) => other.latencyMs === figures.latencyMs && other.documents === options.smallDocuments)!;
+    lines.push([
+      `${figures.documents} documents at ${figures.latencyMs} ms per request`,
+      `${figures.seconds} s, ${figures.requests} requests (${figures.gets} GET/HEAD, ${figures.puts} PUT/DELETE, ${figures.lists} LIST), ${round(figures.bytesWritten / 1024, 1)} KiB written`,
+      figures === small ? "" : verdict(figures.requests <= small.requests * 1.25 + 10, `requests within 25% of ${options.smallDocuments} documents'`),
+    ]);
+  }
   lines.push(
-    `2. retention's storage at this history's rate (${retention.rewritesPerSecond} documents rewritten a second, ${round(logBytesPerSecond / 1024, 1)} KiB of log a second)`,
+    `3. retention's storage at this history's rate (${retention.rewritesPerSecond} documents rewritten a second, ${round(logBytesPerSecond / 1024, 1)} KiB of log a second)`,
     [`${windowDays}-day window: log + ${windowDays + 1} snapshots`, `${retention.logGB} GB + ${retention.snapshotsGB} GB = $${retention.dollarsPerShardMonth} per shard-month`, ""],
     ["without retention (the current snapshot)", `$${retention.withoutRetentionDollarsPerShardMonth} per shard-month`, ""],
   );
-  printReport(formatTable(lines), { benchmark: "restore", options, history, restores, retention });
+  printReport(formatTable(lines), { benchmark: "restore", options, history, restores, branches, retention });
 }
 
 await main();
