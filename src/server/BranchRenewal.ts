@@ -38,7 +38,8 @@ export class BranchRenewal {
   /** Starts renewing if the deployment is a branch; null otherwise. Renews once before it returns. */
   static async start(options: BranchRenewalOptions): Promise<BranchRenewal | null> {
     const globals = (await globalsObject(options.store, options.random).read())?.value ?? null;
-    if (globals?.branch == null) return null;
+    // A branch resharded (or restored in place) since holds its own copy: its parent's objects are no longer read.
+    if (globals?.branch == null || globals.generation !== 0) return null;
     const renewal = new BranchRenewal(options, globals.branch.id);
     const ttlMs = await renewal.renew();
     const everyMs = Math.min(BRANCH_RENEW_EVERY_MS_MAX, Math.max(BRANCH_RENEW_EVERY_MS_MIN, Math.floor((ttlMs ?? BRANCH_RENEW_EVERY_MS_MIN * 4) / 4)));

@@ -30,6 +30,7 @@ import { InheritingObjectStore, openObjectStore, type ObjectStore } from "../../
 import { readLog } from "../../src/segments/logReader.js";
 import { deleteBranch, renewBranch } from "../../src/shard/branchLifecycle.js";
 import { createBranch, type BranchReport } from "../../src/shard/createBranch.js";
+import { reshardObjectStore } from "../../src/shard/reshardObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { ensureBucket, newTestPrefix, realS3, removePrefix, storeUrlFor } from "../support/realS3.js";
@@ -113,8 +114,8 @@ interface Node {
   readonly runtime: FunctionRuntime;
 }
 
-async function openNode(store: ObjectStore, tuning: Record<string, number> = {}): Promise<Node> {
-  const sharded = await ShardedStore.open({ store, localDirectory: freshDirectory(), nodeId: `node-${directories}`, numShards: SHARDS, tuning });
+async function openNode(store: ObjectStore, tuning: Record<string, number> = {}, numShards: number | null = SHARDS): Promise<Node> {
+  const sharded = await ShardedStore.open({ store, localDirectory: freshDirectory(), nodeId: `node-${directories}`, ...(numShards === null ? {} : { numShards }), tuning });
   try {
     await sharded.acquireAll();
     return { sharded, runtime: await shardedRuntime(sharded, store, app, systemRandom) };
@@ -196,7 +197,7 @@ function idsOf(changes: readonly Change[]): DocumentId[] {
 
 /** What a fresh writer of the deployment at `store` answers (a new node: it restores and replays from the bucket). */
 async function answersOf(store: ObjectStore, ids: readonly DocumentId[]): Promise<Answers> {
-  const node = await openNode(store);
+  const node = await openNode(store, {}, null);
   try {
     return await answersOfNode(node, ids);
   } finally {
@@ -404,6 +405,56 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
         await again.sharded.close();
       }
       expect((await heldKeys(parent, report)).present, "what the deleted branch held is collected").toEqual([]);
+    } finally {
+      await parent.close();
+      await location.close();
+    }
+  }, 180_000);
+
+  it("a resharded parent keeps the layout a live branch reads; a resharded branch reads its own copy, and once it is deleted the parent drops that layout", async () => {
+    const location = await factory.start();
+    const parent = await location.open(location.url("parent"));
+    try {
+      const node = await openNode(parent);
+      let changes: Change[];
+      try {
+        changes = await live(node, 21, 14);
+      } finally {
+        await node.sharded.close();
+      }
+      const forkTs = changes.at(-1)!.ts;
+      const { report, store: branch } = await branchOf(location, "parent", "resharded", forkTs)(parent);
+      await reshardObjectStore({ store: parent, toShards: 3, workDirectory: freshDirectory() });
+      const retired = (await globalsObject(parent, systemRandom).read())!.value.retired;
+      expect(retired.map((old) => old.generation), "generation 0 kept for the branch").toEqual([0]);
+      expect((await heldKeys(parent, report)).missing).toEqual([]);
+      expect(await answersOf(branch, idsOf(changes))).toEqual(expectedAnswers(stateAt(changes, forkTs)));
+
+      // A branch of the resharded parent reads its generation 1 (the link names g1/).
+      const writer = await openNode(parent, {}, null);
+      let later: Change[];
+      try {
+        later = await live(writer, 22, 6, stateAt(changes, forkTs));
+      } finally {
+        await writer.sharded.close();
+      }
+      const laterTs = later.at(-1)!.ts;
+      const { store: ofGeneration1 } = await branchOf(location, "parent", "of-generation-1", laterTs)(parent);
+      const everything = [...changes, ...later].sort((a, b) => a.ts - b.ts);
+      expect(await answersOf(ofGeneration1, idsOf(everything))).toEqual(expectedAnswers(stateAt(everything, laterTs)));
+      await deleteBranch({ store: ofGeneration1, openStore: location.open });
+      await ofGeneration1.close();
+
+      await reshardObjectStore({ store: branch, toShards: 3, workDirectory: freshDirectory() });
+      expect(await answersOf(branch, idsOf(changes)), "the resharded branch").toEqual(expectedAnswers(stateAt(changes, forkTs)));
+      await deleteBranch({ store: branch, openStore: location.open });
+      await branch.close();
+      // The parent's next layout switch deletes the layout nobody holds any more.
+      await reshardObjectStore({ store: parent, toShards: 2, workDirectory: freshDirectory() });
+      const after = (await globalsObject(parent, systemRandom).read())!.value;
+      expect(after.retired.map((old) => old.generation), "generation 0 deleted, 1 replaced just now").toEqual([]);
+      expect(await allKeys(parent, "s0/")).toEqual([]);
+      expect(await answersOf(parent, idsOf(everything))).toEqual(expectedAnswers(stateAt(everything, Number.MAX_SAFE_INTEGER)));
     } finally {
       await parent.close();
       await location.close();
