@@ -31,6 +31,7 @@ import { readLog } from "../../src/segments/logReader.js";
 import { deleteBranch, renewBranch } from "../../src/shard/branchLifecycle.js";
 import { createBranch, type BranchReport } from "../../src/shard/createBranch.js";
 import { reshardObjectStore } from "../../src/shard/reshardObjectStore.js";
+import { restoreObjectStore } from "../../src/shard/restoreObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { ensureBucket, newTestPrefix, realS3, removePrefix, storeUrlFor } from "../support/realS3.js";
@@ -342,6 +343,14 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
       const everyId = idsOf([...changes, ...branchChanges, ...parentChanges]);
       expect(await answersOf(branch, everyId), "the branch: its own writes, none of the parent's").toEqual(expectedAnswers(stateAt(branchHistory, Number.MAX_SAFE_INTEGER)));
       expect(await answersOf(parent, everyId), "the parent: its own writes, none of the branch's").toEqual(expectedAnswers(stateAt(parentHistory, Number.MAX_SAFE_INTEGER)));
+
+      // The branch's history is restorable like any deployment's, its inherited part included.
+      for (const [name, ts] of [["restored-at-fork", lastTs], ["restored-after", branchChanges[Math.floor(branchChanges.length / 2)]!.ts]] as const) {
+        const target = await location.open(location.url(name));
+        await restoreObjectStore({ source: branch, target, atTs: ts, workDirectory: freshDirectory(), settledAfterMs: 0 });
+        expect(await answersOf(target, everyId), `${name}`).toEqual(expectedAnswers(stateAt(branchHistory, ts)));
+        await target.close();
+      }
 
       // A branch of the branch: at a ts after its writes; before its fork it is refused.
       const branchTs = branchChanges.at(-1)!.ts;
