@@ -4,7 +4,7 @@
  */
 export { CasObject, jsonCasCodec, type CasFields, type CasSnapshot } from "./CasObject.js";
 export { GLOBALS_FORMAT, globalsObject, openGlobals, RETENTION_MS_DEFAULT, RETENTION_MS_MAX, type Globals } from "./Globals.js";
-export { firstManifestFields, isLeaseLive, MANIFEST_FORMAT, manifestCodec, snapshotPointerSchema, type FenceRecord, type Manifest, type SnapshotPointer } from "./Manifest.js";
+export { firstManifestFields, initialManifestFields, isLeaseLive, MANIFEST_FORMAT, manifestCodec, snapshotPointerSchema, type FenceRecord, type Manifest, type SnapshotPointer } from "./Manifest.js";
 export { claimLayoutForWriting, dropRetiredGeneration, HeldReshardLock, isReshardLockHeld, reshardInProgress } from "./ReshardLock.js";
 export { SCHEMA_CATALOG_FORMAT, schemaCatalogObject, type CatalogIndex, type CatalogTable, type SchemaCatalog } from "./SchemaCatalog.js";
 export { ShardManifest, type LeaseOwner } from "./ShardManifest.js";

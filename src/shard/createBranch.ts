@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CairnError, hasErrorCode, isCasConflict, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
+import { CairnError, hasErrorCode, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
 import {
   bucketLayout,
   branchRegistrationObject,
@@ -10,6 +10,7 @@ import {
   generationStore,
   GLOBALS_FORMAT,
   globalsObject,
+  initialManifestFields,
   isLeaseLive,
   isReshardLockHeld,
   manifestCodec,
@@ -23,6 +24,7 @@ import {
 import { encodeParentLink, PARENT_LINK_FORMAT, PARENT_LINK_KEY, prefixRange, storeUrlWithin, type KeyRange, type ObjectStore } from "../objectstore/index.js";
 import { encodeSegment, LOG_START, LogValidator, readLog, type LogPosition, type RecordBatch, type Segment } from "../segments/index.js";
 import { readSnapshotRecords } from "../snapshots/index.js";
+import { copyObject, placeMark, refuseNonEmptyTarget } from "./emptyTarget.js";
 import { deletePrefixes } from "./layoutSwitchSteps.js";
 import { commonFrontierTs } from "./logEnds.js";
 import { checkMoment, RESTORE_SETTLED_AFTER_MS_DEFAULT, restorableBase } from "./materializeAt.js";
@@ -300,13 +302,7 @@ async function prepareTarget(target: ObjectStore, parent: Globals, atTs: number,
     await deletePrefixes(target, [""], () => undefined, (key) => key !== bucketLayout.restoring());
     return existing;
   }
-  for await (const entry of target.list("")) {
-    throw new CairnError(
-      "RESTORE_TARGET_NOT_EMPTY",
-      `${target.description} is not empty (it holds ${entry.key}); branch into an empty bucket or prefix; nothing was changed`,
-      { details: { key: entry.key } },
-    );
-  }
+  await refuseNonEmptyTarget(target, "branch");
   const mark: BranchMark = {
     format: BRANCH_MARK_FORMAT,
     kind: "branch",
@@ -316,12 +312,7 @@ async function prepareTarget(target: ObjectStore, parent: Globals, atTs: number,
     deploymentId: randomHex(random, 16),
     startedAt: clock.nowMs(),
   };
-  try {
-    await target.create(bucketLayout.restoring(), new TextEncoder().encode(JSON.stringify(mark)));
-  } catch (error) {
-    if (!isCasConflict(error)) throw error;
-    throw new CairnError("RESTORE_UNFINISHED", `another restore or branch started into ${target.description} at the same moment; nothing was changed`);
-  }
+  await placeMark(target, mark);
   return mark;
 }
 
@@ -516,28 +507,7 @@ async function writeForkedShard(target: ObjectStore, deploymentId: string, paren
   });
 }
 
+/** The manifest a shard that never opened would get: nothing of it is inherited. */
 function emptyManifest(deploymentId: string, shard: number): Manifest {
-  return {
-    format: MANIFEST_FORMAT,
-    deploymentId,
-    shard,
-    version: 1,
-    nonce: "none",
-    epoch: 0,
-    writer: null,
-    leaseExpiresAt: 0,
-    logStart: 0,
-    snapshot: null,
-    tailHint: -1,
-    fences: [],
-    inheritedFrom: [],
-    collecting: null,
-  };
-}
-
-async function copyObject(from: ObjectStore, to: ObjectStore, key: string): Promise<void> {
-  const result = await from.get(key);
-  if (result === null) return;
-  if (result === "not-modified") throw new CairnError("INTERNAL", "unconditional GET answered not-modified");
-  await to.create(key, result.body);
+  return { ...initialManifestFields(deploymentId, shard), version: 1, nonce: "none" };
 }

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { CairnError, hasErrorCode, isCasConflict, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
+import { CairnError, hasErrorCode, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
 import { LocalStore, type LocalMeta } from "../local/index.js";
 import {
   CasObject,
@@ -19,6 +19,7 @@ import type { ObjectStore } from "../objectstore/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
 import { generationHolding } from "./generationHolding.js";
 import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
+import { copyObject, placeMark, refuseNonEmptyTarget } from "./emptyTarget.js";
 import { deletePrefixes } from "./layoutSwitchSteps.js";
 import { ReroutedDump } from "./ReroutedDump.js";
 
@@ -204,13 +205,7 @@ async function prepareTarget(
     await emptyTarget(target, (objectsDeleted) => onProgress({ phase: "cleanup", objectsDeleted }), { keepMark: true });
     return { kind: "fresh", mark: existing };
   }
-  for await (const entry of target.list("")) {
-    throw new CairnError(
-      "RESTORE_TARGET_NOT_EMPTY",
-      `${target.description} is not empty (it holds ${entry.key}); restore into an empty bucket or prefix; nothing was changed`,
-      { details: { key: entry.key } },
-    );
-  }
+  await refuseNonEmptyTarget(target, "restore");
   const mark: RestoreMark = {
     format: RESTORE_MARK_FORMAT,
     sourceDeploymentId: source.deploymentId,
@@ -218,12 +213,7 @@ async function prepareTarget(
     deploymentId: randomHex(random, 16),
     startedAt: clock.nowMs(),
   };
-  try {
-    await target.create(bucketLayout.restoring(), new TextEncoder().encode(JSON.stringify(mark)));
-  } catch (error) {
-    if (!isCasConflict(error)) throw error;
-    throw new CairnError("RESTORE_UNFINISHED", `another restore started into ${target.description} at the same moment; nothing was changed`);
-  }
+  await placeMark(target, mark);
   return { kind: "fresh", mark };
 }
 
@@ -278,13 +268,6 @@ export async function writeFirstSnapshot(
   });
   await new CasObject<Manifest>(target, bucketLayout.manifest(shard), manifestCodec, random).create(firstManifestFields(deploymentId, shard, pointer));
   return pointer.documents;
-}
-
-async function copyObject(from: ObjectStore, to: ObjectStore, key: string): Promise<void> {
-  const result = await from.get(key);
-  if (result === null) return;
-  if (result === "not-modified") throw new CairnError("INTERNAL", "unconditional GET answered not-modified");
-  await to.create(key, result.body);
 }
 
 /** The chain link a fresh log's first segment points back to (its snapshot stands for it): unique per seed, deployment and shard. */

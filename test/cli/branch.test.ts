@@ -13,6 +13,7 @@ import { App } from "../../src/functions/App.js";
 import { openObjectStore, type ObjectStore } from "../../src/objectstore/index.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { runCairn } from "../support/runCairn.js";
+import { notesIn } from "./historyNotes.js";
 import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as historyApp from "../shard/historyApp.js";
 
@@ -20,21 +21,6 @@ const root = mkdtempSync(join(tmpdir(), "cairn-branch-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const app = App.fromModule(historyApp, "history test app");
 let directories = 0;
-
-/** Every note's channel, n and body, in a stable order, as a writer of the deployment at `bucket` (opened as a node opens it) reads them. */
-async function notesIn(bucket: string): Promise<string[]> {
-  const store = await openObjectStore(bucket);
-  const sharded = await ShardedStore.open({ store, localDirectory: join(root, `reader-${directories++}`), nodeId: `reader-${directories}`, mustExist: true });
-  try {
-    await sharded.acquireAll();
-    const runtime = await shardedRuntime(sharded, store, app, systemRandom);
-    const notes = (await runtime.runQuery("notes:all", {})).value as { channel: string; n: number; body: string }[];
-    return notes.map((note) => `${note.channel}/${note.n}: ${note.body}`).sort();
-  } finally {
-    await sharded.close();
-    await store.close();
-  }
-}
 
 async function keysOf(bucket: string, prefix = ""): Promise<string[]> {
   const store: ObjectStore = await openObjectStore(bucket);
@@ -68,7 +54,7 @@ describe("cairn branch", () => {
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toMatch(/branched deployment [0-9a-f]{32} at .* into .*preview: new deployment [0-9a-f]{32}, branch "preview"/);
     expect(created.stdout).toMatch(/shard 0: shares the parent's snapshot at seqno \d+/);
-    expect(await notesIn(branchDir)).toEqual(asWritten);
+    expect(await notesIn(branchDir, root)).toEqual(asWritten);
     const verified = await runCairn(["verify", "--store", branchDir]);
     expect(verified.code, `${verified.stdout}\n${verified.stderr}`).toBe(0);
 

@@ -16,6 +16,7 @@ import { globalsObject } from "../../src/manifest/Globals.js";
 import { FsObjectStore } from "../../src/objectstore/FsObjectStore.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { runCairn } from "../support/runCairn.js";
+import { notesIn } from "./historyNotes.js";
 import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as historyApp from "../shard/historyApp.js";
 
@@ -23,21 +24,6 @@ const root = mkdtempSync(join(tmpdir(), "cairn-restore-cli-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const app = App.fromModule(historyApp, "history test app");
 let directories = 0;
-
-/** Every note's channel, n and body, in a stable order, as a writer of the deployment at `bucket` reads them. */
-async function notesIn(bucket: string): Promise<string[]> {
-  const store = new FsObjectStore(bucket);
-  const sharded = await ShardedStore.open({ store, localDirectory: join(root, `reader-${directories++}`), nodeId: `reader-${directories}`, mustExist: true });
-  try {
-    await sharded.acquireAll();
-    const runtime = await shardedRuntime(sharded, store, app, systemRandom);
-    const notes = (await runtime.runQuery("notes:all", {})).value as { channel: string; n: number; body: string }[];
-    return notes.map((note) => `${note.channel}/${note.n}: ${note.body}`).sort();
-  } finally {
-    await sharded.close();
-    await store.close();
-  }
-}
 
 describe("cairn retention and cairn restore", () => {
   it("restores the state at an ISO time and at a ts, survives a SIGKILL midway, and refuses bad input", { timeout: 120_000 }, async () => {
@@ -81,7 +67,7 @@ describe("cairn retention and cairn restore", () => {
     expect(restored.stderr).not.toMatch(/cairn: \[/);
     expect(restored.code).toBe(0);
     expect(restored.stdout).toMatch(/restored deployment [0-9a-f]{32} as it was at .* new deployment [0-9a-f]{32}, 2 shard\(s\), 300 document\(s\)/);
-    expect(await notesIn(atIso)).toEqual(asWritten);
+    expect(await notesIn(atIso, root)).toEqual(asWritten);
     expect((await runCairn(["verify", "--store", atIso])).code).toBe(0);
 
     // Killed midway (once it reports progress on a shard): nodes refuse the target; a re-run at the same ts finishes it.
@@ -95,10 +81,10 @@ describe("cairn retention and cairn restore", () => {
     const rerun = await runCairn(["restore", "--store", bucket, "--at", String(lastTs), "--to", atTs]);
     expect(rerun.stderr).not.toMatch(/cairn: \[/);
     expect(rerun.code).toBe(0);
-    const after = await notesIn(atTs);
+    const after = await notesIn(atTs, root);
     expect(after).toHaveLength(250);
     expect(after.filter((line) => line.endsWith(": edited"))).toHaveLength(50);
-    expect(await notesIn(bucket)).toEqual(after);
+    expect(await notesIn(bucket, root)).toEqual(after);
 
     // Export: the present by default, the ISO moment's 300 notes with --at; a folder that exists is refused.
     const present = join(root, "export-present");
@@ -118,10 +104,10 @@ describe("cairn retention and cairn restore", () => {
     const inPlace = await runCairn(["restore", "--store", bucket, "--at", isoMoment, "--in-place"]);
     expect(inPlace.stderr).not.toMatch(/cairn: \[/);
     expect(inPlace.stdout).toMatch(/restored deployment [0-9a-f]{32} in place to .*: 300 document\(s\) on 2 shard\(s\), now layout generation 1\n.*kept until/);
-    expect(await notesIn(bucket)).toEqual(asWritten);
+    expect(await notesIn(bucket, root)).toEqual(asWritten);
     const undo = await runCairn(["restore", "--store", bucket, "--at", String(lastTs), "--in-place"]);
     expect(undo.code).toBe(0);
-    expect(await notesIn(bucket)).toEqual(after);
+    expect(await notesIn(bucket, root)).toEqual(after);
     for (const where of [[], ["--in-place", "--to", join(root, "both")]]) {
       const refused = await runCairn(["restore", "--store", bucket, "--at", String(lastTs), ...where]);
       expect(refused.code).toBe(1);

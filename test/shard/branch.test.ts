@@ -27,7 +27,6 @@ import { globalsObject } from "../../src/manifest/Globals.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
 import { InheritingObjectStore, openObjectStore, type ObjectStore } from "../../src/objectstore/index.js";
-import { readLog } from "../../src/segments/logReader.js";
 import { deleteBranch, renewBranch } from "../../src/shard/branchLifecycle.js";
 import { createBranch, type BranchReport } from "../../src/shard/createBranch.js";
 import { reshardObjectStore } from "../../src/shard/reshardObjectStore.js";
@@ -38,6 +37,7 @@ import { ensureBucket, newTestPrefix, realS3, removePrefix, storeUrlFor } from "
 import { startS3Endpoint } from "../support/s3-endpoint/index.js";
 import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as historyApp from "./historyApp.js";
+import { stateAt, timestampsInsideSegments, type Change, type Note } from "./historyModel.js";
 
 const root = mkdtempSync(join(tmpdir(), "cairn-branch-test-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -101,15 +101,6 @@ const LOCATIONS: LocationFactory[] = [
       ]),
 ];
 
-interface Note {
-  readonly id: DocumentId;
-  readonly channel: string;
-  readonly n: number;
-  readonly body: string;
-}
-
-type Change = { readonly ts: number; readonly kind: "put"; readonly note: Note } | { readonly ts: number; readonly kind: "remove"; readonly id: DocumentId };
-
 interface Node {
   readonly sharded: ShardedStore;
   readonly runtime: FunctionRuntime;
@@ -170,14 +161,14 @@ async function live(node: Node, seed: number, rounds: number, start: readonly No
   return changes.sort((a, b) => a.ts - b.ts);
 }
 
-function stateAt(changes: readonly Change[], ts: number): Note[] {
-  const state = new Map<DocumentId, Note>();
-  for (const change of changes) {
-    if (change.ts > ts) break;
-    if (change.kind === "put") state.set(change.note.id, change.note);
-    else state.delete(change.id);
+/** `live` on a node of its own, opened on `store` and closed after. */
+async function liveOn(store: ObjectStore, seed: number, rounds: number, start: readonly Note[] = [], numShards: number | null = SHARDS): Promise<Change[]> {
+  const node = await openNode(store, {}, numShards);
+  try {
+    return await live(node, seed, rounds, start);
+  } finally {
+    await node.sharded.close();
   }
-  return [...state.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
 type Answers = { notes: Note[]; channels: number[][]; byId: Note[] };
@@ -219,20 +210,6 @@ function expectedAnswers(notes: readonly Note[]): Answers {
   };
 }
 
-/** Timestamps strictly inside some segment of the parent's log. */
-async function insideSegments(store: ObjectStore): Promise<number[]> {
-  const globals = (await globalsObject(store, systemRandom).read())!.value;
-  const inside: number[] = [];
-  for (let shard = 0; shard < SHARDS; shard++) {
-    const manifest = await new ShardManifest(store, shard, globals.deploymentId, systemRandom).refresh();
-    for await (const segment of readLog(store, { deploymentId: globals.deploymentId, shard, fromSeqno: manifest.logStart, concurrency: 8 })) {
-      const stamps = [...new Set(segment.records.revisions.map((revision) => revision.ts))].sort((a, b) => a - b);
-      if (stamps.length >= 2) inside.push(stamps[0]!);
-    }
-  }
-  return inside;
-}
-
 /** The keys a store holds itself (a branch's view without what it inherits). */
 async function ownKeys(store: ObjectStore): Promise<string[]> {
   const keys: string[] = [];
@@ -264,12 +241,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The parent's keys a branch's registration holds (snapshot parts and record, the run of segments): which are there, which not. */
 async function heldKeys(parent: ObjectStore, report: BranchReport): Promise<{ present: string[]; missing: string[] }> {
-  const globals = (await globalsObject(parent, systemRandom).read())!.value;
   const present: string[] = [];
   const missing: string[] = [];
   for (const shard of report.shards) {
-    const manifest = await new ShardManifest(parent, shard.shard, globals.deploymentId, systemRandom).refresh();
-    void manifest;
     for (let seqno = shard.logFrom; seqno <= shard.logThrough; seqno++) {
       const key = bucketLayout.segment(shard.shard, seqno);
       ((await parent.get(key)) === null ? missing : present).push(key);
@@ -289,16 +263,10 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
     const parent = await location.open(location.url("parent"));
     const opened: ObjectStore[] = [];
     try {
-      const node = await openNode(parent);
-      let changes: Change[];
-      try {
-        changes = await live(node, 5, 30);
-      } finally {
-        await node.sharded.close();
-      }
+      const changes = await liveOn(parent, 5, 30);
       const stamps = changes.map((change) => change.ts);
       const random = new SeededRandom(17);
-      const inside = await insideSegments(parent);
+      const inside = await timestampsInsideSegments(parent, SHARDS);
       expect(inside.length).toBeGreaterThan(0);
       const targets = [...new Set([stamps[0]! - 1, stamps[randomInt(random, stamps.length)]!, stamps[randomInt(random, stamps.length)]! - 1, inside.at(-1)!, stamps.at(-1)!])].sort((a, b) => a - b);
       let index = 0;
@@ -324,20 +292,8 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
       const { store: branch } = await branchOf(location, "parent", "writable", lastTs)(parent);
       opened.push(branch);
       const base = stateAt(changes, lastTs);
-      const branchNode = await openNode(branch);
-      let branchChanges: Change[];
-      try {
-        branchChanges = await live(branchNode, 6, 12, base);
-      } finally {
-        await branchNode.sharded.close();
-      }
-      const parentNode = await openNode(parent);
-      let parentChanges: Change[];
-      try {
-        parentChanges = await live(parentNode, 7, 12, base);
-      } finally {
-        await parentNode.sharded.close();
-      }
+      const branchChanges = await liveOn(branch, 6, 12, base);
+      const parentChanges = await liveOn(parent, 7, 12, base);
       const branchHistory = [...changes, ...branchChanges].sort((a, b) => a.ts - b.ts);
       const parentHistory = [...changes, ...parentChanges].sort((a, b) => a.ts - b.ts);
       const everyId = idsOf([...changes, ...branchChanges, ...parentChanges]);
@@ -424,13 +380,7 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
     const location = await factory.start();
     const parent = await location.open(location.url("parent"));
     try {
-      const node = await openNode(parent);
-      let changes: Change[];
-      try {
-        changes = await live(node, 21, 14);
-      } finally {
-        await node.sharded.close();
-      }
+      const changes = await liveOn(parent, 21, 14);
       const forkTs = changes.at(-1)!.ts;
       const { report, store: branch } = await branchOf(location, "parent", "resharded", forkTs)(parent);
       await reshardObjectStore({ store: parent, toShards: 3, workDirectory: freshDirectory() });
@@ -440,13 +390,7 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
       expect(await answersOf(branch, idsOf(changes))).toEqual(expectedAnswers(stateAt(changes, forkTs)));
 
       // A branch of the resharded parent reads its generation 1 (the link names g1/).
-      const writer = await openNode(parent, {}, null);
-      let later: Change[];
-      try {
-        later = await live(writer, 22, 6, stateAt(changes, forkTs));
-      } finally {
-        await writer.sharded.close();
-      }
+      const later = await liveOn(parent, 22, 6, stateAt(changes, forkTs), null);
       const laterTs = later.at(-1)!.ts;
       const { store: ofGeneration1 } = await branchOf(location, "parent", "of-generation-1", laterTs)(parent);
       const everything = [...changes, ...later].sort((a, b) => a.ts - b.ts);
@@ -575,13 +519,7 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
     const location = await factory.start();
     const parent = await location.open(location.url("parent"));
     try {
-      const node = await openNode(parent);
-      let changes: Change[];
-      try {
-        changes = await live(node, 19, 8);
-      } finally {
-        await node.sharded.close();
-      }
+      const changes = await liveOn(parent, 19, 8);
       const atTs = changes.at(-1)!.ts;
       const parentKeys = await allKeys(parent);
       const refusedWith = async (name: string, ts: number, extra: Partial<Parameters<typeof createBranch>[0]>, code: string) => {

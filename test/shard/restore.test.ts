@@ -24,11 +24,9 @@ import type { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
 import { bucketLayout } from "../../src/manifest/bucketLayout.js";
 import { globalsObject } from "../../src/manifest/Globals.js";
 import { HeldReshardLock } from "../../src/manifest/ReshardLock.js";
-import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
 import { PrefixedObjectStore } from "../../src/objectstore/PrefixedObjectStore.js";
-import { readLog } from "../../src/segments/logReader.js";
 import { exportDeployment } from "../../src/shard/exportDeployment.js";
 import { restoreInPlace } from "../../src/shard/restoreInPlace.js";
 import { restoreObjectStore, type RestoreReport } from "../../src/shard/restoreObjectStore.js";
@@ -38,6 +36,7 @@ import { BUCKET_FACTORIES, memoryBucket } from "../support/bucketFactories.js";
 import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as historyApp from "./historyApp.js";
+import { stateAt, timestampsInsideSegments, type Change, type Note } from "./historyModel.js";
 
 const root = mkdtempSync(join(tmpdir(), "cairn-restore-test-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -50,18 +49,6 @@ const SHARDS = 2;
 /** Short enough that the history outlives it: GC collects, and early timestamps leave the window. */
 const RETENTION_MS = 1_200;
 const SPACING_MS = 250;
-
-interface Note {
-  readonly id: DocumentId;
-  readonly channel: string;
-  readonly n: number;
-  readonly body: string;
-}
-
-/** One acknowledged mutation: its commit ts and what it did. */
-type Change =
-  | { readonly ts: number; readonly kind: "put"; readonly note: Note }
-  | { readonly ts: number; readonly kind: "remove"; readonly id: DocumentId };
 
 interface History {
   readonly changes: readonly Change[];
@@ -157,32 +144,7 @@ async function liveHistory(store: ObjectStore, seed: number, rounds: number, out
   } finally {
     await sharded.close();
   }
-  return { changes: changes.sort((a, b) => a.ts - b.ts), lastCutoffTs, insideSegments: await timestampsInsideSegments(store), snapshotsTaken, collected };
-}
-
-/** Timestamps strictly between a segment's first and last commit, read from what the log still holds. */
-async function timestampsInsideSegments(store: ObjectStore): Promise<number[]> {
-  const globals = (await globalsObject(store, systemRandom).read())!.value;
-  const inside: number[] = [];
-  for (let shard = 0; shard < SHARDS; shard++) {
-    const manifest = await new ShardManifest(store, shard, globals.deploymentId, systemRandom).refresh();
-    for await (const segment of readLog(store, { deploymentId: globals.deploymentId, shard, fromSeqno: manifest.logStart, concurrency: 8 })) {
-      const stamps = [...new Set(segment.records.revisions.map((revision) => revision.ts))].sort((a, b) => a - b);
-      if (stamps.length >= 2) inside.push(stamps[0]!);
-    }
-  }
-  return inside;
-}
-
-/** The model's documents at `ts`, by id. */
-function stateAt(changes: readonly Change[], ts: number): Note[] {
-  const state = new Map<DocumentId, Note>();
-  for (const change of changes) {
-    if (change.ts > ts) break;
-    if (change.kind === "put") state.set(change.note.id, change.note);
-    else state.delete(change.id);
-  }
-  return [...state.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+  return { changes: changes.sort((a, b) => a.ts - b.ts), lastCutoffTs, insideSegments: await timestampsInsideSegments(store, SHARDS), snapshotsTaken, collected };
 }
 
 /** What a writer of the (restored) deployment answers: every note (through the cross-shard index) and each channel's ns (through the shard-key index). */
