@@ -1,10 +1,12 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { CairnError, randomHex, systemRandom } from "../base/index.js";
 import { Catalog, checkImportedDocument, FunctionRuntime, IMPORT_BATCH_DOCUMENTS_MAX, laneOfId, loadApp, planCatalog, resolveCatalog, type App } from "../functions/index.js";
 import { globalsObject, schemaCatalogObject, SCHEMA_CATALOG_FORMAT, type CasFields, type SchemaCatalog } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { ShardedStore } from "../shard/index.js";
+import { convertConvexExport, isConvexExport } from "./convexArchive.js";
 import { archiveDocuments, checkCatalog, readExportManifest, type ArchiveDocument, type ExportManifest } from "./importArchive.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { throttled } from "./progressReporter.js";
@@ -13,9 +15,11 @@ import { DEMO_APP_PATH, PROJECT_APP_PATH } from "./serveCommand.js";
 export interface ImportCommandOptions {
   readonly store: string;
   readonly local: string;
-  /** The export folder. */
+  /** The export folder: a `cairn export`, or a Convex snapshot export. */
   readonly from: string;
   readonly app?: string;
+  /** Shards of a new deployment made from a Convex export (default 1; a Cairn export brings its own). */
+  readonly shards?: number;
 }
 
 /** Documents per import mutation (and so per commit); a batch holds one shard's documents. */
@@ -43,11 +47,16 @@ const BATCHES_IN_FLIGHT = 8;
 export async function importCommand(options: ImportCommandOptions): Promise<void> {
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const progress = throttled((line) => process.stderr.write(`${line}\n`));
-  const folder = resolve(options.from);
-  const manifest = readExportManifest(folder);
+  const given = resolve(options.from);
+  const convex = isConvexExport(given);
+  if (!convex) readExportManifest(given);
   const app = await loadApp(options.app ?? (existsSync(PROJECT_APP_PATH) ? resolve(PROJECT_APP_PATH) : DEMO_APP_PATH));
   const store = await openObjectStore(options.store);
+  const work = convex ? mkdtempSync(join(tmpdir(), "cairn-import-convex-")) : null;
   try {
+    // A Convex export becomes a Cairn export first: ids mapped, references rewritten (convexArchive.ts).
+    const folder = convex ? (await convertConvex(store, given, app, options.shards ?? 1, work!, progress)).folder : given;
+    const manifest = readExportManifest(folder);
     await assertConditionalWrites(store);
     // Everything is checked before anything is written (a new deployment is not even created
     // for an archive that is refused), against the catalog the import will write with.
@@ -70,7 +79,7 @@ export async function importCommand(options: ImportCommandOptions): Promise<void
         const counts = await writeAll(runtime, catalog, sharded.numShards, archiveDocuments(folder, manifest, catalog), (done) =>
           progress(`imported ${done.written + done.unchanged}/${total} document(s) (${done.written} written, ${done.unchanged} there already)`),
         );
-        say(`imported ${total} document(s) from ${folder} (exported from deployment ${manifest.deploymentId} at ts ${manifest.atTs}): ${counts.written} written, ${counts.unchanged} there already`);
+        say(`imported ${total} document(s) from ${convex ? `${given} (a Convex export: ids mapped)` : `${folder} (exported from deployment ${manifest.deploymentId} at ts ${manifest.atTs})`}: ${counts.written} written, ${counts.unchanged} there already`);
         for (const table of manifest.tables) say(`  ${table.name}: ${table.documents} document(s)`);
       } finally {
         await sharded.close();
@@ -80,7 +89,19 @@ export async function importCommand(options: ImportCommandOptions): Promise<void
     }
   } finally {
     await store.close();
+    if (work !== null) rmSync(work, { recursive: true, force: true });
   }
+}
+
+/** The Convex export at `folder` as a Cairn export in `work`, against the catalog the import will write with (the deployment's, or a new one's). */
+async function convertConvex(store: ObjectStore, folder: string, app: App, shards: number, work: string, progress: (line: string) => void) {
+  const stored = (await schemaCatalogObject(store, systemRandom).read())?.value ?? null;
+  const planned = planCatalog(app.schema, stored);
+  const fields: CasFields<SchemaCatalog> | null = planned ?? (stored === null ? null : { format: stored.format, nextTableNumber: stored.nextTableNumber, nextIndexId: stored.nextIndexId, tables: stored.tables });
+  if (fields === null) throw new CairnError("IMPORT_INVALID", "the app's schema has no tables to import into; nothing was imported");
+  const catalog = Catalog.bind(app.schema, fields);
+  const globals = (await globalsObject(store, systemRandom).read())?.value ?? null;
+  return convertConvexExport(folder, catalog, fields, globals?.numShards ?? shards, work, progress);
 }
 
 /** The catalog an archive's catalog is, as the deployment would store it. */

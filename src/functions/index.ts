@@ -77,3 +77,4 @@ export { decodeDocument } from "./documents.js";
 export { laneOfId } from "./routing.js";
 export { checkImportedDocument, type ImportedDocument } from "./importedDocument.js";
 export { IMPORT_BATCH_DOCUMENTS_MAX, SYSTEM_MODULE } from "./systemFunctions.js";
+export { cairnIdOfConvexId, convexValueToCairn, mapReferences, routeOfFields } from "./convexDocuments.js";
