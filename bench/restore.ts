@@ -19,7 +19,10 @@
  *    10,000) with the same history of rewrites. Reported: wall time, requests by kind,
  *    bytes written. Target: independent of the deployment's size (nothing copied but the
  *    one segment cut at the fork).
- * 3. Retention's storage: the bytes of log the rewrites wrote per second at the
+ * 3. Export and import: `cairn export --at <the same ts> --to <a folder>`, then
+ *    `cairn import --from <it>` into a new prefix (with the bench's app), each a child
+ *    process at 0 ms per request. Reported: wall time, documents/s, peak RSS.
+ * 4. Retention's storage: the bytes of log the rewrites wrote per second at the
  *    measured rate, what a 7-day window of such a log and its retained snapshots (one
  *    a day, each the size of the one measured) hold, and their price at S3 Standard's
  *    $0.023 per GB-month.
@@ -116,7 +119,8 @@ async function main(): Promise<void> {
         await endpoint.latencyOff();
       }
     }
-    report(history, restores, branches);
+    const transfers = await measureExportImport(endpoint.address, history.atTs, directory);
+    report(history, restores, branches, transfers);
   } finally {
     await endpoint.close();
     await rm(directory, { recursive: true, force: true });
@@ -188,32 +192,22 @@ async function inParallel(count: number, run: (index: number) => Promise<void>):
 
 /** `cairn restore` in a child process, its peak RSS polled from /proc while it runs; its progress shows on stderr. */
 async function measureRestore(address: EndpointAddress, atTs: number, targetPrefix: string, workDirectory: string, latencyMs: number): Promise<RestoreFigures> {
-  const started = performance.now();
-  const child = TsxChild.start(
+  const run = await timedCairn(
     "cairn restore",
-    ["src/cli/main.ts", "restore", "--store", storeUrlAt(address, "source/"), "--at", String(atTs), "--to", storeUrlAt(address, targetPrefix), "--work-dir", workDirectory],
-    {
-      stdout: "output",
-      outputLinesMax: OUTPUT_LINES_MAX,
-      echoStderr: true,
-      env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
-    },
+    ["restore", "--store", storeUrlAt(address, "source/"), "--at", String(atTs), "--to", storeUrlAt(address, targetPrefix), "--work-dir", workDirectory],
+    address,
   );
-  const peakRss = watchPeakRss(child.pid!);
-  let code: number | null;
-  let peakRssBytes = 0;
-  try {
-    code = await child.exitCode();
-  } finally {
-    peakRssBytes = peakRss.stop();
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const stdout = child.output.since(0).filter((line) => line.stream === "stdout").map((line) => `${line.text}\n`).join("");
-  if (code !== 0) throw new Error(`cairn restore exited with ${code}:\n${child.output.last(OUTPUT_LINES_MAX)}`);
-  const documents = Number(/, (\d+) document\(s\)\n/.exec(stdout)?.[1]);
-  const segmentsReplayed = Number(/and (\d+) segment\(s\) after it/.exec(stdout)?.[1]);
-  if (documents !== options.documents) throw new Error(`the restore wrote ${documents} documents, not ${options.documents}:\n${stdout}`);
-  return { latencyMs, documents, segmentsReplayed, seconds: round(seconds, 1), documentsPerSecond: Math.round(documents / seconds), peakRssMiB: round(peakRssBytes / 2 ** 20, 0) };
+  const documents = Number(/, (\d+) document\(s\)\n/.exec(run.stdout)?.[1]);
+  const segmentsReplayed = Number(/and (\d+) segment\(s\) after it/.exec(run.stdout)?.[1]);
+  if (documents !== options.documents) throw new Error(`the restore wrote ${documents} documents, not ${options.documents}:\n${run.stdout}`);
+  return {
+    latencyMs,
+    documents,
+    segmentsReplayed,
+    seconds: round(run.seconds, 1),
+    documentsPerSecond: Math.round(documents / run.seconds),
+    peakRssMiB: round(run.peakRssBytes / 2 ** 20, 0),
+  };
 }
 
 interface BranchFigures {
@@ -229,17 +223,7 @@ interface BranchFigures {
 
 /** `cairn branch` in a child process; the endpoint's counters (reset before) are its requests. */
 async function measureBranch(endpoint: RemoteEndpoint, prefix: string, atTs: number, targetPrefix: string, documents: number, latencyMs: number): Promise<BranchFigures> {
-  const address = endpoint.address;
-  const started = performance.now();
-  const child = TsxChild.start("cairn branch", ["src/cli/main.ts", "branch", "--store", storeUrlAt(address, prefix), "--at", String(atTs), "--to", storeUrlAt(address, targetPrefix)], {
-    stdout: "output",
-    outputLinesMax: OUTPUT_LINES_MAX,
-    echoStderr: true,
-    env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
-  });
-  const code = await child.exitCode();
-  const seconds = (performance.now() - started) / 1000;
-  if (code !== 0) throw new Error(`cairn branch exited with ${code}:\n${child.output.last(OUTPUT_LINES_MAX)}`);
+  const run = await timedCairn("cairn branch", ["branch", "--store", storeUrlAt(endpoint.address, prefix), "--at", String(atTs), "--to", storeUrlAt(endpoint.address, targetPrefix)], endpoint.address);
   const counters = await endpoint.counters();
   const sum = (names: readonly string[], field: "requests" | "bytesIn") =>
     Object.entries(counters)
@@ -248,7 +232,7 @@ async function measureBranch(endpoint: RemoteEndpoint, prefix: string, atTs: num
   return {
     latencyMs,
     documents,
-    seconds: round(seconds, 2),
+    seconds: round(run.seconds, 2),
     requests: sum([], "requests"),
     gets: sum(["GetObject", "HeadObject", "HeadBucket"], "requests"),
     puts: sum(["PutObject", "DeleteObject", "DeleteObjects"], "requests"),
@@ -257,7 +241,64 @@ async function measureBranch(endpoint: RemoteEndpoint, prefix: string, atTs: num
   };
 }
 
-function report(history: History, restores: readonly RestoreFigures[], branches: readonly BranchFigures[]): void {
+interface TransferFigures {
+  readonly what: "export" | "import";
+  readonly documents: number;
+  readonly seconds: number;
+  readonly documentsPerSecond: number;
+  readonly peakRssMiB: number;
+}
+
+/** `cairn export` of the moment into a folder, then `cairn import` of that folder into a new deployment, each in a child process. */
+async function measureExportImport(address: EndpointAddress, atTs: number, directory: string): Promise<TransferFigures[]> {
+  const folder = join(directory, "export");
+  progress(`cairn export of ${options.documents} documents…`);
+  const exported = await timedCairn("cairn export", ["export", "--store", storeUrlAt(address, "source/"), "--at", String(atTs), "--to", folder], address);
+  const exportedDocuments = Number(/: (\d+) document\(s\)\n/.exec(exported.stdout)?.[1]);
+  progress(`cairn import of ${exportedDocuments} documents…`);
+  const imported = await timedCairn(
+    "cairn import",
+    ["import", "--store", storeUrlAt(address, "imported/"), "--local", join(directory, "import-local"), "--from", folder, "--app", "bench/restoreSupport/historyBenchApp.ts"],
+    address,
+  );
+  const importedDocuments = Number(/imported (\d+) document\(s\)/.exec(imported.stdout)?.[1]);
+  if (exportedDocuments !== options.documents || importedDocuments !== options.documents) {
+    throw new Error(`export wrote ${exportedDocuments} and import ${importedDocuments} documents, not ${options.documents}`);
+  }
+  const figures = (what: "export" | "import", run: { seconds: number; peakRssBytes: number }, documents: number): TransferFigures => ({
+    what,
+    documents,
+    seconds: round(run.seconds, 1),
+    documentsPerSecond: Math.round(documents / run.seconds),
+    peakRssMiB: round(run.peakRssBytes / 2 ** 20, 0),
+  });
+  return [figures("export", exported, exportedDocuments), figures("import", imported, importedDocuments)];
+}
+
+/** A `cairn` command in a child process, its peak RSS polled from /proc while it runs; its stdout, seconds and peak RSS. */
+async function timedCairn(name: string, args: readonly string[], address: EndpointAddress): Promise<{ stdout: string; seconds: number; peakRssBytes: number }> {
+  const started = performance.now();
+  const child = TsxChild.start(name, ["src/cli/main.ts", ...args], {
+    stdout: "output",
+    outputLinesMax: OUTPUT_LINES_MAX,
+    echoStderr: true,
+    env: { AWS_ACCESS_KEY_ID: address.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: address.credentials.secretAccessKey },
+  });
+  const peakRss = watchPeakRss(child.pid!);
+  let code: number | null;
+  let peakRssBytes = 0;
+  try {
+    code = await child.exitCode();
+  } finally {
+    peakRssBytes = peakRss.stop();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  if (code !== 0) throw new Error(`${name} exited with ${code}:\n${child.output.last(OUTPUT_LINES_MAX)}`);
+  const stdout = child.output.since(0).filter((line) => line.stream === "stdout").map((line) => `${line.text}\n`).join("");
+  return { stdout, seconds, peakRssBytes };
+}
+
+function report(history: History, restores: readonly RestoreFigures[], branches: readonly BranchFigures[], transfers: readonly TransferFigures[]): void {
   const logBytesPerSecond = history.logBytes / history.rewriteSeconds;
   const windowDays = RETENTION_MS_DEFAULT / DAY_MS;
   const logWindowBytes = logBytesPerSecond * (RETENTION_MS_DEFAULT / 1000);
@@ -294,12 +335,16 @@ function report(history: History, restores: readonly RestoreFigures[], branches:
       figures === small ? "" : verdict(figures.requests <= small.requests * 1.25 + 10, `requests within 25% of ${options.smallDocuments} documents'`),
     ]);
   }
+  lines.push(`3. cairn export --at <the same moment> to a folder, then cairn import of it into a new deployment (child processes, 0 ms per request)`);
+  for (const figures of transfers) {
+    lines.push([`${figures.what} of ${figures.documents} documents`, `${figures.seconds} s, ${figures.documentsPerSecond} documents/s, peak RSS ${figures.peakRssMiB} MiB`, verdict(figures.peakRssMiB <= 500, "≤ 500 MiB")]);
+  }
   lines.push(
-    `3. retention's storage at this history's rate (${retention.rewritesPerSecond} documents rewritten a second, ${round(logBytesPerSecond / 1024, 1)} KiB of log a second)`,
+    `4. retention's storage at this history's rate (${retention.rewritesPerSecond} documents rewritten a second, ${round(logBytesPerSecond / 1024, 1)} KiB of log a second)`,
     [`${windowDays}-day window: log + ${windowDays + 1} snapshots`, `${retention.logGB} GB + ${retention.snapshotsGB} GB = $${retention.dollarsPerShardMonth} per shard-month`, ""],
     ["without retention (the current snapshot)", `$${retention.withoutRetentionDollarsPerShardMonth} per shard-month`, ""],
   );
-  printReport(formatTable(lines), { benchmark: "restore", options, history, restores, branches, retention });
+  printReport(formatTable(lines), { benchmark: "restore", options, history, restores, branches, transfers, retention });
 }
 
 await main();
