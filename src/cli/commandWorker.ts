@@ -16,7 +16,7 @@ export type CommandWorkerEnd<Report> =
   | { readonly type: "failed"; readonly code: string | null; readonly message: string; readonly details: unknown };
 
 /** The modules workerThread.mjs may load. */
-export type CommandWorkerModule = "reshardWorker" | "historyWorker";
+export type CommandWorkerModule = "reshardWorker" | "historyWorker" | "importWorker";
 
 export const COMMAND_HEAP_MIB_DEFAULT = 192;
 const COMMAND_YOUNG_GENERATION_MIB = 16;

@@ -9,7 +9,7 @@ import { ShardedStore } from "../shard/index.js";
 import { convertConvexExport, isConvexExport } from "./convexArchive.js";
 import { archiveDocuments, checkCatalog, readExportManifest, type ArchiveDocument, type ExportManifest } from "./importArchive.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
-import { throttled } from "./progressReporter.js";
+import { runCommandWorker } from "./commandWorker.js";
 import { DEMO_APP_PATH, PROJECT_APP_PATH } from "./serveCommand.js";
 
 export interface ImportCommandOptions {
@@ -30,7 +30,8 @@ const BATCH_BYTES = 4 * 1024 * 1024;
 const BATCHES_IN_FLIGHT = 8;
 
 /**
- * `cairn import --from <folder>`: loads a `cairn export` into this deployment (a new one
+ * `cairn import --from <folder>`: loads a `cairn export` into this deployment (in a worker
+ * thread with a capped heap, `--heap-mib`, as restore and export run) (a new one
  * is created with the archive's shard count and schema catalog), through the log like any
  * mutation — durable, replicated, and visible to live queries as it lands.
  *
@@ -44,9 +45,32 @@ const BATCHES_IN_FLIGHT = 8;
  * - It writes as the shards' writer, so the deployment's servers must be stopped
  *   (LEASE_HELD otherwise), like `cairn gc`.
  */
-export async function importCommand(options: ImportCommandOptions): Promise<void> {
-  const say = (line: string) => process.stdout.write(`${line}\n`);
-  const progress = throttled((line) => process.stderr.write(`${line}\n`));
+export async function importCommand(options: ImportCommandOptions & { readonly heapMib?: number }): Promise<void> {
+  const progress = (line: string) => process.stderr.write(`${line}\n`);
+  const { heapMib, ...task } = options;
+  await runCommandWorker<ImportWorkerMessage, null>("importWorker", task, {
+    heapMib: heapMib ?? IMPORT_HEAP_MIB_DEFAULT,
+    what: "the import",
+    outOfMemoryAdvice: "run it again with a larger --heap-mib (what was written stays; a re-run writes nothing twice)",
+    onMessage: (message) => (message.type === "say" ? process.stdout.write(`${message.line}\n`) : progress(message.line)),
+  });
+}
+
+/** What the import worker posts: a line for stdout, or one of progress for stderr. */
+export interface ImportWorkerMessage {
+  readonly type: "say" | "progress";
+  readonly line: string;
+}
+
+/**
+ * The import's heap: a few batches of documents in flight, the engines' overlay budget
+ * and the import's SQLite statements. Capped like restore's (commandWorker.ts), a bit
+ * larger: it runs a node's write path.
+ */
+export const IMPORT_HEAP_MIB_DEFAULT = 256;
+
+/** The import itself (in importWorker's thread): `say` for its report, `progress` for the way there. */
+export async function runImport(options: ImportCommandOptions, say: (line: string) => void, progress: (line: string) => void): Promise<void> {
   const given = resolve(options.from);
   const convex = isConvexExport(given);
   if (!convex) readExportManifest(given);

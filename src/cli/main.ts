@@ -189,6 +189,7 @@ storeCommand("export", "write the deployment's documents at one moment into a ne
 withLocal(storeCommand("import", "load a `cairn export` folder (or a Convex export's) into the deployment, checked against the app's schema first; safe to re-run"))
   .requiredOption("--from <dir>", "the export folder: a `cairn export` (with cairn-export.json), or a Convex snapshot export (npx convex export --path <dir>, or its ZIP unpacked)")
   .option("--shards <n>", "shards of a new deployment made from a Convex export (default 1; a Cairn export brings its own count)", positiveInteger)
+  .option("--heap-mib <n>", "the import's JavaScript heap limit in MiB (bounds its memory; default 256)", positiveInteger)
   .option("--app <file>", "the app module whose schema the documents are checked against (default: cairn/app.ts if there is one here, else the demo app)")
   .action(lazily(async () => (await import("./importCommand.js")).importCommand));
 

@@ -1,5 +1,6 @@
 // The entry of the CLI's worker threads: `cairn serve`'s node (serveInWorker.ts),
-// `cairn reshard` (reshardCommand.ts) and `cairn restore`/`export` (historyWorker.ts), each
+// `cairn reshard` (reshardCommand.ts), `cairn restore`/`export` (historyWorker.ts) and
+// `cairn import` (importWorker.ts), each
 // naming its module in workerData.module. Plain
 // JavaScript: a worker does not inherit the main thread's loader. In the published
 // package the module is compiled JavaScript beside this file; in a source checkout (run
@@ -7,7 +8,7 @@
 import { existsSync } from "node:fs";
 import { workerData } from "node:worker_threads";
 
-const WORKER_MODULES = ["serveWorker", "reshardWorker", "historyWorker"];
+const WORKER_MODULES = ["serveWorker", "reshardWorker", "historyWorker", "importWorker"];
 const name = workerData?.module;
 if (!WORKER_MODULES.includes(name)) throw new Error(`workerThread.mjs: workerData.module must be one of ${WORKER_MODULES.join(", ")}, not ${String(name)}`);
 const compiled = new URL(`./${name}.js`, import.meta.url);
