@@ -7,6 +7,7 @@ import { globalsObject, schemaCatalogObject, SCHEMA_CATALOG_FORMAT, type CasFiel
 import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { ShardedStore } from "../shard/index.js";
 import { convertConvexExport, isConvexExport } from "./convexArchive.js";
+import { isZipPath, unzipToFolder } from "./zipArchive.js";
 import { archiveDocuments, checkCatalog, readExportManifest, type ArchiveDocument, type ExportManifest } from "./importArchive.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
 import { runCommandWorker } from "./commandWorker.js";
@@ -71,6 +72,17 @@ export const IMPORT_HEAP_MIB_DEFAULT = 256;
 
 /** The import itself (in importWorker's thread): `say` for its report, `progress` for the way there. */
 export async function runImport(options: ImportCommandOptions, say: (line: string) => void, progress: (line: string) => void): Promise<void> {
+  if (isZipPath(options.from)) {
+    // A ZIP (Convex's default export, or `cairn export --to x.zip`): unpacked into a work folder first.
+    const unzipped = mkdtempSync(join(tmpdir(), "cairn-import-zip-"));
+    try {
+      progress(`unpacking ${resolve(options.from)}…`);
+      await unzipToFolder(resolve(options.from), unzipped);
+      return await runImport({ ...options, from: unzipped }, say, progress);
+    } finally {
+      rmSync(unzipped, { recursive: true, force: true });
+    }
+  }
   const given = resolve(options.from);
   const convex = isConvexExport(given);
   if (!convex) readExportManifest(given);

@@ -181,13 +181,13 @@ storeCommand("restore", "bring back the deployment's state at a past moment (wit
 
 storeCommand("export", "write the deployment's documents at one moment into a new folder: one documents.jsonl per table (Convex's layout) and cairn-export.json")
   .option("--at <time>", "the moment: an ISO 8601 date-time with a time zone or a ts in µs (default: the newest moment every shard's log has closed)", (value: string) => momentTs(value))
-  .requiredOption("--to <dir>", "the folder to create")
+  .requiredOption("--to <dir | file.zip>", "the folder to create, or a new .zip file")
   .option("--work-dir <dir>", "directory for the temporary SQLite copy of one shard at a time (default: a fresh one under the OS temp directory)")
   .option("--heap-mib <n>", "the export's JavaScript heap limit in MiB (bounds its memory; default 192)", positiveInteger)
   .action(lazily(async () => (await import("./exportCommand.js")).exportCommand));
 
 withLocal(storeCommand("import", "load a `cairn export` folder (or a Convex export's) into the deployment, checked against the app's schema first; safe to re-run"))
-  .requiredOption("--from <dir>", "the export folder: a `cairn export` (with cairn-export.json), or a Convex snapshot export (npx convex export --path <dir>, or its ZIP unpacked)")
+  .requiredOption("--from <dir | file.zip>", "the export: a `cairn export` (with cairn-export.json) or a Convex snapshot export (npx convex export --path …), as a folder or a .zip")
   .option("--shards <n>", "shards of a new deployment made from a Convex export (default 1; a Cairn export brings its own count)", positiveInteger)
   .option("--heap-mib <n>", "the import's JavaScript heap limit in MiB (bounds its memory; default 256)", positiveInteger)
   .option("--app <file>", "the app module whose schema the documents are checked against (default: cairn/app.ts if there is one here, else the demo app)")

@@ -6,9 +6,9 @@
  * collide with different documents are refused with a clear error and change nothing
  * (a refused import into a new bucket does not even create the deployment).
  */
-import { appendFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { systemRandom } from "../../src/base/random.js";
 import { App } from "../../src/functions/App.js";
@@ -81,6 +81,17 @@ describe("cairn export and cairn import", () => {
     const again = await importInto(target, archive);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/: 0 written, 333 there already/);
+
+    // As a ZIP: exported into one (refused over an existing file), imported from it.
+    const zip = join(fresh("zipped"), "source.zip");
+    mkdirSync(dirname(zip));
+    const zipped = await runCairn(["export", "--store", source, "--to", zip]);
+    expect(zipped.stdout, zipped.stderr).toMatch(/zipped into .*source\.zip/);
+    expect(readdirSync(dirname(zip)), "only the ZIP is left").toEqual(["source.zip"]);
+    expect((await runCairn(["export", "--store", source, "--to", zip])).stderr).toMatch(/INVALID_ARGUMENT.*source\.zip exists/);
+    const fromZip = fresh("from-zip");
+    expect((await importInto(fromZip, zip)).stdout).toMatch(/: 333 written, 0 there already/);
+    expect(exportedLines(await exportOf(fromZip))).toEqual(lines);
 
     // Bad archives, each into a new bucket: refused, and the bucket stays empty.
     const bad = (name: string, damage: (folder: string) => void) => {

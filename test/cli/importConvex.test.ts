@@ -4,12 +4,13 @@
  * directory bucket: every document arrives with a Cairn id, references (a plain `v.id`, and
  * one inside a union with null) point at the right documents, in a table sharded by
  * channel too, and Convex's value encoding ($integer, $float, $bytes) decodes; a second run
- * writes nothing twice. A reference into a sharded table that the export does not hold, a
+ * writes nothing twice, also from the export zipped. A ZIP with an entry outside its folder,
+ * and a file that is no ZIP, are refused. A reference into a sharded table that the export does not hold, a
  * table the schema lacks, and a malformed value are refused with nothing written.
  */
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { systemRandom } from "../../src/base/random.js";
 import { App } from "../../src/functions/App.js";
@@ -17,6 +18,7 @@ import { openObjectStore } from "../../src/objectstore/index.js";
 import { ShardedStore } from "../../src/shard/ShardedStore.js";
 import { runCairn } from "../support/runCairn.js";
 import { shardedRuntime } from "../support/shardedRuntime.js";
+import { zipFolder } from "../../src/cli/zipArchive.js";
 import * as convexImportApp from "./convexImportApp.js";
 
 const root = mkdtempSync(join(tmpdir(), "cairn-import-convex-"));
@@ -110,6 +112,31 @@ describe("cairn import of a Convex export", () => {
       expect(refused.stderr).toMatch(message);
       expect(await keysOf(target)).toEqual([]);
     }
+    // Zipped, as `npx convex export --path x.zip` writes it: the same documents, found there already.
+    const zip = join(fresh("zipped"), "snapshot.zip");
+    mkdirSync(dirname(zip));
+    await zipFolder(folder, zip);
+    const fromZip = await runCairn(["import", "--store", bucket, "--local", fresh("local"), "--from", zip, "--app", APP]);
+    expect(fromZip.stdout, fromZip.stderr).toMatch(/: 0 written, 5 there already/);
+    // A ZIP whose entry would land outside the folder it is unpacked into (a "zip slip"), and one that is no ZIP.
+    const slip = join(fresh("slip"), "evil.zip");
+    mkdirSync(dirname(slip));
+    const staged = fresh("staged");
+    mkdirSync(join(staged, "xx"), { recursive: true });
+    writeFileSync(join(staged, "xx", "evil.jsonl"), "{}\n");
+    await zipFolder(staged, slip);
+    const bytes = readFileSync(slip);
+    for (let at = bytes.indexOf("xx/evil.jsonl"); at !== -1; at = bytes.indexOf("xx/evil.jsonl", at + 1)) bytes.write("..", at);
+    writeFileSync(slip, bytes);
+    writeFileSync(join(dirname(slip), "not.zip"), "PK but not really");
+    for (const [archive, message] of [[slip, /IMPORT_INVALID.*evil\.zip is damaged \(invalid relative path: \.\.\/evil\.jsonl\)/], [join(dirname(slip), "not.zip"), /IMPORT_INVALID.*not\.zip is not a readable ZIP archive/]] as const) {
+      const target = fresh("refused");
+      const refused = await runCairn(["import", "--store", target, "--local", fresh("local"), "--from", archive, "--app", APP]);
+      expect(refused.stderr).toMatch(message);
+      expect(await keysOf(target)).toEqual([]);
+      expect(existsSync(join(dirname(slip), "..", "evil.jsonl"))).toBe(false);
+    }
+
     // The folder is the user's: the conversion happens in a work folder, nothing is added to it.
     expect(readdirSync(folder).sort()).toEqual(["_storage", "_tables", "messages", "users"]);
   });
