@@ -37,7 +37,7 @@ import { ensureBucket, newTestPrefix, realS3, removePrefix, storeUrlFor } from "
 import { startS3Endpoint } from "../support/s3-endpoint/index.js";
 import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as historyApp from "./historyApp.js";
-import { stateAt, timestampsInsideSegments, type Change, type Note } from "./historyModel.js";
+import { randomChange, stateAt, timestampsInsideSegments, type Change, type Note } from "./historyModel.js";
 
 const root = mkdtempSync(join(tmpdir(), "cairn-branch-test-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -126,35 +126,7 @@ async function live(node: Node, seed: number, rounds: number, start: readonly No
   for (let round = 0; round < rounds; round++) {
     const touched = new Set<DocumentId>();
     await Promise.all(
-      Array.from({ length: 1 + randomInt(random, 5) }, async () => {
-        const candidates = [...notes.values()].filter((note) => !touched.has(note.id));
-        const pick = candidates.length > 0 && randomInt(random, 10) < 6 ? candidates[randomInt(random, candidates.length)]! : null;
-        if (pick === null) {
-          const note = { channel: CHANNELS[randomInt(random, CHANNELS.length)]!, n: n++, body: `note ${n}` };
-          const run = await node.runtime.runMutation("notes:add", note);
-          const id = run.value as DocumentId;
-          notes.set(id, { id, ...note });
-          changes.push({ ts: run.ts, kind: "put", note: { id, ...note } });
-          return;
-        }
-        touched.add(pick.id);
-        const choice = randomInt(random, 3);
-        if (choice === 0) {
-          const edited = { ...pick, body: `${pick.body}, edited in round ${round}` };
-          const run = await node.runtime.runMutation("notes:edit", { id: pick.id, channel: pick.channel, body: edited.body });
-          notes.set(pick.id, edited);
-          changes.push({ ts: run.ts, kind: "put", note: edited });
-        } else if (choice === 1) {
-          const renumbered = { ...pick, n: randomInt(random, 1_000) };
-          const run = await node.runtime.runMutation("notes:renumber", { id: pick.id, channel: pick.channel, n: renumbered.n });
-          notes.set(pick.id, renumbered);
-          changes.push({ ts: run.ts, kind: "put", note: renumbered });
-        } else {
-          const run = await node.runtime.runMutation("notes:remove", { id: pick.id, channel: pick.channel });
-          notes.delete(pick.id);
-          changes.push({ ts: run.ts, kind: "remove", id: pick.id });
-        }
-      }),
+      Array.from({ length: 1 + randomInt(random, 5) }, async () => changes.push(await randomChange(node.runtime, random, notes, touched, round, CHANNELS, () => n++))),
     );
     if (randomInt(random, 10) < 3) await node.sharded.engines[randomInt(random, SHARDS)]!.snapshotNow();
   }

@@ -2,9 +2,11 @@
  * The model the history tests (restore, branches) compare with: every acknowledged change
  * of the history app's notes with its commit ts, and the state at any ts; plus the
  * timestamps that fall inside a segment of a deployment's log (a commit below and one
- * above in the same segment), where a restore or branch must cut.
+ * above in the same segment), where a restore or branch must cut; and the random step
+ * both tests' histories are made of.
  */
-import { systemRandom } from "../../src/base/random.js";
+import { randomInt, systemRandom, type Random } from "../../src/base/random.js";
+import type { FunctionRuntime } from "../../src/functions/FunctionRuntime.js";
 import { globalsObject } from "../../src/manifest/Globals.js";
 import { ShardManifest } from "../../src/manifest/ShardManifest.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
@@ -44,4 +46,45 @@ export async function timestampsInsideSegments(store: ObjectStore, shards: numbe
     }
   }
   return inside;
+}
+
+/**
+ * One random change through `runtime`, recorded in `notes` (the live state) and returned:
+ * a new note in a random channel (or whenever no note is free), else an edit, a
+ * renumbering (an index entry moves) or a delete of a note no other change of the same
+ * round touches (`touched`).
+ */
+export async function randomChange(
+  runtime: FunctionRuntime,
+  random: Random,
+  notes: Map<DocumentId, Note>,
+  touched: Set<DocumentId>,
+  round: number,
+  channels: readonly string[],
+  nextN: () => number,
+): Promise<Change> {
+  const candidates = [...notes.values()].filter((note) => !touched.has(note.id));
+  const pick = candidates.length > 0 && randomInt(random, 10) < 6 ? candidates[randomInt(random, candidates.length)]! : null;
+  if (pick === null) {
+    const n = nextN();
+    const note = { channel: channels[randomInt(random, channels.length)]!, n, body: `note ${n + 1}` };
+    const run = await runtime.runMutation("notes:add", note);
+    const id = run.value as DocumentId;
+    notes.set(id, { id, ...note });
+    return { ts: run.ts, kind: "put", note: { id, ...note } };
+  }
+  touched.add(pick.id);
+  const choice = randomInt(random, 3);
+  if (choice === 2) {
+    const run = await runtime.runMutation("notes:remove", { id: pick.id, channel: pick.channel });
+    notes.delete(pick.id);
+    return { ts: run.ts, kind: "remove", id: pick.id };
+  }
+  const changed = choice === 0 ? { ...pick, body: `${pick.body}, edited in round ${round}` } : { ...pick, n: randomInt(random, 1_000) };
+  const run =
+    choice === 0
+      ? await runtime.runMutation("notes:edit", { id: pick.id, channel: pick.channel, body: changed.body })
+      : await runtime.runMutation("notes:renumber", { id: pick.id, channel: pick.channel, n: changed.n });
+  notes.set(pick.id, changed);
+  return { ts: run.ts, kind: "put", note: changed };
 }

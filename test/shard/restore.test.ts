@@ -36,7 +36,7 @@ import { BUCKET_FACTORIES, memoryBucket } from "../support/bucketFactories.js";
 import { FaultyObjectStore } from "../support/FaultyObjectStore.js";
 import { shardedRuntime } from "../support/shardedRuntime.js";
 import * as historyApp from "./historyApp.js";
-import { stateAt, timestampsInsideSegments, type Change, type Note } from "./historyModel.js";
+import { randomChange, stateAt, timestampsInsideSegments, type Change, type Note } from "./historyModel.js";
 
 const root = mkdtempSync(join(tmpdir(), "cairn-restore-test-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -102,35 +102,7 @@ async function liveHistory(store: ObjectStore, seed: number, rounds: number, out
         await new Promise((resolve) => setTimeout(resolve, RETENTION_MS + 300));
       }
       const touched = new Set<DocumentId>();
-      const batch = Array.from({ length: 1 + randomInt(random, 6) }, async () => {
-        const candidates = [...live.values()].filter((note) => !touched.has(note.id));
-        const pick = candidates.length > 0 && randomInt(random, 10) < 6 ? candidates[randomInt(random, candidates.length)]! : null;
-        if (pick === null) {
-          const note = { channel: CHANNELS[randomInt(random, CHANNELS.length)]!, n: n++, body: `note ${n}` };
-          const run = await runtime.runMutation("notes:add", note);
-          const id = run.value as DocumentId;
-          live.set(id, { id, ...note });
-          changes.push({ ts: run.ts, kind: "put", note: { id, ...note } });
-          return;
-        }
-        touched.add(pick.id);
-        const choice = randomInt(random, 3);
-        if (choice === 0) {
-          const body = `${pick.body}, edited in round ${round}`;
-          const run = await runtime.runMutation("notes:edit", { id: pick.id, channel: pick.channel, body });
-          live.set(pick.id, { ...pick, body });
-          changes.push({ ts: run.ts, kind: "put", note: { ...pick, body } });
-        } else if (choice === 1) {
-          const renumbered = { ...pick, n: randomInt(random, 1_000) };
-          const run = await runtime.runMutation("notes:renumber", { id: pick.id, channel: pick.channel, n: renumbered.n });
-          live.set(pick.id, renumbered);
-          changes.push({ ts: run.ts, kind: "put", note: renumbered });
-        } else {
-          const run = await runtime.runMutation("notes:remove", { id: pick.id, channel: pick.channel });
-          live.delete(pick.id);
-          changes.push({ ts: run.ts, kind: "remove", id: pick.id });
-        }
-      });
+      const batch = Array.from({ length: 1 + randomInt(random, 6) }, async () => changes.push(await randomChange(runtime, random, live, touched, round, CHANNELS, () => n++)));
       await Promise.all(batch);
       const step = randomInt(random, 10);
       if (step < 3) {
