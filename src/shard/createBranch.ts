@@ -116,6 +116,9 @@ const COLLECTING_WAIT_MS_DEFAULT = 60_000;
 const COLLECTING_POLL_MS = 200;
 const FORK_FETCH_CONCURRENCY = 16;
 
+/** What refuses a branch after the target was marked: the run then leaves nothing behind. */
+const REFUSALS = ["RESTORE_OUT_OF_RANGE", "RESHARD_IN_PROGRESS", "DEPLOYMENT_RESHARDED", "INVALID_ARGUMENT"] as const;
+
 const BRANCH_MARK_FORMAT = 1;
 const branchMarkSchema = z.object({
   format: z.literal(BRANCH_MARK_FORMAT),
@@ -152,6 +155,9 @@ export async function createBranch(options: BranchOptions): Promise<BranchReport
   if (options.branchId !== undefined && !BRANCH_ID_PATTERN.test(options.branchId)) {
     throw new CairnError("INVALID_ARGUMENT", `a branch id must match ${BRANCH_ID_PATTERN}, got ${JSON.stringify(options.branchId)}`);
   }
+  if (isInside(options.targetUrl, options.parentUrl)) {
+    throw new CairnError("INVALID_ARGUMENT", `${options.targetUrl} is inside the parent deployment's root ${options.parentUrl}: put the branch beside it; nothing was changed`);
+  }
   const globals = await readGlobals(parent, random);
   const atTs = options.atTs ?? (await commonFrontierTs(generationStore(parent, globals.generation), globals.deploymentId, globals.numShards, random, clock));
   const nowMs = clock.nowMs();
@@ -178,7 +184,13 @@ export async function createBranch(options: BranchOptions): Promise<BranchReport
       logFrom: fork.logFrom,
       logThrough: fork.logThrough,
     }));
-    await registration.update(() => ({
+    await registration.update((current) => {
+      if (current !== null && current.deploymentId !== mark.deploymentId) {
+        throw new CairnError("INVALID_ARGUMENT", `the parent already has a branch named "${mark.branchId}" (at ${current.url}); choose another --name; nothing was changed`, {
+          details: { branchId: mark.branchId, url: current.url },
+        });
+      }
+      return {
       format: BRANCH_REGISTRATION_FORMAT,
       branchId: mark.branchId,
       url: options.targetUrl,
@@ -189,7 +201,8 @@ export async function createBranch(options: BranchOptions): Promise<BranchReport
       expiresAt,
       ttlMs: options.ttlMs,
       shards: held,
-    }));
+      };
+    });
     onProgress({ phase: "registered", branchId: mark.branchId, expiresAt });
     await checkStillHeld(parent, parentShards, globals, forks, options.collectingWaitMs ?? COLLECTING_WAIT_MS_DEFAULT, clock, random);
 
@@ -236,13 +249,22 @@ export async function createBranch(options: BranchOptions): Promise<BranchReport
       })),
     };
   } catch (error) {
-    // A refusal changes nothing: the registration and what this run wrote go, the mark last.
-    if (hasErrorCode(error, "RESTORE_OUT_OF_RANGE") || hasErrorCode(error, "RESHARD_IN_PROGRESS") || hasErrorCode(error, "DEPLOYMENT_RESHARDED")) {
-      await parent.delete(registration.key).catch(() => undefined);
-      await deletePrefixes(target, [""], () => undefined).catch(() => undefined);
+    // A refusal changes nothing: our registration (never another branch's) and what this run wrote go, the mark last.
+    if (REFUSALS.some((code) => hasErrorCode(error, code))) {
+      const ours = (await registration.read().catch(() => null))?.value.deploymentId === mark.deploymentId;
+      if (ours) await parent.delete(registration.key).catch(() => undefined);
+      await deletePrefixes(target, [""], () => undefined, (key) => key !== bucketLayout.restoring())
+        .then(() => target.delete(bucketLayout.restoring()))
+        .catch(() => undefined);
     }
     throw error;
   }
+}
+
+/** Whether the root `inner` lies within (or is) the root `outer`: compared without query strings, as prefixes of whole path segments. */
+function isInside(inner: string, outer: string): boolean {
+  const path = (url: string) => url.replace(/[?#].*$/, "").replace(/\/*$/, "/");
+  return path(inner).startsWith(path(outer));
 }
 
 async function readGlobals(parent: ObjectStore, random: Random): Promise<Globals> {

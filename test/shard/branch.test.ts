@@ -507,10 +507,15 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
       await busy.create("something", new TextEncoder().encode("x"));
       await busy.close();
       await expect(branchOf(location, "parent", "busy", atTs)(parent)).rejects.toMatchObject({ code: "RESTORE_TARGET_NOT_EMPTY" });
+      // A name another branch of the parent holds, and a target inside the parent's root.
+      const { store: named } = await branchOf(location, "parent", "named", atTs, { branchId: "taken" })(parent);
+      await named.close();
+      await refusedWith("same-name", atTs, { branchId: "taken" }, "INVALID_ARGUMENT");
+      await expect(branchOf(location, "parent", "parent/inside", atTs)(parent)).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
       const empty = await location.open(location.url("empty-parent"));
       await expect(branchOf(location, "empty-parent", "of-nothing", atTs)(empty)).rejects.toMatchObject({ code: "DEPLOYMENT_MISMATCH" });
       await empty.close();
-      expect(await allKeys(parent), "the parent is untouched by refusals").toEqual(parentKeys);
+      expect((await allKeys(parent)).filter((key) => key !== bucketLayout.branchRegistration("taken")), "the parent is untouched by refusals").toEqual(parentKeys);
 
       // Killed after shard 0 was written, before shard 1's manifest.
       const target = new FaultyObjectStore(await location.open(location.url("killed")), new SeededRandom(1), systemClock);
@@ -521,7 +526,7 @@ describe.each(LOCATIONS)("branches on $name", (factory) => {
       await expect(createBranch({ ...options, atTs: atTs - 1 })).rejects.toMatchObject({ code: "RESTORE_UNFINISHED" });
       const finished = await createBranch(options);
       await target.close();
-      expect((await allKeys(parent, "branches/")).length, "one registration, the re-run's own").toBe(1);
+      expect((await allKeys(parent, "branches/")).filter((key) => key !== bucketLayout.branchRegistration("taken")).length, "one registration, the re-run's own").toBe(1);
       const branch = await location.open(location.url("killed"));
       expect(await answersOf(branch, idsOf(changes))).toEqual(expectedAnswers(stateAt(changes, atTs)));
       expect(finished.forkTs).toBe(atTs);
