@@ -21,6 +21,8 @@ export interface ImportCommandOptions {
   readonly app?: string;
   /** Shards of a new deployment made from a Convex export (default 1; a Cairn export brings its own). */
   readonly shards?: number;
+  /** How the report names the archive (a ZIP's path, when `from` is where it was unpacked). */
+  readonly shownAs?: string;
 }
 
 /** Documents per import mutation (and so per commit); a batch holds one shard's documents. */
@@ -78,7 +80,7 @@ export async function runImport(options: ImportCommandOptions, say: (line: strin
     try {
       progress(`unpacking ${resolve(options.from)}…`);
       await unzipToFolder(resolve(options.from), unzipped);
-      return await runImport({ ...options, from: unzipped }, say, progress);
+      return await runImport({ ...options, from: unzipped, shownAs: resolve(options.from) }, say, progress);
     } finally {
       rmSync(unzipped, { recursive: true, force: true });
     }
@@ -115,7 +117,7 @@ export async function runImport(options: ImportCommandOptions, say: (line: strin
         const counts = await writeAll(runtime, catalog, sharded.numShards, archiveDocuments(folder, manifest, catalog), (done) =>
           progress(`imported ${done.written + done.unchanged}/${total} document(s) (${done.written} written, ${done.unchanged} there already)`),
         );
-        say(`imported ${total} document(s) from ${convex ? `${given} (a Convex export: ids mapped)` : `${folder} (exported from deployment ${manifest.deploymentId} at ts ${manifest.atTs})`}: ${counts.written} written, ${counts.unchanged} there already`);
+        say(`imported ${total} document(s) from ${convex ? `${options.shownAs ?? given} (a Convex export: ids mapped)` : `${options.shownAs ?? folder} (exported from deployment ${manifest.deploymentId} at ts ${manifest.atTs})`}: ${counts.written} written, ${counts.unchanged} there already`);
         for (const table of manifest.tables) say(`  ${table.name}: ${table.documents} document(s)`);
       } finally {
         await sharded.close();

@@ -117,7 +117,7 @@ describe("cairn import of a Convex export", () => {
     mkdirSync(dirname(zip));
     await zipFolder(folder, zip);
     const fromZip = await runCairn(["import", "--store", bucket, "--local", fresh("local"), "--from", zip, "--app", APP]);
-    expect(fromZip.stdout, fromZip.stderr).toMatch(/: 0 written, 5 there already/);
+    expect(fromZip.stdout, fromZip.stderr).toMatch(/from .*snapshot\.zip \(a Convex export: ids mapped\): 0 written, 5 there already/);
     // A ZIP whose entry would land outside the folder it is unpacked into (a "zip slip"), and one that is no ZIP.
     const slip = join(fresh("slip"), "evil.zip");
     mkdirSync(dirname(slip));
