@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import Database from "better-sqlite3";
 import { CairnError } from "../base/index.js";
-import { cairnIdOfConvexId, convexValueToCairn, mapReferences, routeOfFields, type Catalog, type TableInfo } from "../functions/index.js";
+import { cairnIdOfConvexId, convexValueToCairn, mapReferences, routeForDocument, type Catalog, type TableInfo } from "../functions/index.js";
 import type { SchemaCatalog, CasFields } from "../manifest/index.js";
 import { encodeValue, type ValueObject } from "../model/index.js";
 import { EXPORT_MANIFEST_FILE } from "./importArchive.js";
@@ -75,7 +75,7 @@ export async function convertConvexExport(
       let rows: [string, string, string][] = [];
       for await (const { line, at } of lines(folder, table.name)) {
         const { convexId, fields } = parseConvexDocument(line, at);
-        rows.push([table.name, convexId, cairnIdOfConvexId(table, convexId, routeOfFields(table, fields))]);
+        rows.push([table.name, convexId, cairnIdOfConvexId(table, convexId, routeForDocument(table, fields))]);
         if (rows.length >= 1_000) {
           insertOnce(addMany, rows, table.name);
           rows = [];

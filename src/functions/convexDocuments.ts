@@ -3,7 +3,6 @@ import type { z } from "zod";
 import { CairnError } from "../base/index.js";
 import { decodeBase64, encodeDocumentId, ROUTE_BYTES, type DocumentId, type Value, type ValueObject } from "../model/index.js";
 import type { TableInfo } from "./catalog.js";
-import { routeForDocument } from "./routing.js";
 import { jsonSchemaOfCairnValidator } from "./values.js";
 
 /**
@@ -59,11 +58,6 @@ export function cairnIdOfConvexId(table: TableInfo, convexId: string, route: Uin
     random.set(route, 0);
   }
   return encodeDocumentId({ tableNumber: table.number, random });
-}
-
-/** The route a Convex document's fields give it in `table` (null for a table without a shard key). */
-export function routeOfFields(table: TableInfo, fields: ValueObject): Uint8Array | null {
-  return routeForDocument(table, fields);
 }
 
 /**

@@ -77,4 +77,5 @@ export { decodeDocument } from "./documents.js";
 export { laneOfId } from "./routing.js";
 export { checkImportedDocument, type ImportedDocument } from "./importedDocument.js";
 export { IMPORT_BATCH_DOCUMENTS_MAX, SYSTEM_MODULE } from "./systemFunctions.js";
-export { cairnIdOfConvexId, convexValueToCairn, mapReferences, routeOfFields } from "./convexDocuments.js";
+export { cairnIdOfConvexId, convexValueToCairn, mapReferences } from "./convexDocuments.js";
+export { routeForDocument } from "./routing.js";

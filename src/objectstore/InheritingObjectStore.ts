@@ -127,9 +127,9 @@ export class InheritingObjectStore implements ObjectStore {
     if (owned.length > 0) await this.own.deleteMany(owned);
   }
 
-  /** Only the store's own keys, without the inherited ones: what deleting the view frees. */
-  listOwn(prefix: string, options?: ListOptions): AsyncIterable<ListEntry> {
-    return this.own.list(prefix, options);
+  /** The store's own objects alone, without the inherited ones: what deleting the view frees. */
+  get ownStore(): ObjectStore {
+    return this.own;
   }
 
   async *list(prefix: string, options?: ListOptions): AsyncIterable<ListEntry> {

@@ -95,7 +95,7 @@ export async function deleteBranch(options: BranchLifecycleOptions & { readonly 
   }
   const branchId = mark!.branchId;
   let deleted = 0;
-  const target: ObjectStore = own === null ? store : ownKeysOf(own);
+  const target = own === null ? store : own.ownStore;
   deleted += await deletePrefixes(target, [""], (count) => options.onProgress?.(count), (key) => key !== bucketLayout.restoring());
   await store.delete(bucketLayout.restoring());
   return { branchId, objectsDeleted: deleted + 1 };
@@ -118,20 +118,6 @@ function readDeletingMark(found: Awaited<ReturnType<ObjectStore["get"]>>): Delet
     // Not ours: refused below like a root without globals.
   }
   throw new CairnError("RESTORE_UNFINISHED", "this root holds an unfinished restore or branch, not a branch being deleted; finish that, or delete the prefix");
-}
-
-/** The branch's own keys only: listing them never walks the parent's. */
-function ownKeysOf(view: InheritingObjectStore): ObjectStore {
-  return {
-    description: view.description,
-    get: (key, options) => view.get(key, options),
-    create: (key, body) => view.create(key, body),
-    casPut: (key, body, etag) => view.casPut(key, body, etag),
-    delete: (key) => view.delete(key),
-    deleteMany: (keys) => view.deleteMany(keys),
-    list: (prefix, options) => view.listOwn(prefix, options),
-    close: async () => undefined,
-  };
 }
 
 async function branchGlobals(store: ObjectStore, random: Random): Promise<Globals> {

@@ -27,7 +27,7 @@ import { readSnapshotRecords } from "../snapshots/index.js";
 import { copyObject, placeMark, refuseNonEmptyTarget } from "./emptyTarget.js";
 import { deletePrefixes } from "./layoutSwitchSteps.js";
 import { commonFrontierTs } from "./logEnds.js";
-import { checkMoment, RESTORE_SETTLED_AFTER_MS_DEFAULT, restorableBase } from "./materializeAt.js";
+import { checkHistoryRead, checkMoment, RESTORE_SETTLED_AFTER_MS_DEFAULT, restorableBase } from "./materializeAt.js";
 
 /**
  * `cairn branch`: a new deployment whose state is the parent's at one timestamp and that
@@ -404,22 +404,8 @@ async function findFork(
     validator.accept(segment);
   }
   const after = (await manifestObject.read())?.value ?? manifest;
-  if (after.logStart > logFrom) {
-    throw new CairnError(
-      "RESTORE_OUT_OF_RANGE",
-      `shard ${shard}'s history at ts ${atTs} was collected while the branch read it (logStart moved to ${after.logStart}): it left the retention window`,
-      { details: { shard, atTs, logStart: after.logStart } },
-    );
-  }
   const settledAfterMs = options.settledAfterMs ?? RESTORE_SETTLED_AFTER_MS_DEFAULT;
-  if (reachedEnd && after.writer !== null && atTs > validator.position.lastMaxTs && atTs > (nowMs - settledAfterMs) * 1000) {
-    throw new CairnError(
-      "RESTORE_OUT_OF_RANGE",
-      `ts ${atTs} is not settled on shard ${shard} yet: its log ends at ts ${validator.position.lastMaxTs}, and a writer may still commit ` +
-        `at or before ${atTs}; choose a time at least ${Math.ceil(settledAfterMs / 1000)} s in the past`,
-      { details: { shard, atTs, frontierTs: validator.position.lastMaxTs } },
-    );
-  }
+  checkHistoryRead({ shard, atTs, firstSeqno: logFrom, after, reachedEnd, lastMaxTs: validator.position.lastMaxTs, nowMs, settledAfterMs });
   const logThrough = validator.position.nextSeqno - 1;
   const end = cut === null ? validator.position : { nextSeqno: cut.header.seqno + 1, highestEpoch: cut.header.epoch, lastHash: cut.hash, lastMaxTs: cut.header.maxTs };
   return { shard, base, recordKey, logFrom, logThrough, cut, end, segmentsRead, parentManifest: after };

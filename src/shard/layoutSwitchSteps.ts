@@ -37,11 +37,11 @@ export async function deleteRetired(
   nowMs: number,
   deleteGeneration: (generation: number, numShards: number) => Promise<void>,
 ): Promise<void> {
+  const due = globals.retired.filter((old) => old.generation !== globals.generation && (old.keepUntil === undefined || nowMs >= old.keepUntil));
+  if (due.length === 0) return;
   // Read after the switch: a branch of a generation registers before it checks that generation is still current (createBranch).
   const held = heldGenerations((await readBranchRegistry(store, random)).registrations.map((read) => read.value), nowMs);
-  for (const old of globals.retired) {
-    if (old.generation === globals.generation) continue;
-    if (old.keepUntil !== undefined && nowMs < old.keepUntil) continue;
+  for (const old of due) {
     // Live branches read from it: kept (in the list) until they expire or are deleted.
     if (held.has(old.generation)) continue;
     await deleteGeneration(old.generation, old.numShards);

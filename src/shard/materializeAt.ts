@@ -109,26 +109,47 @@ export async function materializeAt(options: MaterializeAtOptions): Promise<Mate
     options.onProgress?.({ phase: "replay", shard, seqno: header.seqno, ts: header.maxTs, atTs });
   }
   const after = (await manifestObject.read())?.value ?? before;
-  // Nothing at or above logStart is ever deleted: with the first slot after the base still
-  // at or above it, every segment read (and the empty slot that ended the log) was the log's.
-  if (after.logStart > (base?.seqno ?? -1) + 1) {
+  checkHistoryRead({ shard, atTs, firstSeqno: (base?.seqno ?? -1) + 1, after, reachedEnd, lastMaxTs: validator.position.lastMaxTs, nowMs: options.nowMs, settledAfterMs: options.settledAfterMs });
+  return { base, segmentsApplied };
+}
+
+/**
+ * The checks every reader of a shard's past makes once it read the log from `firstSeqno`
+ * (materializeAt, createBranch), against `after`, the manifest read after the reads:
+ * - Nothing at or above logStart is ever deleted: with `firstSeqno` still at or above it,
+ *   every segment read (and the empty slot that ended the log) was the log's; otherwise
+ *   the ts left the retention window while it was read.
+ * - A ts past the log's end (`reachedEnd`, `lastMaxTs`) is not settled while a writer is
+ *   live and it is younger than `settledAfterMs`: a writer that handed the shard back
+ *   drained its flights first, and nothing more comes.
+ * RESTORE_OUT_OF_RANGE when either fails.
+ */
+export function checkHistoryRead(read: {
+  readonly shard: number;
+  readonly atTs: number;
+  readonly firstSeqno: number;
+  readonly after: Manifest;
+  readonly reachedEnd: boolean;
+  readonly lastMaxTs: number;
+  readonly nowMs: number;
+  readonly settledAfterMs: number;
+}): void {
+  const { shard, atTs, after } = read;
+  if (after.logStart > read.firstSeqno) {
     throw new CairnError(
       "RESTORE_OUT_OF_RANGE",
       `shard ${shard}'s history at ts ${atTs} was collected while it was being read (logStart moved to ${after.logStart}): it left the retention window`,
       { details: { shard, atTs, logStart: after.logStart } },
     );
   }
-  // A writer that handed the shard back drained its flights first: nothing more comes.
-  const handedBack = after.writer === null;
-  if (reachedEnd && !handedBack && atTs > validator.position.lastMaxTs && atTs > (options.nowMs - options.settledAfterMs) * 1000) {
+  if (read.reachedEnd && after.writer !== null && atTs > read.lastMaxTs && atTs > (read.nowMs - read.settledAfterMs) * 1000) {
     throw new CairnError(
       "RESTORE_OUT_OF_RANGE",
-      `ts ${atTs} is not settled on shard ${shard} yet: its log ends at ts ${validator.position.lastMaxTs}, and a writer may still commit ` +
-        `at or before ${atTs}; choose a time at least ${Math.ceil(options.settledAfterMs / 1000)} s in the past`,
-      { details: { shard, atTs, frontierTs: validator.position.lastMaxTs } },
+      `ts ${atTs} is not settled on shard ${shard} yet: its log ends at ts ${read.lastMaxTs}, and a writer may still commit ` +
+        `at or before ${atTs}; choose a time at least ${Math.ceil(read.settledAfterMs / 1000)} s in the past`,
+      { details: { shard, atTs, frontierTs: read.lastMaxTs } },
     );
   }
-  return { base, segmentsApplied };
 }
 
 /**

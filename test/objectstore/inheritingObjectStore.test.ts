@@ -7,7 +7,7 @@
  * an own/inherited boundary, or inside a range), with multi-byte keys in and around ranges;
  * writes of inherited keys are refused (CAS_CONFLICT when the parent has the key,
  * INVALID_ARGUMENT otherwise and for every casPut) without touching either store; deletes
- * of inherited keys do nothing; listOwn shows only own keys; close closes both. Over real
+ * of inherited keys do nothing; ownStore lists only own keys; close closes both. Over real
  * directories: openObjectStore follows the `parent` link object (a chain grandparent →
  * parent → child, each inheriting a different range; 16 links at most), and refuses
  * looping, too deep and unreadable links with STORE_LINK_INVALID. Over the S3 test
@@ -382,12 +382,12 @@ describe("InheritingObjectStore list", () => {
     expect(await keysOf(view.list("p/"))).toEqual([key]);
   });
 
-  it("lists only own keys with listOwn, hidden ones included", async () => {
+  it("lists only own keys through ownStore, hidden ones included", async () => {
     const { view } = await fixture();
-    expect(await keysOf(view.listOwn(""))).toEqual([...OWN_KEYS].sort(byteOrder));
-    expect(await keysOf(view.listOwn("seg/", { startAfter: "seg/0001" }))).toEqual(["seg/0003", "seg/00035", "seg/0006"]);
-    expect(await keysOf(view.listOwn("k/"))).toEqual(["k/z", "k/ö", "k/üb", "k/\uff5e", "k/😃"]);
-    expect(await keysOf(view.listOwn("snap/"))).toEqual(["snap/z"]);
+    expect(await keysOf(view.ownStore.list(""))).toEqual([...OWN_KEYS].sort(byteOrder));
+    expect(await keysOf(view.ownStore.list("seg/", { startAfter: "seg/0001" }))).toEqual(["seg/0003", "seg/00035", "seg/0006"]);
+    expect(await keysOf(view.ownStore.list("k/"))).toEqual(["k/z", "k/ö", "k/üb", "k/\uff5e", "k/😃"]);
+    expect(await keysOf(view.ownStore.list("snap/"))).toEqual(["snap/z"]);
   });
 });
 
@@ -560,7 +560,7 @@ describe("openObjectStore with parent links", () => {
     expect(await keysOf(view.list(""))).toEqual([PARENT_LINK_KEY, "seg/a/1", "seg/a/2", "seg/b/2", "seg0", "snap/c"]);
     expect(await keysOf(view.list("seg/", { startAfter: "seg/a/1" }))).toEqual(["seg/a/2", "seg/b/2"]);
     expect(await keysOf(view.list("seg/a/"))).toEqual(["seg/a/1", "seg/a/2"]);
-    expect(await keysOf((view as InheritingObjectStore).listOwn(""))).toEqual([PARENT_LINK_KEY, "seg0", "snap/c"]);
+    expect(await keysOf((view as InheritingObjectStore).ownStore.list(""))).toEqual([PARENT_LINK_KEY, "seg0", "snap/c"]);
 
     await expect(view.create("seg/a/1", bytes("x"))).rejects.toMatchObject({ code: "CAS_CONFLICT" });
     await expect(view.create("seg/b/2", bytes("x"))).rejects.toMatchObject({ code: "CAS_CONFLICT" });

@@ -185,7 +185,7 @@ function expectedAnswers(notes: readonly Note[]): Answers {
 /** The keys a store holds itself (a branch's view without what it inherits). */
 async function ownKeys(store: ObjectStore): Promise<string[]> {
   const keys: string[] = [];
-  const listing = store instanceof InheritingObjectStore ? store.listOwn("") : store.list("");
+  const listing = store instanceof InheritingObjectStore ? store.ownStore.list("") : store.list("");
   for await (const entry of listing) keys.push(entry.key);
   return keys;
 }
