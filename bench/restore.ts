@@ -27,7 +27,7 @@
  *    a day, each the size of the one measured) hold, and their price at S3 Standard's
  *    $0.023 per GB-month.
  *
- *   npm run bench:restore [-- --documents 1000000 --rewrites 200000 --latencies 0,20]
+ *   npm run bench:restore [-- --documents 1000000 --rewrites 200000 --latencies 0,20 --phases 1,2,3,4]
  *
  * Prints a table, then exactly one line of JSON with every figure. Progress goes to stderr.
  */
@@ -62,6 +62,7 @@ const options = parseFlags(process.argv.slice(2), {
     rate: flag.wholeNumber("documents rewritten a second while building the history", 20_000),
     latencies: flag.wholeNumbers("ms per request of each restore run", [0, 20], { min: 0 }),
     smallDocuments: flag.wholeNumber("documents in the small deployment branched for comparison", 10_000),
+    phases: flag.wholeNumbers("the phases to run (4, retention, is computed from the build)", [1, 2, 3, 4], { min: 1 }),
   },
 });
 
@@ -102,15 +103,16 @@ async function main(): Promise<void> {
     await endpoint.latencyOff();
     const history = await buildHistory(endpoint.store("source/"), join(directory, "build"), options.documents);
     const restores: RestoreFigures[] = [];
-    for (const latencyMs of options.latencies) {
+    for (const latencyMs of options.phases.includes(1) ? options.latencies : []) {
       if (latencyMs > 0) await endpoint.latencyRules([{ latencyMs }]);
       progress(`cairn restore of ${options.documents} documents at ${latencyMs} ms per request…`);
       restores.push(await measureRestore(endpoint.address, history.atTs, `restored-${latencyMs}ms/`, join(directory, `work-${latencyMs}`), latencyMs));
       await endpoint.latencyOff();
     }
-    const small = await buildHistory(endpoint.store("small/"), join(directory, "build-small"), options.smallDocuments);
     const branches: BranchFigures[] = [];
+    const small = options.phases.includes(2) ? await buildHistory(endpoint.store("small/"), join(directory, "build-small"), options.smallDocuments) : null;
     for (const latencyMs of options.latencies) {
+      if (small === null) break;
       for (const [prefix, documents, atTs] of [["source/", options.documents, history.atTs], ["small/", options.smallDocuments, small.atTs]] as const) {
         if (latencyMs > 0) await endpoint.latencyRules([{ latencyMs }]);
         progress(`cairn branch of ${documents} documents at ${latencyMs} ms per request…`);
@@ -119,7 +121,7 @@ async function main(): Promise<void> {
         await endpoint.latencyOff();
       }
     }
-    const transfers = await measureExportImport(endpoint.address, history.atTs, directory);
+    const transfers = options.phases.includes(3) ? await measureExportImport(endpoint.address, history.atTs, directory) : [];
     report(history, restores, branches, transfers);
   } finally {
     await endpoint.close();
