@@ -13,7 +13,7 @@ export function describeHistoryProgress(step: { readonly phase: string } & Recor
     case "replay":
       return `${shard}: replaying segment ${String(step["seqno"])} (${at(step["ts"])} of ${at(step["atTs"])})`;
     case "write":
-      return `${shard}: writing ${String(step["documents"])} document(s)`;
+      return `${shard}: writing ${String(step["documents"])} document(s), ${String(step["parts"])} part(s) (${(Number(step["bytes"]) / 2 ** 20).toFixed(1)} MiB)`;
     case "written":
       return `${shard}: written, ${String(step["documents"])} document(s)`;
     case "export":

@@ -175,14 +175,14 @@ storeCommand("restore", "bring back the deployment's state at a past moment (wit
   .requiredOption("--at <time>", "the moment: an ISO 8601 date-time with a time zone (2026-12-06T18:00:00Z) or a ts in µs", (value: string) => momentTs(value))
   .option("--to <url>", "an empty bucket or prefix for a new deployment holding that state (this one is only read)")
   .option("--in-place", "make that state this deployment's current one (every node stopped; the replaced state is kept for the retention window, so a later restore undoes it)")
-  .option("--work-dir <dir>", "directory for the temporary SQLite copy of one shard at a time (default: a fresh one under the OS temp directory)")
+  .option("--work-dir <dir>", "directory for the temporary SQLite file of the log one shard replays (default: a fresh one under the OS temp directory)")
   .option("--heap-mib <n>", "the restore's JavaScript heap limit in MiB (bounds its memory; default 192)", positiveInteger)
   .action(lazily(async () => (await import("./restoreCommand.js")).restoreCommand));
 
 storeCommand("export", "write the deployment's documents at one moment into a new folder: one documents.jsonl per table (Convex's layout) and cairn-export.json")
   .option("--at <time>", "the moment: an ISO 8601 date-time with a time zone or a ts in µs (default: the newest moment every shard's log has closed)", (value: string) => momentTs(value))
   .requiredOption("--to <dir | file.zip>", "the folder to create, or a new .zip file")
-  .option("--work-dir <dir>", "directory for the temporary SQLite copy of one shard at a time (default: a fresh one under the OS temp directory)")
+  .option("--work-dir <dir>", "directory for the temporary SQLite file of the log one shard replays (default: a fresh one under the OS temp directory)")
   .option("--heap-mib <n>", "the export's JavaScript heap limit in MiB (bounds its memory; default 192)", positiveInteger)
   .action(lazily(async () => (await import("./exportCommand.js")).exportCommand));
 

@@ -7,7 +7,9 @@ import { RECEIPT_COLUMNS, receiptOfRow, type DocumentRow, type IndexEntryRow, ty
 /**
  * A point-in-time dump of a shard's current state, in bounded chunks: every document's
  * newest revision unless it is a deletion, every index key's newest entry unless it is a
- * removal, and every receipt. Documents come first, then index entries, then receipts.
+ * removal (both included with `includeRemovals`), and every receipt. Documents come
+ * first, then index entries, then receipts, each in the order of its SQLite key: ids and
+ * client ids by their UTF-8 bytes, index keys by their bytes (see restore's MergedDump).
  *
  * Invariants:
  * - Every chunk reflects the same instant, the one `meta` describes, however long the
@@ -32,38 +34,59 @@ export interface DumpCursor {
 
 export interface DumpCursorOptions {
   readonly rowsPerChunk?: number;
+  /**
+   * Also yield a deletion (value null) for a document whose newest revision deletes it,
+   * and a removal (docId null) for an index key whose newest entry removes it: a dump of
+   * changes, to overlay on an older state (a restore's replay of the log after its base
+   * snapshot). Default false: current state only.
+   */
+  readonly includeRemovals?: boolean;
 }
 
 interface Phase {
   readonly kind: DumpChunk["kind"];
   readonly sql: string;
-  /** The record for a row with its share of the byte budget, or null when the row is not current state. */
-  readonly toRecord: (row: unknown) => { readonly record: object; readonly bytes: number } | null;
+  /** The record for a row with its share of the byte budget, or null for a removal a dump of current state leaves out. */
+  readonly toRecord: (row: unknown, includeRemovals: boolean) => { readonly record: object; readonly bytes: number } | null;
 }
 
 /** Per-row overhead in the byte budget: ids, numbers and object headers. */
 const ROW_OVERHEAD_BYTES = 64;
+
+/** A row's share of a chunk's byte budget (LOCAL_DUMP_CHUNK_BYTES_MAX): what any producer of dump chunks counts. */
+export function dumpRowBytes(kind: DumpChunk["kind"], row: DumpChunk["rows"][number]): number {
+  switch (kind) {
+    case "documents":
+      return ROW_OVERHEAD_BYTES + ((row as DocumentRevision).value?.length ?? 0);
+    case "indexEntries":
+      return ROW_OVERHEAD_BYTES + (row as IndexUpdate).key.length;
+    case "receipts": {
+      const receipt = row as ClientReceipt;
+      return ROW_OVERHEAD_BYTES + receipt.clientId.length + receipt.result.length + (receipt.owner?.length ?? 0);
+    }
+  }
+}
 
 const PHASES: readonly Phase[] = [
   {
     kind: "documents",
     // One row per id: with a single max() SQLite takes the other columns from that row.
     sql: `SELECT table_number, id, MAX(ts) AS ts, value, prev_ts FROM documents GROUP BY id ORDER BY id`,
-    toRecord: (row) => {
+    toRecord: (row, includeRemovals) => {
       const { table_number, id, ts, value, prev_ts } = row as DocumentRow;
-      if (value === null) return null;
+      if (value === null && !includeRemovals) return null;
       const record: DocumentRevision = { tableNumber: table_number, id: id as DocumentId, ts, value, prevTs: prev_ts };
-      return { record, bytes: ROW_OVERHEAD_BYTES + value.length };
+      return { record, bytes: dumpRowBytes("documents", record) };
     },
   },
   {
     kind: "indexEntries",
     sql: `SELECT index_id, key, MAX(ts) AS ts, doc_id FROM index_entries GROUP BY index_id, key ORDER BY index_id, key`,
-    toRecord: (row) => {
+    toRecord: (row, includeRemovals) => {
       const { index_id, key, ts, doc_id } = row as IndexEntryRow;
-      if (doc_id === null) return null;
-      const record: IndexUpdate = { indexId: index_id, key, ts, docId: doc_id as DocumentId };
-      return { record, bytes: ROW_OVERHEAD_BYTES + key.length };
+      if (doc_id === null && !includeRemovals) return null;
+      const record: IndexUpdate = { indexId: index_id, key, ts, docId: doc_id as DocumentId | null };
+      return { record, bytes: dumpRowBytes("indexEntries", record) };
     },
   },
   {
@@ -71,7 +94,7 @@ const PHASES: readonly Phase[] = [
     sql: `SELECT ${RECEIPT_COLUMNS} FROM receipts ORDER BY client_id, seq`,
     toRecord: (row) => {
       const record: ClientReceipt = receiptOfRow(row as ReceiptRow);
-      return { record, bytes: ROW_OVERHEAD_BYTES + record.clientId.length + record.result.length + (record.owner?.length ?? 0) };
+      return { record, bytes: dumpRowBytes("receipts", record) };
     },
   },
 ];
@@ -83,6 +106,7 @@ const PHASES: readonly Phase[] = [
 export class SqliteDumpCursor implements DumpCursor {
   readonly meta: LocalMeta;
   private readonly rowsPerChunk: number;
+  private readonly includeRemovals: boolean;
   private phaseIndex = 0;
   private rows: Iterator<unknown> | null = null;
   private closed = false;
@@ -93,6 +117,7 @@ export class SqliteDumpCursor implements DumpCursor {
     private readonly onClose: () => void,
   ) {
     this.rowsPerChunk = options.rowsPerChunk ?? LOCAL_DUMP_ROWS_PER_CHUNK;
+    this.includeRemovals = options.includeRemovals ?? false;
     try {
       // The first read after BEGIN fixes the snapshot every later chunk reads.
       db.exec("BEGIN");
@@ -131,7 +156,7 @@ export class SqliteDumpCursor implements DumpCursor {
     while (records.length < this.rowsPerChunk && bytes < LOCAL_DUMP_CHUNK_BYTES_MAX) {
       const step = this.rows.next();
       if (step.done === true) break;
-      const converted = phase.toRecord(step.value);
+      const converted = phase.toRecord(step.value, this.includeRemovals);
       if (converted === null) continue;
       records.push(converted.record);
       bytes += converted.bytes;

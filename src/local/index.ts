@@ -14,7 +14,7 @@ export {
 export type { LocalMeta, MetaUpdate } from "./LocalMeta.js";
 export { OverlayBudget, type OverlayBudgetLimits } from "./OverlayBudget.js";
 export type { ScannedDocument } from "./scanDocuments.js";
-export type { DumpChunk, DumpCursor, DumpCursorOptions } from "./DumpCursor.js";
+export { dumpRowBytes, type DumpChunk, type DumpCursor, type DumpCursorOptions } from "./DumpCursor.js";
 export type { RestoreMeta, RestoreOptions, RestoreStats } from "./restore.js";
 export type { PruneStats } from "./pruneHistory.js";
 export { SCHEMA_VERSION } from "./schema.js";

@@ -37,17 +37,27 @@ export class ByteWriter {
   string(value: string): void {
     const maxBytes = value.length * 3;
     this.reserve(maxBytes + 8);
-    // Write the text after room for the longest varint, then move it down if shorter.
+    // Write the text after room for the varint of its length if every unit took one byte
+    // (UTF-8 takes at least that), then move it when the real length needs a longer one:
+    // only text with enough non-ASCII to cross a 7-bit boundary moves.
     const lengthAt = this.length;
-    const textAt = lengthAt + varuintSize(maxBytes);
+    const textAt = lengthAt + varuintSize(value.length);
     const written = this.buffer.write(value, textAt, "utf8");
+    const writtenAt = lengthAt + varuintSize(written);
+    if (writtenAt !== textAt) this.buffer.copy(this.buffer, writtenAt, textAt, textAt + written);
     this.varuint(written);
-    if (this.length !== textAt) this.buffer.copy(this.buffer, this.length, textAt, textAt + written);
     this.length += written;
   }
 
   bytes(value: Uint8Array): void {
     this.varuint(value.byteLength);
+    this.reserve(value.byteLength);
+    this.buffer.set(value, this.length);
+    this.length += value.byteLength;
+  }
+
+  /** Bytes as they are, without a length: records encoded elsewhere, copied in whole. */
+  raw(value: Uint8Array): void {
     this.reserve(value.byteLength);
     this.buffer.set(value, this.length);
     this.length += value.byteLength;
@@ -82,10 +92,29 @@ function varuintSize(value: number): number {
 export class ByteReader {
   private offset = 0;
 
-  constructor(private readonly buffer: Buffer) {}
+  constructor(
+    private readonly buffer: Buffer,
+    /**
+     * `bytes()` returns views into `buffer` instead of copies: no allocation per key, but
+     * any one kept keeps the whole buffer alive (for decoded rows that are consumed and
+     * dropped, as a snapshot's are).
+     */
+    private readonly viewBytes = false,
+  ) {}
 
   get done(): boolean {
     return this.offset >= this.buffer.length;
+  }
+
+  /** Where the next read starts. */
+  get position(): number {
+    return this.offset;
+  }
+
+  /** Skips a length-prefixed string or byte string; returns where its bytes start (they end at `position`). */
+  skipBytes(): number {
+    const length = this.varuint();
+    return this.take(length) - length;
   }
 
   u8(): number {
@@ -117,6 +146,7 @@ export class ByteReader {
   bytes(): Uint8Array {
     const length = this.varuint();
     const end = this.take(length);
+    if (this.viewBytes) return new Uint8Array(this.buffer.buffer, this.buffer.byteOffset + end - length, length);
     return new Uint8Array(this.buffer.subarray(end - length, end));
   }
 

@@ -4,4 +4,4 @@ export { judgeSegment, LOG_START, LogValidator, type LogPosition, type Verdict }
 export { encodeSegment, type Segment, type SegmentKind } from "./Segment.js";
 export { decodeFramed, decodeFramedOffThread, encodeFramed, encodeFramedOffThread, type FramedObject } from "./framedObject.js";
 export { readLog, readSegment, type DeliveredSegment } from "./logReader.js";
-export { decodeRecords, EMPTY_RECORD_BATCH, writeIndexUpdate, writeReceipt, writeRevision, type RecordBatch } from "./recordCodec.js";
+export { decodeRecords, EMPTY_RECORD_BATCH, RecordScanner, writeIndexUpdate, writeReceipt, writeRevision, type RecordBatch } from "./recordCodec.js";

@@ -81,9 +81,13 @@ export function writeReceipt(writer: ByteWriter, receipt: ClientReceipt): void {
   }
 }
 
-/** Decodes records; throws RangeError on malformed input (callers add context). */
-export function decodeRecords(payload: Buffer): RecordBatch {
-  const reader = new ByteReader(payload);
+/**
+ * Decodes records; throws RangeError on malformed input (callers add context).
+ * `viewBytes`: keys and routes are views into `payload` (ByteReader), for rows that are
+ * consumed and dropped (a snapshot part's) rather than kept (a segment's, in an overlay).
+ */
+export function decodeRecords(payload: Buffer, options: { readonly viewBytes?: boolean } = {}): RecordBatch {
+  const reader = new ByteReader(payload, options.viewBytes ?? false);
   const revisions: DocumentRevision[] = [];
   const indexUpdates: IndexUpdate[] = [];
   const receipts: ClientReceipt[] = [];
@@ -148,4 +152,66 @@ function readFlag(reader: ByteReader): boolean {
   const flag = reader.u8();
   if (flag > 1) throw new RangeError(`invalid presence flag ${flag}`);
   return flag === 1;
+}
+
+/**
+ * Walks encoded records without decoding them (but receipts): per record its kind, its
+ * byte range and where its key lies, so that a merge can compare keys and copy runs of
+ * records as they are (a restore's MergedDump). Throws RangeError on malformed input.
+ */
+export class RecordScanner {
+  /** The current record's kind (after `next()` returned true). */
+  kind: "documents" | "indexEntries" | "receipts" = "documents";
+  /** The current record's bytes: [start, end) of the payload. */
+  start = 0;
+  end = 0;
+  /** A revision's id (its UTF-8 bytes) or an index update's key: [keyStart, keyEnd). */
+  keyStart = 0;
+  keyEnd = 0;
+  /** An index update's index. */
+  indexId = 0;
+  /** The current receipt, decoded (receipts are few, and a merge needs their owner and floor). */
+  receipt: ClientReceipt | null = null;
+  private readonly reader: ByteReader;
+
+  constructor(readonly payload: Buffer) {
+    this.reader = new ByteReader(payload, true);
+  }
+
+  /** Moves to the next record; false at the end. */
+  next(): boolean {
+    const reader = this.reader;
+    if (reader.done) return false;
+    this.start = reader.position;
+    const tag = reader.u8();
+    switch (tag) {
+      case TAG_REVISION:
+        this.kind = "documents";
+        reader.varuint();
+        this.keyStart = reader.skipBytes();
+        this.keyEnd = reader.position;
+        reader.varuint();
+        reader.varuint();
+        if (readFlag(reader)) reader.skipBytes();
+        break;
+      case TAG_INDEX_UPDATE:
+        this.kind = "indexEntries";
+        this.indexId = reader.varuint();
+        this.keyStart = reader.skipBytes();
+        this.keyEnd = reader.position;
+        reader.varuint();
+        if (readFlag(reader)) reader.skipBytes();
+        break;
+      case TAG_RECEIPT_WITHOUT_ROUTE:
+      case TAG_RECEIPT:
+      case TAG_OWNED_RECEIPT:
+        this.kind = "receipts";
+        this.receipt = readReceipt(reader, tag);
+        break;
+      default:
+        throw new RangeError(`unknown record tag ${tag}`);
+    }
+    this.end = reader.position;
+    return true;
+  }
 }

@@ -27,7 +27,7 @@ import { readSnapshotRecords } from "../snapshots/index.js";
 import { copyObject, placeMark, refuseNonEmptyTarget } from "./emptyTarget.js";
 import { deletePrefixes } from "./layoutSwitchSteps.js";
 import { commonFrontierTs } from "./logEnds.js";
-import { checkHistoryRead, checkMoment, RESTORE_SETTLED_AFTER_MS_DEFAULT, restorableBase } from "./materializeAt.js";
+import { checkHistoryRead, checkMoment, RESTORE_SETTLED_AFTER_MS_DEFAULT, restorableBase } from "./stateAt.js";
 
 /**
  * `cairn branch`: a new deployment whose state is the parent's at one timestamp and that

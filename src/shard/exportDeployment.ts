@@ -4,9 +4,10 @@ import { basename, dirname, join, resolve } from "node:path";
 import { CairnError, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
 import { generationStore, globalsObject, isReshardLockHeld, reshardInProgress, schemaCatalogObject, type SchemaCatalog } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
+import { decodeRecords } from "../segments/index.js";
 import { generationHolding } from "./generationHolding.js";
 import { commonFrontierTs } from "./logEnds.js";
-import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
+import { checkMoment, withStateAt, workDirectoryOf, type StateAtProgress } from "./stateAt.js";
 
 /**
  * `cairn export`: a consistent dump of the deployment at one timestamp into a folder
@@ -18,7 +19,7 @@ import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } f
  *
  * The layout is Convex's snapshot export's (a folder per table with documents.jsonl), so
  * tools that read one read the other. Every shard's state is built at the same ts
- * (materializeAt), so the dump is one consistent cut across shards. Without a ts, the
+ * (withStateAt), so the dump is one consistent cut across shards. Without a ts, the
  * export is taken at the logs' common frontier: the newest ts every shard's log has
  * closed, settled without waiting.
  *
@@ -41,7 +42,7 @@ export interface ExportOptions {
 }
 
 export type ExportProgress =
-  | (MaterializeProgress & { readonly shards: number })
+  | (StateAtProgress & { readonly shards: number })
   | { readonly phase: "export"; readonly shard: number; readonly shards: number; readonly documents: number };
 
 export interface ExportReport {
@@ -94,19 +95,16 @@ export async function exportDeployment(options: ExportOptions): Promise<ExportRe
         clock,
         settledAfterMs: options.settledAfterMs,
         workDirectory: workDirectory.path,
-        onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: layout.numShards }),
+        onProgress: (step: StateAtProgress) => onProgress({ ...step, shards: layout.numShards }),
       };
-      await withStateAt(materialize, async (local) => {
-        const cursor = await local.openDumpCursor();
+      await withStateAt(materialize, async (state) => {
         let documents = 0;
-        try {
-          for (let chunk = cursor.next(); chunk !== null && chunk.kind === "documents"; chunk = cursor.next()) {
-            for (const row of chunk.rows) await files.write(row.tableNumber, row.id, row.value!);
-            documents += chunk.rows.length;
-            onProgress({ phase: "export", shard, shards: layout.numShards, documents });
-          }
-        } finally {
-          cursor.close();
+        for (let chunk = await state.next(); chunk !== null && chunk.kind === "documents"; chunk = await state.next()) {
+          // A run of the base snapshot's records comes still encoded: an export needs their values.
+          const rows = "encoded" in chunk ? decodeRecords(Buffer.from(chunk.encoded.buffer, chunk.encoded.byteOffset, chunk.encoded.byteLength)).revisions : chunk.rows;
+          for (const row of rows) await files.write(row.tableNumber, row.id, row.value!);
+          documents += rows.length;
+          onProgress({ phase: "export", shard, shards: layout.numShards, documents });
         }
       });
     }

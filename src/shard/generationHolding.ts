@@ -1,7 +1,7 @@
 import { errorKindOf, hasErrorCode, type Random } from "../base/index.js";
 import { generationStore, type Globals } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { restorableBase } from "./materializeAt.js";
+import { restorableBase } from "./stateAt.js";
 
 /**
  * The layout whose history holds `atTs`: the current one, or else the layout an earlier

@@ -8,7 +8,7 @@ export type { CatchUpReport, Vouching } from "./catchUp.js";
 export { resolveTuning, type ShardEngineTuning } from "./engineOptions.js";
 export { reshardObjectStore, type ReshardProgress, type ReshardReport } from "./reshardObjectStore.js";
 export { verifyShard, type ShardVerification } from "./verifyShard.js";
-export { materializeAt, RESTORE_SETTLED_AFTER_MS_DEFAULT, type MaterializedShard, type MaterializeProgress } from "./materializeAt.js";
+export { RESTORE_SETTLED_AFTER_MS_DEFAULT, type StateAtProgress } from "./stateAt.js";
 export { restoreObjectStore, type RestoreReport, type RestoreToProgress } from "./restoreObjectStore.js";
 export { EXPORT_DOCUMENTS_FILE, EXPORT_FORMAT, EXPORT_MANIFEST_FILE, exportDeployment, type ExportProgress, type ExportReport } from "./exportDeployment.js";
 export { restoreInPlace, type RestoreInPlaceProgress, type RestoreInPlaceReport } from "./restoreInPlace.js";

@@ -4,7 +4,7 @@ import type { ObjectStore } from "../objectstore/index.js";
 import { deletePrefixes, deleteRetired, keepRenewed, refuseLiveLeases } from "./layoutSwitchSteps.js";
 import { readLogEnds } from "./logEnds.js";
 import { generationHolding } from "./generationHolding.js";
-import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
+import { checkMoment, withStateAt, workDirectoryOf, type StateAtProgress } from "./stateAt.js";
 import { RESHARD_LOCK_TTL_MS_DEFAULT } from "./reshardObjectStore.js";
 import { writeFirstSnapshot } from "./restoreObjectStore.js";
 
@@ -44,7 +44,7 @@ export interface RestoreInPlaceOptions {
 
 export type RestoreInPlaceProgress =
   | { readonly phase: "lock"; readonly generation: number }
-  | (MaterializeProgress & { readonly shards: number })
+  | (StateAtProgress & { readonly shards: number })
   | { readonly phase: "written"; readonly shard: number; readonly shards: number; readonly documents: number }
   | { readonly phase: "switch"; readonly generation: number }
   | { readonly phase: "cleanup"; readonly generation: number; readonly objectsDeleted: number };
@@ -109,10 +109,10 @@ export async function restoreInPlace(options: RestoreInPlaceOptions): Promise<Re
         clock,
         settledAfterMs: options.settledAfterMs,
         workDirectory: workDirectory.path,
-        onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: source.numShards }),
+        onProgress: (step: StateAtProgress) => onProgress({ ...step, shards: source.numShards }),
       };
-      const written = await withStateAt(materialize, (local) =>
-        writeFirstSnapshot(into, { deploymentId: globals.deploymentId, shard, frontierTs: closedAtTs + 1, chainSeed: `restore generation ${lock.generation}` }, local, random, () => undefined),
+      const written = await withStateAt(materialize, (state) =>
+        writeFirstSnapshot(into, { deploymentId: globals.deploymentId, shard, frontierTs: closedAtTs + 1, chainSeed: `restore generation ${lock.generation}` }, state, random, () => undefined),
       );
       documents += written;
       onProgress({ phase: "written", shard, shards: source.numShards, documents: written });

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { CairnError, hasErrorCode, randomHex, systemClock, systemRandom, type Clock, type Random } from "../base/index.js";
-import { LocalStore, type LocalMeta } from "../local/index.js";
+import type { LocalMeta } from "../local/index.js";
 import {
   CasObject,
   GLOBALS_FORMAT,
@@ -18,10 +18,10 @@ import {
 import type { ObjectStore } from "../objectstore/index.js";
 import { writeSnapshot } from "../snapshots/index.js";
 import { generationHolding } from "./generationHolding.js";
-import { checkMoment, withStateAt, workDirectoryOf, type MaterializeProgress } from "./materializeAt.js";
+import type { MergedDump } from "./MergedDump.js";
+import { checkMoment, withStateAt, workDirectoryOf, type StateAtProgress } from "./stateAt.js";
 import { copyObject, placeMark, refuseNonEmptyTarget } from "./emptyTarget.js";
 import { deletePrefixes } from "./layoutSwitchSteps.js";
-import { ReroutedDump } from "./ReroutedDump.js";
 
 /**
  * `cairn restore --to`: builds a new deployment whose state is exactly the source's at
@@ -33,16 +33,16 @@ import { ReroutedDump } from "./ReroutedDump.js";
  *    only this very restore, unfinished).
  * 2. Mark the target (`restoring`, create-only): until globals exist, a node opened on it
  *    refuses (RESTORE_UNFINISHED) instead of creating an empty deployment there.
- * 3. Per shard: build its state at the ts in a temporary SQLite file (materializeAt: the
- *    snapshot at or before it, then the log up to it), and write it to the target as the
- *    first snapshot of a fresh log, with its manifest.
+ * 3. Per shard: stream its state at the ts (withStateAt: the snapshot at or before it
+ *    merged with the log up to it) into the target as the first snapshot of a fresh log,
+ *    with its manifest.
  * 4. Copy the schema catalog, create the target's globals (a new deploymentId, the
  *    source's shard count and retention), then remove the mark.
  *
  * A run killed anywhere leaves either no globals (nodes refuse the target; a re-run with
  * the same source and ts deletes what it finds there and starts over) or a finished
  * deployment (a re-run removes a mark left behind). Memory is bounded by one shard's
- * local store and one snapshot part at a time.
+ * replayed log in SQLite's overlay and a few snapshot parts at a time.
  */
 export interface RestoreOptions {
   readonly source: ObjectStore;
@@ -50,7 +50,7 @@ export interface RestoreOptions {
   /** Hybrid-logical µs: the state of every commit stamped at or before it. */
   readonly atTs: number;
   readonly onProgress?: (progress: RestoreToProgress) => void;
-  /** Where the temporary SQLite files go (default: a fresh directory under the OS temp dir, removed at the end). */
+  /** Where the temporary SQLite files of the replayed log go (default: a fresh directory under the OS temp dir, removed at the end). */
   readonly workDirectory?: string;
   /** A ts this far in the past is settled on every shard, however long ago its last commit (default 2 min). */
   readonly settledAfterMs?: number;
@@ -60,8 +60,8 @@ export interface RestoreOptions {
 
 export type RestoreToProgress =
   | { readonly phase: "cleanup"; readonly objectsDeleted: number }
-  | (MaterializeProgress & { readonly shards: number })
-  | { readonly phase: "write"; readonly shard: number; readonly shards: number; readonly documents: number }
+  | (StateAtProgress & { readonly shards: number })
+  | { readonly phase: "write"; readonly shard: number; readonly shards: number; readonly documents: number; readonly parts: number; readonly bytes: number }
   | { readonly phase: "written"; readonly shard: number; readonly shards: number; readonly documents: number };
 
 export interface RestoreReport {
@@ -101,7 +101,7 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
   checkMoment(atTs, globals, nowMs);
   if (isReshardLockHeld(globals, nowMs)) throw reshardInProgress(globals.reshard!);
 
-  // The window is checked before the target is touched (materializeAt checks again, and
+  // The window is checked before the target is touched (withStateAt checks again, and
   // what only the log can tell — a ts not settled yet — cleans the target up below).
   const layout = await generationHolding(source, globals, atTs, random, nowMs);
   const sourceShards = generationStore(source, layout.generation);
@@ -123,13 +123,13 @@ export async function restoreObjectStore(options: RestoreOptions): Promise<Resto
         clock,
         settledAfterMs: options.settledAfterMs,
         workDirectory: workDirectory.path,
-        onProgress: (step: MaterializeProgress) => onProgress({ ...step, shards: layout.numShards }),
+        onProgress: (step: StateAtProgress) => onProgress({ ...step, shards: layout.numShards }),
       };
-      await withStateAt(materialize, async (local, materialized) => {
-        const documents = await writeFirstSnapshot(target, { deploymentId, shard, frontierTs: atTs, chainSeed: "restore" }, local, random, (written) =>
-          onProgress({ phase: "write", shard, shards: layout.numShards, documents: written }),
+      await withStateAt(materialize, async (state, read) => {
+        const documents = await writeFirstSnapshot(target, { deploymentId, shard, frontierTs: atTs, chainSeed: "restore" }, state, random, (written) =>
+          onProgress({ phase: "write", shard, shards: layout.numShards, ...written }),
         );
-        shards.push({ baseSeqno: materialized.base?.seqno ?? null, segmentsApplied: materialized.segmentsApplied, documents });
+        shards.push({ baseSeqno: read.base?.seqno ?? null, segmentsApplied: read.segmentsApplied, documents });
         onProgress({ phase: "written", shard, shards: layout.numShards, documents });
       });
     }
@@ -235,17 +235,18 @@ async function readMark(target: ObjectStore): Promise<RestoreMark | null> {
 }
 
 /**
- * The local store's state as the first snapshot of a fresh log (seqno 0 stands for it; the
- * log starts at 1) and that shard's manifest, in `target`; returns the documents written.
+ * A state (withStateAt's dump) as the first snapshot of a fresh log (seqno 0 stands for
+ * it; the log starts at 1) and that shard's manifest, in `target`; returns the documents
+ * written.
  * The snapshot closes at `frontierTs` (at least the newest ts in the state): new writers
  * continue above it.
  */
 export async function writeFirstSnapshot(
   target: ObjectStore,
   first: { readonly deploymentId: string; readonly shard: number; readonly frontierTs: number; readonly chainSeed: string },
-  local: LocalStore,
+  state: MergedDump,
   random: Random,
-  onWritten: (documents: number) => void,
+  onWritten: (written: { readonly documents: number; readonly parts: number; readonly bytes: number }) => void,
 ): Promise<number> {
   const { deploymentId, shard } = first;
   const meta: LocalMeta = {
@@ -261,9 +262,9 @@ export async function writeFirstSnapshot(
     store: target,
     deploymentId,
     shard,
-    cursor: new ReroutedDump([await local.openDumpCursor()], meta, () => true),
+    cursor: { meta, next: () => state.next(), close: () => state.close() },
     attemptId: `restore-${randomHex(random, 6)}`,
-    onProgress: (step) => onWritten(step.documents),
+    onProgress: ({ documents, parts, bytes }) => onWritten({ documents, parts, bytes }),
     offThread: true,
   });
   await new CasObject<Manifest>(target, bucketLayout.manifest(shard), manifestCodec, random).create(firstManifestFields(deploymentId, shard, pointer));

@@ -49,7 +49,7 @@ export interface DecodedSnapshotPart {
   readonly hash: string;
 }
 
-type ExpectedPart = Omit<SnapshotPartHeader, "documents" | "indexEntries" | "receipts"> & {
+export type ExpectedPart = Omit<SnapshotPartHeader, "documents" | "indexEntries" | "receipts"> & {
   /** Ancestors whose parts this shard may read too (a branch's inherited snapshot; Manifest.inheritedFrom). */
   readonly inheritedFrom?: readonly string[];
 };
@@ -76,14 +76,41 @@ export async function decodeSnapshotPartOffThread(bytes: Uint8Array, expected: E
   return checkedPart(framed, expected);
 }
 
-function partInvalid(expected: ExpectedPart, reason: string, cause?: unknown): CairnError {
+function partInvalid(expected: Pick<SnapshotPartHeader, "shard" | "seqno" | "part">, reason: string, cause?: unknown): CairnError {
   return new CairnError("SNAPSHOT_INVALID", `snapshot ${expected.seqno} part ${expected.part} of shard ${expected.shard}: ${reason}`, {
     cause,
     details: { ...expected },
   });
 }
 
-function checkedPart(framed: FramedObject<unknown>, expected: ExpectedPart): DecodedSnapshotPart {
+/** A part whose checksum and header were verified, its records still encoded (see scanSnapshotPart). */
+export interface EncodedSnapshotPayload {
+  readonly header: SnapshotPartHeader;
+  /** The records in the segment record encoding; their counts are the header's once scanned. */
+  readonly payload: Buffer;
+  readonly hash: string;
+}
+
+/**
+ * `decodeSnapshotPartOffThread` without decoding the records: for a reader that passes
+ * most of them on as they are (a restore's merge) and checks their counts as it scans.
+ */
+export async function decodeSnapshotPayloadOffThread(bytes: Uint8Array, expected: ExpectedPart): Promise<EncodedSnapshotPayload> {
+  let framed;
+  try {
+    framed = await decodeFramedOffThread(SNAPSHOT_PART_MAGIC, bytes);
+  } catch (error) {
+    throw partInvalid(expected, error instanceof Error ? error.message : String(error), error);
+  }
+  return { header: checkedHeader(framed, expected), payload: framed.payload, hash: framed.hash };
+}
+
+/** SNAPSHOT_INVALID for a part whose records are not what its header says (a scan's finding). */
+export function snapshotPartInvalid(header: SnapshotPartHeader, reason: string, cause?: unknown): CairnError {
+  return partInvalid(header, reason, cause);
+}
+
+function checkedHeader(framed: FramedObject<unknown>, expected: ExpectedPart): SnapshotPartHeader {
   const fail = (reason: string, cause?: unknown) => partInvalid(expected, reason, cause);
   const parsed = partHeaderSchema.safeParse(framed.header);
   if (!parsed.success) throw fail(`header is invalid: ${z.prettifyError(parsed.error)}`);
@@ -94,9 +121,16 @@ function checkedPart(framed: FramedObject<unknown>, expected: ExpectedPart): Dec
   for (const field of ["shard", "seqno", "part"] as const) {
     if (header[field] !== expected[field]) throw fail(`header names ${field} ${header[field]}, expected ${expected[field]}`);
   }
+  return header;
+}
+
+function checkedPart(framed: FramedObject<unknown>, expected: ExpectedPart): DecodedSnapshotPart {
+  const fail = (reason: string, cause?: unknown) => partInvalid(expected, reason, cause);
+  const header = checkedHeader(framed, expected);
   let records: RecordBatch;
   try {
-    records = decodeRecords(framed.payload);
+    // A part's rows go into a local store or a new snapshot and are dropped: keys may be views.
+    records = decodeRecords(framed.payload, { viewBytes: true });
   } catch (error) {
     throw fail(`payload is malformed: ${String(error)}`, error);
   }

@@ -3,7 +3,14 @@ import { CairnError, prefetchInOrder } from "../base/index.js";
 import type { DumpChunk, LocalStore, RestoreStats } from "../local/index.js";
 import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { decodeSnapshotPart, decodeSnapshotPartOffThread, type DecodedSnapshotPart } from "./SnapshotPart.js";
+import {
+  decodeSnapshotPart,
+  decodeSnapshotPartOffThread,
+  decodeSnapshotPayloadOffThread,
+  type DecodedSnapshotPart,
+  type EncodedSnapshotPayload,
+  type ExpectedPart,
+} from "./SnapshotPart.js";
 
 /**
  * Replaces the local state with a snapshot: parts are fetched ahead with bounded
@@ -88,7 +95,24 @@ export interface ReadSnapshotOptions {
  * so a consumer that stops at an error has never seen the whole of a snapshot that fails
  * it. SNAPSHOT_MISSING for a part that is gone, SNAPSHOT_INVALID for one that fails.
  */
-export async function* readSnapshotParts(options: ReadSnapshotOptions): AsyncGenerator<DecodedSnapshotPart> {
+export function readSnapshotParts(options: ReadSnapshotOptions): AsyncGenerator<DecodedSnapshotPart> {
+  return readVerifiedParts(options, (bytes, expected) =>
+    options.offThread === true ? decodeSnapshotPartOffThread(bytes, expected) : decodeSnapshotPart(bytes, expected),
+  );
+}
+
+/**
+ * `readSnapshotParts` with the records left encoded (inflated off the thread): the
+ * consumer scans them and checks their counts against each header (scanSnapshotPart).
+ */
+export function readSnapshotPayloads(options: Omit<ReadSnapshotOptions, "offThread">): AsyncGenerator<EncodedSnapshotPayload> {
+  return readVerifiedParts(options, decodeSnapshotPayloadOffThread);
+}
+
+async function* readVerifiedParts<Part extends { readonly hash: string }>(
+  options: ReadSnapshotOptions,
+  decode: (bytes: Uint8Array, expected: ExpectedPart) => Part | Promise<Part>,
+): AsyncGenerator<Part> {
   const { store, pointer, shard, deploymentId } = options;
   const combined = createHash("sha256");
   const parts = prefetchInOrder(
@@ -102,8 +126,7 @@ export async function* readSnapshotParts(options: ReadSnapshotOptions): AsyncGen
         });
       }
       if (result === "not-modified") throw new CairnError("INTERNAL", "unconditional GET answered not-modified");
-      const expected = { deploymentId, shard, seqno: pointer.seqno, part, inheritedFrom: options.inheritedFrom ?? [] };
-      return options.offThread === true ? decodeSnapshotPartOffThread(result.body, expected) : decodeSnapshotPart(result.body, expected);
+      return decode(result.body, { deploymentId, shard, seqno: pointer.seqno, part, inheritedFrom: options.inheritedFrom ?? [] });
     },
     options.fetchConcurrency ?? SNAPSHOT_FETCH_CONCURRENCY,
   );

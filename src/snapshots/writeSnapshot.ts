@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import PQueue from "p-queue";
-import { CairnError, yieldToEventLoop } from "../base/index.js";
-import type { DumpChunk, DumpCursor } from "../local/index.js";
+import { CairnError, LOCAL_DUMP_CHUNK_BYTES_MAX, yieldToEventLoop } from "../base/index.js";
+import type { DumpChunk, LocalMeta } from "../local/index.js";
 import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { ByteWriter, writeIndexUpdate, writeReceipt, writeRevision } from "../segments/index.js";
@@ -19,11 +19,37 @@ import { recordSnapshot } from "./SnapshotRecords.js";
  * Memory stays bounded: at most `uploadConcurrency` encoded parts wait for upload while
  * the next part is being filled.
  */
+/**
+ * Rows already in the record encoding, `count` of them, all of one kind: copied into a
+ * part as they are (a restore passes on an older snapshot's rows this way).
+ */
+export interface EncodedRows {
+  readonly kind: DumpChunk["kind"];
+  readonly encoded: Uint8Array;
+  readonly count: number;
+}
+
+export type SnapshotChunk = DumpChunk | EncodedRows;
+
+/**
+ * The rows a snapshot is written from, in dump order (DumpCursor): a local store's dump,
+ * or rows that arrive asynchronously, some still encoded (a restore's merge of a
+ * snapshot and a log).
+ */
+export interface SnapshotSource {
+  /** The state the rows are (the snapshot's seqno, ts, epoch and hash). */
+  readonly meta: LocalMeta;
+  /** The next chunk, or null at the end. */
+  next(): SnapshotChunk | null | Promise<SnapshotChunk | null>;
+  /** Releases what the source holds; idempotent. */
+  close(): void;
+}
+
 export interface WriteSnapshotOptions {
   readonly store: ObjectStore;
   readonly deploymentId: string;
   readonly shard: number;
-  readonly cursor: DumpCursor;
+  readonly cursor: SnapshotSource;
   /** Unique per attempt (e.g. epoch and a random suffix). */
   readonly attemptId: string;
   /** Uncompressed bytes per part before it is cut. */
@@ -64,7 +90,10 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
   // Each part's hash, in part order (a promise while its deflate runs off the thread).
   const partHashes: Promise<string>[] = [];
   const totals = { documents: 0, bytes: 0 };
-  let writer = new ByteWriter(1 << 20);
+  // A part is cut past the target by up to one dump chunk: room for that from the start
+  // spares the copies of growing to it (untouched pages cost no memory).
+  const writerBytes = partBytesTarget + LOCAL_DUMP_CHUNK_BYTES_MAX * 2;
+  let writer = new ByteWriter(writerBytes);
   let counts = { documents: 0, indexEntries: 0, receipts: 0 };
   let uploadError: unknown = null;
 
@@ -80,7 +109,7 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
     hash.catch(() => undefined);
     partHashes.push(hash);
     totals.documents += counts.documents;
-    writer = new ByteWriter(1 << 20);
+    writer = new ByteWriter(writerBytes);
     counts = { documents: 0, indexEntries: 0, receipts: 0 };
     uploads
       .add(async () => {
@@ -96,7 +125,7 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
   };
 
   try {
-    for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) {
+    for (let chunk = await cursor.next(); chunk !== null; chunk = await cursor.next()) {
       appendChunk(writer, chunk, counts);
       if (writer.byteLength >= partBytesTarget) await cutPart();
       if (uploadError !== null) throw uploadError;
@@ -128,9 +157,14 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
 
 function appendChunk(
   writer: ByteWriter,
-  chunk: DumpChunk,
+  chunk: SnapshotChunk,
   counts: { documents: number; indexEntries: number; receipts: number },
 ): void {
+  if ("encoded" in chunk) {
+    writer.raw(chunk.encoded);
+    counts[chunk.kind] += chunk.count;
+    return;
+  }
   switch (chunk.kind) {
     case "documents":
       for (const row of chunk.rows) writeRevision(writer, row);
