@@ -406,6 +406,57 @@ describe("a restore racing GC", () => {
   }, 60_000);
 });
 
+describe("a restore whose base snapshot GC collects while it is read", () => {
+  it("refuses with RESTORE_OUT_OF_RANGE, never a half-read state, and leaves the target empty", async () => {
+    const bucket = await memoryBucket.open();
+    try {
+      const store = new PrefixedObjectStore(bucket.store, "deployment/");
+      const { sharded, runtime } = await openNode(store, { retentionMs: 0 });
+      let closed = false;
+      const changes: Change[] = [];
+      const add = async (n: number) => {
+        const note = { channel: CHANNELS[n % CHANNELS.length]!, n, body: `note ${n}` };
+        const run = await runtime.runMutation("notes:add", note);
+        changes.push({ ts: run.ts, kind: "put", note: { id: run.value as DocumentId, ...note } });
+      };
+      try {
+        for (let n = 0; n < 10; n++) await add(n);
+        for (const engine of sharded.engines) await engine.snapshotNow();
+        for (let n = 10; n < 20; n++) await add(n);
+        const atTs = changes[15]!.ts;
+        // The log after the base is read and checked; the base's parts are read last (the
+        // merge) — held here while newer snapshots and GC (no retention) collect the base.
+        const faulty = new FaultyObjectStore(store, new SeededRandom(4), systemClock);
+        let release!: () => void;
+        faulty.inject({ operations: ["get"], keyPattern: /^s0\/snap.*part-/, effect: { until: new Promise<void>((resolve) => (release = resolve)) } });
+        const target = new PrefixedObjectStore(bucket.store, "target/");
+        const restoring = restoreObjectStore({ source: faulty, target, atTs, workDirectory: freshDirectory() }).then(
+          (report) => ({ report }),
+          (error: unknown) => ({ error }),
+        );
+        while (faulty.held === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+        for (let n = 20; n < 25; n++) await add(n);
+        const engine = sharded.engines[0]!;
+        await engine.snapshotNow();
+        const report = await engine.collectGarbageNow();
+        expect(report.snapshotObjectsDeleted).toBeGreaterThan(0);
+        closed = true;
+        await sharded.close();
+        release();
+        faulty.releaseAll();
+        const outcome = await restoring;
+        expect("error" in outcome, "the base was collected under the restore").toBe(true);
+        expect(codeOfError((outcome as { error: unknown }).error)).toBe("RESTORE_OUT_OF_RANGE");
+        for await (const entry of target.list("")) expect.fail(`a refused restore left ${entry.key}`);
+      } finally {
+        if (!closed) await sharded.close();
+      }
+    } finally {
+      await bucket.close();
+    }
+  }, 60_000);
+});
+
 describe("restore refuses bad input, changing nothing", () => {
   it("refuses a target with objects, the source itself, bad timestamps, the future, an empty source and an unsettled ts", async () => {
     const bucket = await memoryBucket.open();
