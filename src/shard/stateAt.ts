@@ -32,8 +32,9 @@ import { MergedDump } from "./MergedDump.js";
  *   zombie's) is ever taken for the log. If retention let the start move meanwhile, the
  *   ts fell out of the window while we read: RESTORE_OUT_OF_RANGE. All of that is
  *   checked before `use` sees a row. The base's parts are read afterwards, verified by
- *   their checksums and the snapshot's combined hash (SNAPSHOT_MISSING if GC took them
- *   meanwhile: a snapshot is never half there).
+ *   their checksums and the snapshot's combined hash, so a snapshot is never half read:
+ *   one GC collected meanwhile is RESTORE_OUT_OF_RANGE (no longer recorded: the ts left
+ *   the window), one still recorded but missing a part is SNAPSHOT_MISSING (damage).
  * - A ts the log has not closed yet is refused: past the last segment's maxTs, a writer
  *   may still create a segment stamped at or before it (a pipelined flush in flight), so
  *   such a state is not settled. A ts at least `settledAfterMs` in the past is settled

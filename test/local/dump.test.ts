@@ -6,20 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { DOCUMENT_BYTES_MAX, LOCAL_DUMP_CHUNK_BYTES_MAX, LOCAL_DUMP_ROWS_PER_CHUNK } from "../../src/base/limits.js";
-import type { DumpChunk, DumpCursor, LocalStore } from "../../src/local/index.js";
-import { batch, entry, hex, ids, key, receipt, revision, thrown, localFixtures } from "./localFixtures.js";
+import type { DumpChunk, LocalStore } from "../../src/local/index.js";
+import { batch, drainDump, entry, hex, ids, key, receipt, revision, thrown, localFixtures } from "./localFixtures.js";
 
 const { dirs, stores } = localFixtures();
-
-function drain(cursor: DumpCursor): DumpChunk[] {
-  const chunks: DumpChunk[] = [];
-  try {
-    for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) chunks.push(chunk);
-  } finally {
-    cursor.close();
-  }
-  return chunks;
-}
 
 type RowOf<Kind extends DumpChunk["kind"]> = Extract<DumpChunk, { kind: Kind }>["rows"][number];
 
@@ -53,7 +43,7 @@ describe("openDumpCursor", () => {
       );
       const cursor = await store.openDumpCursor();
       expect(cursor.meta).toEqual(store.meta());
-      const chunks = drain(cursor);
+      const chunks = drainDump(cursor);
       expect(chunks.map((chunk) => chunk.kind)).toEqual(["documents", "indexEntries", "receipts"]);
       expect(rowsOf(chunks, "documents")).toEqual(
         [revision(a!, 20, '{"v":10}', 10), revision(c!, 10, '{"v":3}')].sort((x, y) => (x.id < y.id ? -1 : 1)),
@@ -70,7 +60,7 @@ describe("openDumpCursor", () => {
     await eachStore(async (store) => {
       const cursor = await store.openDumpCursor();
       expect(cursor.meta.appliedSeqno).toBe(-1);
-      expect(drain(cursor)).toEqual([]);
+      expect(drainDump(cursor)).toEqual([]);
     });
   });
 
@@ -78,8 +68,8 @@ describe("openDumpCursor", () => {
     const many = ids(LOCAL_DUMP_ROWS_PER_CHUNK + 5, 1, 32);
     const store = stores.open(dirs.file());
     store.apply(batch({ revisions: many.map((id) => revision(id, 1, "{}")) }));
-    expect(drain(await store.openDumpCursor()).map((chunk) => chunk.rows.length)).toEqual([LOCAL_DUMP_ROWS_PER_CHUNK, 5]);
-    expect(drain(await store.openDumpCursor({ rowsPerChunk: 400 })).map((chunk) => chunk.rows.length)).toEqual([400, 400, 205]);
+    expect(drainDump(await store.openDumpCursor()).map((chunk) => chunk.rows.length)).toEqual([LOCAL_DUMP_ROWS_PER_CHUNK, 5]);
+    expect(drainDump(await store.openDumpCursor({ rowsPerChunk: 400 })).map((chunk) => chunk.rows.length)).toEqual([400, 400, 205]);
 
     // Documents of the largest allowed size: the byte bound cuts long before the row bound.
     const bigValue = `"${"x".repeat(DOCUMENT_BYTES_MAX - 2)}"`;
@@ -87,7 +77,7 @@ describe("openDumpCursor", () => {
     const big = ids(2 * perChunk + 1, 1, 33);
     const bigStore = stores.open(dirs.file());
     bigStore.apply(batch({ revisions: big.map((id) => revision(id, 1, bigValue)) }));
-    const sizes = drain(await bigStore.openDumpCursor()).map((chunk) => chunk.rows.length);
+    const sizes = drainDump(await bigStore.openDumpCursor()).map((chunk) => chunk.rows.length);
     expect(sizes).toEqual([perChunk, perChunk, 1]);
   });
 

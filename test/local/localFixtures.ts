@@ -7,7 +7,7 @@ import { type DocumentId, newDocumentId } from "../../src/model/DocumentId.js";
 import { encodeIndexKey } from "../../src/model/IndexKey.js";
 import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../../src/model/Revision.js";
 import type { Value } from "../../src/model/Value.js";
-import type { ApplyBatch, LocalStoreOptions, MetaUpdate } from "../../src/local/index.js";
+import type { ApplyBatch, DumpChunk, DumpCursor, LocalStoreOptions, MetaUpdate } from "../../src/local/index.js";
 import { LocalStore, type OverlayBudget } from "../../src/local/index.js";
 
 /** Shared builders for the local store tests: temp dirs, ids, keys, batches. */
@@ -78,6 +78,17 @@ export function batch(parts: Partial<ApplyBatch> & { meta?: MetaUpdate }): Apply
 }
 
 /** The error a call throws (fails the test if it does not throw). */
+/** Every chunk of a dump, the cursor closed after. */
+export function drainDump(cursor: DumpCursor): DumpChunk[] {
+  const chunks: DumpChunk[] = [];
+  try {
+    for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) chunks.push(chunk);
+  } finally {
+    cursor.close();
+  }
+  return chunks;
+}
+
 export function thrown(call: () => unknown): { code?: string; kind?: string; message: string } {
   try {
     call();

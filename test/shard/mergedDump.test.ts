@@ -49,7 +49,7 @@ import { decodeRecords, writeIndexUpdate, writeReceipt, writeRevision } from "..
 import { compareBytes, compareUtf8, MergedDump } from "../../src/shard/MergedDump.js";
 import type { EncodedSnapshotPayload, SnapshotPartHeader } from "../../src/snapshots/SnapshotPart.js";
 import type { SnapshotChunk } from "../../src/snapshots/writeSnapshot.js";
-import { batch, hex, localFixtures, rejected } from "../local/localFixtures.js";
+import { batch, drainDump, hex, localFixtures, rejected } from "../local/localFixtures.js";
 
 const { dirs, stores } = localFixtures();
 
@@ -280,16 +280,6 @@ function randomChanges(
     }
   }
   return { revisions: [...revisions.values()], indexUpdates: [...indexUpdates.values()], receipts: [...receipts.values()] };
-}
-
-function drainCursor(cursor: DumpCursor): DumpChunk[] {
-  const chunks: DumpChunk[] = [];
-  try {
-    for (let chunk = cursor.next(); chunk !== null; chunk = cursor.next()) chunks.push(chunk);
-  } finally {
-    cursor.close();
-  }
-  return chunks;
 }
 
 async function drainMerged(merged: MergedDump): Promise<SnapshotChunk[]> {
@@ -549,7 +539,7 @@ async function runRound(
   await scratch.reset();
   const baseRecords = shape.emptyBase === true ? { revisions: [], indexUpdates: [], receipts: [] } : randomBase(random);
   scratch.apply(batch({ ...baseRecords, meta: { appliedSeqno: BASE_META.appliedSeqno, frontierTs: BASE_TS } }), { recordsChecked: true });
-  const baseChunks = drainCursor(await scratch.openDumpCursor({ rowsPerChunk: 1 + randomInt(random, 5) }));
+  const baseChunks = drainDump(await scratch.openDumpCursor({ rowsPerChunk: 1 + randomInt(random, 5) }));
 
   await reference.restore(replay(baseChunks), BASE_META, { recordsChecked: true });
   await changes.restore([], BASE_META);
@@ -566,7 +556,7 @@ async function runRound(
       if (chance(random, 30)) await store.flush();
     }
   }
-  const expected = rowsOf(drainCursor(await reference.openDumpCursor()));
+  const expected = rowsOf(drainDump(await reference.openDumpCursor()));
   const changeCursor = await changes.openDumpCursor({ includeRemovals: true, rowsPerChunk: 1 + randomInt(random, 4) });
   const base = rowsOf(baseChunks);
   // A random of its own: the parts' cuts leave the round's base and changes as they were.

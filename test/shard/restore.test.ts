@@ -11,7 +11,9 @@
  * state at that ts, documents and index entries, or is refused as outside the window,
  * and every ts inside the window of the last GC pass is restorable. A restore killed
  * midway leaves a target that nodes refuse, and a re-run finishes it; bad input is
- * refused with nothing changed.
+ * refused with nothing changed. GC racing a restore — truncating the log it reads, or
+ * collecting the base snapshot whose parts it merges last — makes it refuse
+ * (RESTORE_OUT_OF_RANGE, target empty) or be exact, never restore a half-read state.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,6 +29,7 @@ import { HeldReshardLock } from "../../src/manifest/ReshardLock.js";
 import type { DocumentId } from "../../src/model/DocumentId.js";
 import type { ObjectStore } from "../../src/objectstore/ObjectStore.js";
 import { PrefixedObjectStore } from "../../src/objectstore/PrefixedObjectStore.js";
+import type { GarbageReport } from "../../src/gc/collectGarbage.js";
 import { exportDeployment } from "../../src/shard/exportDeployment.js";
 import { restoreInPlace } from "../../src/shard/restoreInPlace.js";
 import { restoreObjectStore, type RestoreReport } from "../../src/shard/restoreObjectStore.js";
@@ -352,108 +355,85 @@ describe("in-place restore refuses, changing nothing", () => {
   }, 60_000);
 });
 
+/**
+ * The GC race: a node without retention (GC collects everything below the current
+ * snapshot) writes notes 0–9, snapshots every shard and writes up to `notes`; a restore
+ * at note `atNote`'s ts starts, its GETs of keys matching `held` waiting; meanwhile the
+ * node writes 5 more notes, snapshots and collects every shard (`collected` sees each
+ * report), then stops — handed back, so the log's end no longer says "not settled" —
+ * and the GETs go on. `check` sees the restore's outcome while the bucket is open.
+ */
+async function raceRestoreWithGc(
+  race: { readonly notes: number; readonly atNote: number; readonly held: RegExp; readonly collected: (report: GarbageReport, shard: number) => void },
+  check: (result: { outcome: { report: RestoreReport } | { error: unknown }; expected: Note[]; target: ObjectStore }) => Promise<void>,
+): Promise<void> {
+  const bucket = await memoryBucket.open();
+  try {
+    const store = new PrefixedObjectStore(bucket.store, "deployment/");
+    const target = new PrefixedObjectStore(bucket.store, "target/");
+    const { sharded, runtime } = await openNode(store, { retentionMs: 0 });
+    let closed = false;
+    const changes: Change[] = [];
+    const add = async (n: number) => {
+      const note = { channel: CHANNELS[n % CHANNELS.length]!, n, body: `note ${n}` };
+      const run = await runtime.runMutation("notes:add", note);
+      changes.push({ ts: run.ts, kind: "put", note: { id: run.value as DocumentId, ...note } });
+    };
+    try {
+      for (let n = 0; n < 10; n++) await add(n);
+      for (const engine of sharded.engines) await engine.snapshotNow();
+      for (let n = 10; n < race.notes; n++) await add(n);
+      const atTs = changes[race.atNote]!.ts;
+      const faulty = new FaultyObjectStore(store, new SeededRandom(9), systemClock);
+      let release!: () => void;
+      faulty.inject({ operations: ["get"], keyPattern: race.held, effect: { until: new Promise<void>((resolve) => (release = resolve)) } });
+      const restoring = restoreObjectStore({ source: faulty, target, atTs, workDirectory: freshDirectory() }).then(
+        (report) => ({ report }),
+        (error: unknown) => ({ error }),
+      );
+      while (faulty.held === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+      for (let n = race.notes; n < race.notes + 5; n++) await add(n);
+      for (const [shard, engine] of sharded.engines.entries()) {
+        await engine.snapshotNow();
+        race.collected(await engine.collectGarbageNow(), shard);
+      }
+      closed = true;
+      await sharded.close();
+      release();
+      faulty.releaseAll();
+      await check({ outcome: await restoring, expected: stateAt(changes, atTs), target });
+    } finally {
+      if (!closed) await sharded.close();
+    }
+  } finally {
+    await bucket.close();
+  }
+}
+
 describe("a restore racing GC", () => {
   it("never restores a log GC truncated under it: it refuses, or is exact", async () => {
-    const bucket = await memoryBucket.open();
-    try {
-      const store = new PrefixedObjectStore(bucket.store, "deployment/");
-      // No retention: GC collects everything below the current snapshot.
-      const { sharded, runtime } = await openNode(store, { retentionMs: 0 });
-      let closed = false;
-      const changes: Change[] = [];
-      const add = async (n: number) => {
-        const note = { channel: CHANNELS[n % CHANNELS.length]!, n, body: `note ${n}` };
-        const run = await runtime.runMutation("notes:add", note);
-        changes.push({ ts: run.ts, kind: "put", note: { id: run.value as DocumentId, ...note } });
-      };
-      try {
-        for (let n = 0; n < 10; n++) await add(n);
-        for (const engine of sharded.engines) await engine.snapshotNow();
-        for (let n = 10; n < 40; n++) await add(n);
-        const atTs = changes[25]!.ts;
-        // Shard 1's log reads are held (its snapshot restored, its base chosen) while GC, after new snapshots, deletes what it needs.
-        const faulty = new FaultyObjectStore(store, new SeededRandom(9), systemClock);
-        let release!: () => void;
-        faulty.inject({ operations: ["get"], keyPattern: /^s1\/log\//, effect: { until: new Promise<void>((resolve) => (release = resolve)) } });
-        const restoring = restoreObjectStore({ source: faulty, target: new PrefixedObjectStore(bucket.store, "target/"), atTs, workDirectory: freshDirectory() }).then(
-          (report) => ({ report }),
-          (error: unknown) => ({ error }),
-        );
-        while (faulty.held === 0) await new Promise((resolve) => setTimeout(resolve, 2));
-        for (let n = 40; n < 45; n++) await add(n);
-        for (const engine of sharded.engines) {
-          await engine.snapshotNow();
-          const report = await engine.collectGarbageNow();
-          expect(report.logStartAfter).toBeGreaterThan(report.logStartBefore);
-        }
-        // Handed back: the log's end no longer says "not settled" — only the logStart check stands.
-        closed = true;
-        await sharded.close();
-        release();
-        faulty.releaseAll();
-        const outcome = await restoring;
-        if ("error" in outcome) {
-          expect(["RESTORE_OUT_OF_RANGE", "SNAPSHOT_MISSING"]).toContain(codeOfError(outcome.error));
-        } else {
-          expect(await answersOf(new PrefixedObjectStore(bucket.store, "target/"))).toEqual(expectedAnswers(stateAt(changes, atTs)));
-        }
-      } finally {
-        if (!closed) await sharded.close();
+    // Shard 1's log reads are held (its base chosen) while GC deletes what it needs.
+    const collected = (report: GarbageReport) => expect(report.logStartAfter).toBeGreaterThan(report.logStartBefore);
+    await raceRestoreWithGc({ notes: 40, atNote: 25, held: /^s1\/log\//, collected }, async ({ outcome, expected, target }) => {
+      if ("error" in outcome) {
+        expect(["RESTORE_OUT_OF_RANGE", "SNAPSHOT_MISSING"]).toContain(codeOfError(outcome.error));
+      } else {
+        expect(await answersOf(target)).toEqual(expectedAnswers(expected));
       }
-    } finally {
-      await bucket.close();
-    }
+    });
   }, 60_000);
-});
 
-describe("a restore whose base snapshot GC collects while it is read", () => {
-  it("refuses with RESTORE_OUT_OF_RANGE, never a half-read state, and leaves the target empty", async () => {
-    const bucket = await memoryBucket.open();
-    try {
-      const store = new PrefixedObjectStore(bucket.store, "deployment/");
-      const { sharded, runtime } = await openNode(store, { retentionMs: 0 });
-      let closed = false;
-      const changes: Change[] = [];
-      const add = async (n: number) => {
-        const note = { channel: CHANNELS[n % CHANNELS.length]!, n, body: `note ${n}` };
-        const run = await runtime.runMutation("notes:add", note);
-        changes.push({ ts: run.ts, kind: "put", note: { id: run.value as DocumentId, ...note } });
-      };
-      try {
-        for (let n = 0; n < 10; n++) await add(n);
-        for (const engine of sharded.engines) await engine.snapshotNow();
-        for (let n = 10; n < 20; n++) await add(n);
-        const atTs = changes[15]!.ts;
-        // The log after the base is read and checked; the base's parts are read last (the
-        // merge) — held here while newer snapshots and GC (no retention) collect the base.
-        const faulty = new FaultyObjectStore(store, new SeededRandom(4), systemClock);
-        let release!: () => void;
-        faulty.inject({ operations: ["get"], keyPattern: /^s0\/snap.*part-/, effect: { until: new Promise<void>((resolve) => (release = resolve)) } });
-        const target = new PrefixedObjectStore(bucket.store, "target/");
-        const restoring = restoreObjectStore({ source: faulty, target, atTs, workDirectory: freshDirectory() }).then(
-          (report) => ({ report }),
-          (error: unknown) => ({ error }),
-        );
-        while (faulty.held === 0) await new Promise((resolve) => setTimeout(resolve, 2));
-        for (let n = 20; n < 25; n++) await add(n);
-        const engine = sharded.engines[0]!;
-        await engine.snapshotNow();
-        const report = await engine.collectGarbageNow();
-        expect(report.snapshotObjectsDeleted).toBeGreaterThan(0);
-        closed = true;
-        await sharded.close();
-        release();
-        faulty.releaseAll();
-        const outcome = await restoring;
-        expect("error" in outcome, "the base was collected under the restore").toBe(true);
-        expect(codeOfError((outcome as { error: unknown }).error)).toBe("RESTORE_OUT_OF_RANGE");
-        for await (const entry of target.list("")) expect.fail(`a refused restore left ${entry.key}`);
-      } finally {
-        if (!closed) await sharded.close();
-      }
-    } finally {
-      await bucket.close();
-    }
+  it("refuses with RESTORE_OUT_OF_RANGE when GC collects the base snapshot while its parts are read, leaving the target empty", async () => {
+    // The log after the base is read and checked first; the base's parts are read last
+    // (the merge) — held here while a newer snapshot and GC collect the base.
+    const collected = (report: GarbageReport, shard: number) => {
+      if (shard === 0) expect(report.snapshotObjectsDeleted).toBeGreaterThan(0);
+    };
+    await raceRestoreWithGc({ notes: 20, atNote: 15, held: /^s0\/snap.*part-/, collected }, async ({ outcome, target }) => {
+      expect("error" in outcome, "the base was collected under the restore").toBe(true);
+      expect(codeOfError((outcome as { error: unknown }).error)).toBe("RESTORE_OUT_OF_RANGE");
+      for await (const entry of target.list("")) expect.fail(`a refused restore left ${entry.key}`);
+    });
   }, 60_000);
 });
 
