@@ -90,9 +90,10 @@ export async function writeSnapshot(options: WriteSnapshotOptions): Promise<Snap
   // Each part's hash, in part order (a promise while its deflate runs off the thread).
   const partHashes: Promise<string>[] = [];
   const totals = { documents: 0, bytes: 0 };
-  // A part is cut past the target by up to one dump chunk: room for that from the start
-  // spares the copies of growing to it (untouched pages cost no memory).
-  const writerBytes = partBytesTarget + LOCAL_DUMP_CHUNK_BYTES_MAX * 2;
+  // A part is cut past the target by up to one dump chunk. A restore or export (large by
+  // nature) starts with room for that, sparing the copies of growing to it (untouched
+  // pages cost no memory); an engine's snapshot, most often of a small shard, grows.
+  const writerBytes = options.offThread === true ? partBytesTarget + LOCAL_DUMP_CHUNK_BYTES_MAX * 2 : Math.min(1 << 20, partBytesTarget);
   let writer = new ByteWriter(writerBytes);
   let counts = { documents: 0, indexEntries: 0, receipts: 0 };
   let uploadError: unknown = null;
