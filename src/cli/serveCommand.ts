@@ -5,7 +5,7 @@ import { CairnError, systemClock, systemRandom } from "../base/index.js";
 import { isNodeId, NODE_ID_FORM } from "../model/index.js";
 import { loadApp, type App } from "../functions/index.js";
 import { assertConditionalWrites, openObjectStore } from "../objectstore/index.js";
-import { localNodeId, parseCorsOrigins, StaticFiles, startNodeAcrossReshards, type CorsOrigin, type WebApp } from "../server/index.js";
+import { checkHttpActionsPath, HTTP_ACTIONS_PATH_DEFAULT, localNodeId, parseCorsOrigins, StaticFiles, startNodeAcrossReshards, type CorsOrigin, type WebApp } from "../server/index.js";
 import { resolveTuning, type ShardEngineTuning } from "../shard/index.js";
 import type { TokenVerifier } from "../sync/index.js";
 import { lockLocalDirectory } from "./localDirectoryLock.js";
@@ -25,6 +25,8 @@ export interface ServeOptions extends AuthFlags {
   readonly static?: string;
   /** --cors-origin (repeatable; each may be a comma list). */
   readonly corsOrigin?: readonly string[];
+  /** --http-path: where the app's HTTP actions are served (default /http). */
+  readonly httpPath?: string;
   readonly port: number;
   readonly host: string;
   readonly replica?: boolean;
@@ -78,6 +80,7 @@ export async function serveCommand(options: ServeOptions): Promise<void> {
   }
   const adminKey = process.env["CAIRN_ADMIN_KEY"] || null;
   const corsOrigins = parseCorsOrigins(options.corsOrigin ?? []);
+  if (options.httpPath !== undefined) checkHttpActionsPath(options.httpPath);
   // Checked here too (the node checks it again): a missing build stops startup before the bucket is touched.
   if (options.static !== undefined) await StaticFiles.open(options.static);
   // The app first: a broken app stops startup before anything touches the bucket.
@@ -139,6 +142,7 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
       webApp: appPath === DEMO_APP_PATH && options.static === undefined ? DEMO_WEB_APP : null,
       ...(options.static !== undefined ? { staticDir: options.static } : {}),
       corsOrigins,
+      ...(options.httpPath !== undefined ? { httpActionsPath: options.httpPath } : {}),
       log: say,
       ...(logging.onFunctionLog !== undefined ? { onFunctionLog: logging.onFunctionLog } : {}),
       echoFunctionConsole: logging.echoFunctionConsole,
@@ -148,6 +152,8 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
     const page = options.static !== undefined ? `the app in ${options.static}` : appPath === DEMO_APP_PATH ? "the demo's page" : "a status page";
     const origins = corsOrigins.length === 0 ? "none (same-origin only; see --cors-origin)" : corsOrigins.map((origin) => (typeof origin === "string" ? origin : "any localhost")).join(", ");
     say(`web: ${page} at /; pages of other origins allowed: ${origins}`);
+    const routes = app.http?.routes() ?? [];
+    if (routes.length > 0) say(`HTTP actions under ${options.httpPath ?? HTTP_ACTIONS_PATH_DEFAULT}: ${routes.join(", ")}`);
     if (role !== "writer" && role !== "fleet" && adminKey === null) say("warning: no CAIRN_ADMIN_KEY: this node cannot forward writes to the writer nor take wake hints");
     say(`node ${nodeId} ${node.role() === "fleet" ? "is a fleet node" : `is the ${node.role()}`}; serving at ${node.url} (sync at ${node.url.replace(/^http/, "ws")}api/sync), pid ${process.pid}. Ctrl-C or \`kill ${process.pid}\` stops.`);
     if (adminKey !== null) say(`dashboard: ${node.url}_dashboard (log in with CAIRN_ADMIN_KEY)`);

@@ -1,4 +1,5 @@
 import { CairnError } from "../base/index.js";
+import { isHttpRouter, type HttpRouter } from "./httpRouter.js";
 import { isRegisteredFunction, type AnyFunction, type FunctionKind } from "./registration.js";
 import { isSchemaDefinition, type AnySchema } from "./schema.js";
 import { SYSTEM_MODULE, systemFunction } from "./systemFunctions.js";
@@ -8,11 +9,13 @@ import { SYSTEM_MODULE, systemFunction } from "./systemFunctions.js";
  * module name to that module's registered functions — typically
  * `functions = { messages, users }` over `import * as messages from "./messages.js"` —
  * addressed as `"messages:send"`. Exports of a module that are not registered functions
- * (helpers, constants) are ignored.
+ * (helpers, constants) are ignored. An app may also export `http`, its HTTP actions'
+ * router (httpRouter.ts).
  */
 export interface AppModule {
   readonly schema: AnySchema;
   readonly functions: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  readonly http?: HttpRouter;
 }
 
 const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\/[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -24,6 +27,8 @@ export class App {
     private readonly functions: ReadonlyMap<string, AnyFunction>,
     /** Where the app came from, for messages: a file path or "(inline)". */
     readonly source: string,
+    /** The app's HTTP actions (null: it has none). */
+    readonly http: HttpRouter | null,
   ) {}
 
   /** Checks a loaded module's shape; SCHEMA_INVALID naming `source` and the problem. */
@@ -54,7 +59,9 @@ export class App {
         functions.set(`${moduleName}:${name}`, member);
       }
     }
-    return new App(schema, functions, source);
+    const http = exports["http"];
+    if (http !== undefined && !isHttpRouter(http)) throw appInvalid(source, "`http` must be a router made with httpRouter(), its routes added with http.route({...})");
+    return new App(schema, functions, source, http ?? null);
   }
 
   get paths(): string[] {

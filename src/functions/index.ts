@@ -37,6 +37,7 @@ export { paginationOptsValidator } from "./paginationOptsValidator.js";
 export { paginationResultValidator } from "./paginationResultValidator.js";
 export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 export { App, type AppModule } from "./App.js";
+export { httpAction, httpRouter, HttpRouter, HTTP_METHODS, type HttpAction, type HttpActionHandler, type HttpMethod, type HttpRouteMatch, type HttpRouteSpec } from "./httpRouter.js";
 export { AppError } from "./AppError.js";
 export { loadApp } from "./loadApp.js";
 export { appImports, bundleFailed, packageEntryFile } from "./appBundle.js";

@@ -8,6 +8,7 @@ import { PEER_ROUTES } from "../fleet/index.js";
 import { PeerSockets } from "./PeerSockets.js";
 import { pingSockets } from "./pingSockets.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
+import type { HttpActions } from "./HttpActions.js";
 import { pathOf } from "./requestPath.js";
 import { dashboardAsset, sendWebAsset, type WebAsset } from "./WebAssets.js";
 import { CorsPolicy } from "./CorsPolicy.js";
@@ -16,6 +17,8 @@ import type { StaticFiles } from "./StaticFiles.js";
 export interface CairnServerOptions {
   readonly handler: SyncHandler;
   readonly api: HttpApi;
+  /** The app's HTTP actions (absent: none are served). */
+  readonly httpActions?: HttpActions;
   readonly assets: ReadonlyMap<string, WebAsset>;
   /** The app's built files, for the paths no route of Cairn's takes (null: those are 404). */
   readonly staticFiles?: StaticFiles | null;
@@ -40,7 +43,8 @@ const PEER_SOCKET_PATH = `/${PEER_ROUTES.peerSocket}`;
 const SOCKET_CLOSE_WAIT_MS = 2_000;
 
 /**
- * The node's network face: one HTTP server carrying the HTTP API, the built-in web assets,
+ * The node's network face: one HTTP server carrying the HTTP API, the app's HTTP actions
+ * (under their path, `/http` by default), the built-in web assets,
  * the app's static files (behind every route of Cairn's, which they never shadow) and,
  * upgraded at /api/sync, the WebSocket sessions of the sync handler; upgraded at
  * /api/internal/peer-socket (admin key only), other nodes' peer sockets. The API, the
@@ -153,6 +157,7 @@ export class CairnServer {
       // A refused origin's request is answered here, before anything runs.
       if (CorsPolicy.governs(path) && !this.cors.admit(request, response)) return;
       if (await this.options.api.handle(request, response, path)) return;
+      if (this.options.httpActions !== undefined && (await this.options.httpActions.handle(request, response, path))) return;
       const asset = this.options.assets.get(path) ?? (await dashboardAsset(path));
       if (asset !== undefined) return sendWebAsset(request, response, asset);
       if (this.options.staticFiles != null) return await this.options.staticFiles.serve(request, response, path);

@@ -7,6 +7,7 @@ export { RemoteJwks, type RemoteJwksOptions } from "./RemoteJwks.js";
 export type { WebApp } from "./WebAssets.js";
 export { CorsPolicy, isLocalhostOrigin, LOCALHOST_ORIGINS, parseCorsOrigins, type CorsOrigin, type LocalhostOrigins } from "./CorsPolicy.js";
 export { StaticFiles } from "./StaticFiles.js";
+export { checkHttpActionsPath, HTTP_ACTIONS_PATH_DEFAULT } from "./HttpActions.js";
 export { writePrecompressedFiles } from "./precompressedFiles.js";
 export { localNodeId } from "./localNodeId.js";
 export { LoginCodes } from "./LoginCodes.js";

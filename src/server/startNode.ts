@@ -28,6 +28,7 @@ import { statusPage } from "./statusPage.js";
 import { StaticFiles } from "./StaticFiles.js";
 import { CorsPolicy, type CorsOrigin } from "./CorsPolicy.js";
 import { WriteForwarder, type WriterLocation } from "./WriteForwarder.js";
+import { HTTP_ACTIONS_PATH_DEFAULT, HttpActions } from "./HttpActions.js";
 
 export interface NodeOptions {
   /** The bucket, opened and probed for conditional writes. */
@@ -54,6 +55,8 @@ export interface NodeOptions {
    * any page on this machine, `*` for any page at all. See CorsPolicy.
    */
   readonly corsOrigins?: readonly CorsOrigin[];
+  /** Where the app's HTTP actions are served (default HTTP_ACTIONS_PATH_DEFAULT, "/http"). */
+  readonly httpActionsPath?: string;
   readonly log: (line: string) => void;
   readonly onEngineEvent?: (event: EngineEvent) => void;
   readonly clock?: Clock;
@@ -464,11 +467,19 @@ class CairnNode implements RunningNode {
     }
     if (role !== "writer") await catchUpServingWhatIsThere(engines, log);
     const assets = await buildWebAssets(options.webApp, staticFiles === null ? statusPage() : null);
+    const httpActions = new HttpActions({
+      basePath: options.httpActionsPath ?? HTTP_ACTIONS_PATH_DEFAULT,
+      router: () => runtime.app.http,
+      backend,
+      verifier: options.verifier,
+      log,
+    });
     await options.beforeListen?.();
     const server = await CairnServer.listen(
       {
         handler: sync,
         api,
+        httpActions,
         assets,
         staticFiles,
         cors,
