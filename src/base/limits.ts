@@ -258,6 +258,12 @@ export const QUERY_PAGE_ITEMS_MAX = 8_192;
  */
 export const QUERY_PAGE_SPLIT_ROWS_MAX = 4_096;
 /**
+ * Rows a filtered page (`filter(…).paginate`) reads past its filter before it answers with
+ * fewer than numItems (isDone false, its continueCursor after the last row read): a filter
+ * that matches little cannot make one page read a whole table.
+ */
+export const QUERY_FILTER_SCAN_ROWS_MAX = 16_384;
+/**
  * Rows (documents and index entries) one function run may read in total. Bounds the time
  * and memory one call can take from every other caller: ~65k rows are ~50 ms of reads on a
  * warm store.

@@ -1,10 +1,12 @@
-import { CairnError, QUERY_COLLECT_ROWS_MAX, QUERY_PAGE_ITEMS_MAX, QUERY_PAGE_SPLIT_ROWS_MAX } from "../base/index.js";
+import { CairnError, QUERY_COLLECT_ROWS_MAX, QUERY_FILTER_SCAN_ROWS_MAX, QUERY_PAGE_ITEMS_MAX, QUERY_PAGE_SPLIT_ROWS_MAX } from "../base/index.js";
 import { compareBytes, indexRange, successorKey } from "../model/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
 import { documentIdRange, idKeyBytes } from "./documentIdRange.js";
+import { documentPredicate, type DocumentPredicate, type FilterBuilder, type FilterExpression } from "./FilterBuilder.js";
 import { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 import { decodeCursor, encodeCursor } from "./paginationCursor.js";
+import type { PendingRow } from "./PendingWrites.js";
 import { laneOfScan } from "./routing.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 
@@ -47,16 +49,22 @@ export type Order = "asc" | "desc";
 
 /**
  * `ctx.db.query(table)`: choose an index and a range (default: `by_creation`, all of
- * it), an order (default ascending), then read with `take`, `first`, `unique`,
- * `collect` (at most QUERY_COLLECT_ROWS_MAX rows, else FUNCTION_LIMIT_EXCEEDED: paginate)
- * or `paginate`. Each read records exactly the index range it covered.
+ * it), an order (default ascending), filters (`filter`, any number: all must pass), then
+ * read with `take`, `first`, `unique`, `collect` (at most QUERY_COLLECT_ROWS_MAX rows,
+ * else FUNCTION_LIMIT_EXCEEDED: paginate) or `paginate`. Each read records exactly the
+ * index range it covered — with a filter, every row it read to find the ones that pass,
+ * so a write past them never re-runs the query and one among them always does.
  */
+/** Rows a filtered read asks the store for at least per batch (more when it needs more). */
+const FILTER_BATCH_ROWS_MIN = 64;
+
 export class QueryChain<Document = DocumentObject> {
   private index: IndexInfo;
   private builder: IndexRangeBuilder | null = null;
   private indexChosen = false;
   private direction: Order = "asc";
   private orderChosen = false;
+  private readonly predicates: DocumentPredicate[] = [];
 
   constructor(
     private readonly reads: SnapshotReads,
@@ -88,6 +96,12 @@ export class QueryChain<Document = DocumentObject> {
     if (this.orderChosen) throw misuse("order may be called once per query");
     this.direction = order;
     this.orderChosen = true;
+    return this;
+  }
+
+  /** Keeps only the documents for which the expression is true (FilterBuilder.ts); several filters must all pass. */
+  filter(build: (q: FilterBuilder) => FilterExpression): this {
+    this.predicates.push(documentPredicate(build));
     return this;
   }
 
@@ -142,9 +156,9 @@ export class QueryChain<Document = DocumentObject> {
     const { start, end } = this.pageRange(afterKey, throughKey);
     if (end !== null && compareBytes(start, end) >= 0) return { page: [], isDone: !pinned || throughKey === null, continueCursor };
     if (pinned) return this.pinnedPage(start, end, options.numItems, throughKey === null, continueCursor);
-    const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, options.numItems, this.lane());
+    const { rows, complete, resumeAfter } = this.scan(start, end, options.numItems, QUERY_FILTER_SCAN_ROWS_MAX);
     const page = rows.map((row) => row.document as Document);
-    return { page, isDone: complete, continueCursor: complete ? done : encodeCursor({ ...position, afterKey: rows[rows.length - 1]!.key }) };
+    return { page, isDone: complete, continueCursor: complete ? done : encodeCursor({ ...position, afterKey: resumeAfter! }) };
   }
 
   /**
@@ -155,7 +169,7 @@ export class QueryChain<Document = DocumentObject> {
    * among them to split its way out. Never fails for its size.
    */
   private pinnedPage(start: Uint8Array, end: Uint8Array | null, numItems: number, throughEnd: boolean, continueCursor: string): PaginationResult<Document> {
-    const { rows } = this.reads.scan(this.table, this.index, start, end, this.direction, QUERY_PAGE_ITEMS_MAX + 1, this.lane());
+    const { rows } = this.scan(start, end, QUERY_PAGE_ITEMS_MAX + 1);
     const partial = rows.length > QUERY_PAGE_ITEMS_MAX;
     const kept = partial ? rows.slice(0, QUERY_PAGE_ITEMS_MAX) : rows;
     const page = kept.map((row) => row.document as Document);
@@ -192,7 +206,42 @@ export class QueryChain<Document = DocumentObject> {
 
   private read(limit: number) {
     const { start, end } = this.range();
-    return this.reads.scan(this.table, this.index, start, end, this.direction, limit, this.lane());
+    return this.scan(start, end, limit);
+  }
+
+  /**
+   * The first `limit` rows of [start, end) in the query's order that pass its filters.
+   * Without a filter, one scan. With one, scans in batches — each recording the range it
+   * read, together exactly the rows examined — while fewer have passed, until the range
+   * ends (`complete`) or `examinedMax` rows were read. `resumeAfter`: where the next page
+   * starts when not complete (the last row returned, or the last one read if the
+   * examined rows ran out first).
+   */
+  private scan(start: Uint8Array, end: Uint8Array | null, limit: number, examinedMax = Number.POSITIVE_INFINITY): { rows: PendingRow[]; complete: boolean; resumeAfter: Uint8Array | null } {
+    const lane = this.lane();
+    if (this.predicates.length === 0) {
+      const { rows, complete } = this.reads.scan(this.table, this.index, start, end, this.direction, limit, lane);
+      return { rows: [...rows], complete, resumeAfter: rows.at(-1)?.key ?? null };
+    }
+    if (limit === 0) return { rows: [], complete: false, resumeAfter: null };
+    const passed: PendingRow[] = [];
+    let examined = 0;
+    let lastRead: Uint8Array | null = null;
+    for (;;) {
+      const batch = Math.min(Math.max(2 * (limit - passed.length), FILTER_BATCH_ROWS_MIN), examinedMax - examined);
+      if (batch <= 0) return { rows: passed, complete: false, resumeAfter: lastRead };
+      const scanned = this.reads.scan(this.table, this.index, start, end, this.direction, batch, lane);
+      for (const row of scanned.rows) {
+        examined++;
+        lastRead = row.key;
+        if (!this.predicates.every((passes) => passes(row.document as Record<string, unknown>))) continue;
+        passed.push(row);
+        if (passed.length === limit) return { rows: passed, complete: false, resumeAfter: row.key };
+      }
+      if (scanned.complete || lastRead === null) return { rows: passed, complete: true, resumeAfter: null };
+      if (this.direction === "asc") start = successorKey(lastRead);
+      else end = lastRead;
+    }
   }
 
   /** The one lane this query's range can hold documents in, or null for all of them. */

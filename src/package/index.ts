@@ -22,6 +22,6 @@ export {
   type RegisteredFunction,
   type UserIdentity,
 } from "../functions/index.js";
-export type { IndexRangeBuilder, PaginationOptions, PaginationResult, QueryChain } from "../functions/index.js";
+export type { FilterBuilder, FilterExpression, FilterOperand, IndexRangeBuilder, PaginationOptions, PaginationResult, QueryChain } from "../functions/index.js";
 export { AppError, paginationOptsValidator, paginationResultValidator, type AppModule } from "../functions/index.js";
 export { httpAction, httpRouter, type HttpAction, type HttpActionHandler, type HttpMethod, type HttpRouter, type HttpRouteSpec } from "../functions/index.js";

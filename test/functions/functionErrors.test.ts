@@ -16,17 +16,10 @@ import { SeededRandom } from "../../src/base/random.js";
 import { memoryBucket } from "../support/bucketFactories.js";
 import { harnessPerTest } from "../support/shardHarness.js";
 import { functions, schema } from "./errorsApp.js";
+import { rejection } from "../support/rejection.js";
 
 const app = { schema, functions };
 
-async function rejection(promise: Promise<unknown>): Promise<{ code: string; kind: string; message: string; data: unknown; details: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as never;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("function errors", () => {
   const harness = harnessPerTest(memoryBucket);

@@ -23,6 +23,7 @@ import { memoryBucket } from "../support/bucketFactories.js";
 import { runtimeOn } from "../support/functionsHarness.js";
 import { harnessPerTest } from "../support/shardHarness.js";
 import * as paginationApp from "./paginationApp.js";
+import { rejection } from "../support/rejection.js";
 
 type Page = {
   readonly page: { readonly n: number; readonly tag: string }[];
@@ -40,14 +41,6 @@ interface PageOptions {
 
 type Order = "asc" | "desc";
 
-async function rejection(promise: Promise<unknown>): Promise<{ code: string; message: string }> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as never;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("pinned pages (paginate with endCursor)", () => {
   const harness = harnessPerTest(memoryBucket);

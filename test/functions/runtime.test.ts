@@ -18,17 +18,10 @@ import { BUCKET_FACTORIES } from "../support/bucketFactories.js";
 import { runtimeOn } from "../support/functionsHarness.js";
 import { harnessPerTest } from "../support/shardHarness.js";
 import * as testApp from "./testApp.js";
+import { rejection } from "../support/rejection.js";
 
 const code = (expected: string) => (error: unknown) => hasErrorCode(error, expected as never);
 
-async function rejection(promise: Promise<unknown>): Promise<{ code: string; message: string; details: Record<string, unknown> }> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as never;
-  }
-  throw new Error("expected a rejection");
-}
 
 function overlapsAny(reads: readonly KeyRange[], writes: readonly KeyRange[]): boolean {
   return reads.some((read) => writes.some((write) => rangesOverlap(read, write)));
