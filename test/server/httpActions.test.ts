@@ -12,7 +12,9 @@
  *   a bad one; several Set-Cookie headers survive.
  * - A handler that throws, returns no Response or calls a missing function answers 500
  *   with nothing of its error's text, and the node's log holds the stack; a body that
- *   fails midway ends that connection only — the node keeps serving.
+ *   fails midway ends that connection only — the node keeps serving. Clients that hang
+ *   up in the middle of their request body make the handler's read fail (logged), write
+ *   nothing, and leave the node serving.
  * - On a follower (a replica), the webhook's write is forwarded to the writer and its
  *   read that follows sees it.
  */
@@ -20,6 +22,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { connect } from "node:net";
 import { SignJWT } from "jose";
 import { afterAll, describe, expect, it } from "vitest";
 import { App } from "../../src/functions/App.js";
@@ -122,6 +125,25 @@ describe("HTTP actions", () => {
       expect(broken).toBe("failed");
       expect(lines.some((line) => line.includes("GET /breaks-midway") && line.includes("disk gone"))).toBe(true);
       expect(await (await fetch(`${url}http/whoami`)).text()).toBe("anonymous");
+
+      // Hostile clients: ten that promise a body and hang up midway. Each handler's read
+      // of the body fails (logged); nothing is written; the node goes on serving.
+      const notesBefore = ((await (await postNote(url, "burst", "probe")).json()) as { count: number }).count;
+      const { hostname, port } = new URL(url);
+      await Promise.all(
+        Array.from({ length: 10 }, () =>
+          new Promise<void>((resolve) => {
+            const socket = connect(Number(port), hostname, () => {
+              socket.write(`POST /http/hooks/note HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"channel": "burst", "bo`);
+              setTimeout(() => socket.destroy(), 50);
+            });
+            socket.on("error", () => undefined);
+            socket.on("close", () => resolve());
+          }),
+        ),
+      );
+      await expect.poll(() => lines.filter((line) => line.includes("HTTP action POST /hooks/note failed")).length).toBe(10);
+      expect(((await (await postNote(url, "burst", "after")).json()) as { count: number }).count).toBe(notesBefore + 1);
     } finally {
       await started.close();
     }

@@ -3,7 +3,8 @@
  * subscription is live is loaded afresh and swapped into the running node: the
  * subscription re-runs on the new code at once (no commit needed), later calls run the
  * new functions, a new index is backfilled and usable; an app that fails to compile or a
- * schema change the deployment refuses changes nothing (the old code keeps serving).
+ * schema change the deployment refuses changes nothing (the old code keeps serving). The
+ * app's HTTP routes follow each reload.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -94,6 +95,27 @@ describe("reloading the app into a running node", () => {
     await node.reloadApp(await loadApp(appFile));
     await expect.poll(async () => client.query({ path: "notes:sorted" }, {}).catch((error: unknown) => errorCode(error))).toEqual(["a", "b"]);
     expect(typeof (await client.mutation({ path: "notes:tag" }, { name: "x" }))).toBe("string");
+  });
+
+  it("serves the reloaded app's HTTP routes: added, changed and removed without a restart", async () => {
+    const { write, node, appFile } = await project();
+    expect((await fetch(`${node.url}http/hello`)).status).toBe(404);
+    const withRoutes = (greeting: string, extra = "") =>
+      APP +
+      `import { httpAction, httpRouter } from "cairn";
+       export const http = httpRouter();
+       http.route({ path: "/hello", method: "GET", handler: httpAction(async (ctx) => new Response("${greeting} " + (await ctx.runQuery("notes:list", {})).length)) });
+       ${extra}`;
+    write("app/app.ts", withRoutes("hi"));
+    await node.reloadApp(await loadApp(appFile));
+    expect(await (await fetch(`${node.url}http/hello`)).text()).toBe("hi 0");
+    write("app/app.ts", withRoutes("hello", `http.route({ path: "/bye", method: "POST", handler: httpAction(async () => new Response("bye")) });`));
+    await node.reloadApp(await loadApp(appFile));
+    expect(await (await fetch(`${node.url}http/hello`)).text()).toBe("hello 0");
+    expect(await (await fetch(`${node.url}http/bye`, { method: "POST" })).text()).toBe("bye");
+    write("app/app.ts", APP);
+    await node.reloadApp(await loadApp(appFile));
+    expect((await fetch(`${node.url}http/hello`)).status).toBe(404);
   });
 
   it("keeps the old app serving when the new one fails to compile or its schema change is refused", async () => {
