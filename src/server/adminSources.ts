@@ -31,6 +31,8 @@ export interface AdminParts {
   readonly url: () => string | null;
   readonly adminKey: string | null;
   readonly loginCodes: LoginCodes | null;
+  /** Where the app's HTTP actions are served (HttpActions). */
+  readonly httpActionsPath: string;
   readonly store: ObjectStore;
   readonly clock: Clock;
   readonly random: Random;
@@ -70,7 +72,7 @@ export function adminSources(parts: AdminParts): AdminSources {
       }
       return { readTs, tables: describeTables(runtime.catalog, counts) };
     },
-    functions: () => ({ functions: describeFunctions(runtime.app) }),
+    functions: () => ({ functions: describeFunctions(runtime.app), http: { path: parts.httpActionsPath, routes: runtime.app.http?.routes() ?? [] } }),
     history: (id, limit) => {
       const { table, id: canonical } = runtime.catalog.tableOfId(id);
       const local = sharded.engines[laneOfId(table, canonical, sharded.engines.length)]!.local;

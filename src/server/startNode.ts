@@ -28,7 +28,7 @@ import { statusPage } from "./statusPage.js";
 import { StaticFiles } from "./StaticFiles.js";
 import { CorsPolicy, type CorsOrigin } from "./CorsPolicy.js";
 import { WriteForwarder, type WriterLocation } from "./WriteForwarder.js";
-import { HTTP_ACTIONS_PATH_DEFAULT, HttpActions } from "./HttpActions.js";
+import { checkHttpActionsPath, HTTP_ACTIONS_PATH_DEFAULT, HttpActions } from "./HttpActions.js";
 
 export interface NodeOptions {
   /** The bucket, opened and probed for conditional writes. */
@@ -225,6 +225,9 @@ class CairnNode implements RunningNode {
     const fleetTuning = role === "fleet" ? resolveFleetTuning(options.fleet ?? {}, resolveTuning({ clockSkewMsMax: maxClockSkewMs, ...options.engineTuning }), maxClockSkewMs) : null;
     if (role !== "fleet" && options.fleet !== undefined) throw new CairnError("INVALID_ARGUMENT", "fleet tuning is for fleet nodes (role \"fleet\")");
     if (options.webApp !== null && options.staticDir != null) throw new CairnError("INVALID_ARGUMENT", "give a web app or a static directory, not both: each serves `/`");
+    // Before anything is opened: a path over one of Cairn's own is refused with nothing touched.
+    const httpActionsPath = options.httpActionsPath ?? HTTP_ACTIONS_PATH_DEFAULT;
+    checkHttpActionsPath(httpActionsPath);
     const staticFiles = options.staticDir != null ? await StaticFiles.open(options.staticDir) : null;
     const cors = new CorsPolicy(options.corsOrigins ?? []);
     // Fleet nodes and writers may create the deployment and register the schema.
@@ -449,6 +452,7 @@ class CairnNode implements RunningNode {
           url: advertisedUrl,
           adminKey: options.adminKey,
           loginCodes: options.loginCodes ?? null,
+          httpActionsPath,
           store,
           clock,
           random: systemRandom,
@@ -468,7 +472,7 @@ class CairnNode implements RunningNode {
     if (role !== "writer") await catchUpServingWhatIsThere(engines, log);
     const assets = await buildWebAssets(options.webApp, staticFiles === null ? statusPage() : null);
     const httpActions = new HttpActions({
-      basePath: options.httpActionsPath ?? HTTP_ACTIONS_PATH_DEFAULT,
+      basePath: httpActionsPath,
       router: () => runtime.app.http,
       backend,
       verifier: options.verifier,

@@ -142,6 +142,8 @@ describe("an admin", () => {
     const add = functions.body.functions.find((fn: { path: string }) => fn.path === "notes:add");
     expect(add).toMatchObject({ kind: "mutation", visibility: "public", args: { type: "object", properties: { channel: { type: "string" } } } });
     expect(functions.body.functions.some((fn: { path: string }) => fn.path.startsWith("_system:"))).toBe(false);
+    // The sync test app has no HTTP actions.
+    expect(functions.body.http).toEqual({ path: "/http", routes: [] });
   });
 
   it("pages a table live, edits through validated system mutations, and reads a document's history", async () => {

@@ -17,6 +17,8 @@
  *   nothing, and leave the node serving.
  * - On a follower (a replica), the webhook's write is forwarded to the writer and its
  *   read that follows sees it.
+ * - The admin API lists the routes and their path; a path over one of Cairn's own (/api,
+ *   /metrics, /_dashboard) or malformed is refused when the node starts.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,9 +49,14 @@ async function postNote(url: string, channel: string, body: string): Promise<Res
 describe("HTTP actions", () => {
   it("serve webhooks, streams, prefixes and identities, and answer every failure without leaking it", { timeout: 60_000 }, async () => {
     const lines: string[] = [];
-    const started = await startTestNode({ app, verifier: jwtVerifier({ secret: SECRET }), log: (line) => lines.push(line) });
+    const started = await startTestNode({ app, adminKey: ADMIN_KEY, verifier: jwtVerifier({ secret: SECRET }), log: (line) => lines.push(line) });
     const { url } = started.node;
     try {
+      // The admin API lists the routes and where they are served.
+      const listed = (await (await fetch(`${url}api/admin/functions`, { headers: { authorization: `Admin ${ADMIN_KEY}` } })).json()) as { http: { path: string; routes: string[] } };
+      expect(listed.http.path).toBe("/http");
+      expect(listed.http.routes).toEqual(expect.arrayContaining(["POST /hooks/note", "PUT /echo", "GET /files/*", "GET /files/private/*", "GET /whoami"]));
+
       // The webhook writes, then reads back what it wrote (public and internal queries).
       const first = await postNote(url, "inbox", "hello");
       expect(first.status).toBe(201);
@@ -146,6 +153,20 @@ describe("HTTP actions", () => {
       expect(((await (await postNote(url, "burst", "after")).json()) as { count: number }).count).toBe(notesBefore + 1);
     } finally {
       await started.close();
+    }
+  });
+
+  it("refuses a path over one of Cairn's own before the bucket is touched", async () => {
+    for (const httpActionsPath of ["/api", "/api/hooks", "/_dashboard", "/metrics", "relative", "/trailing/"]) {
+      const refused = await startTestNode({ app, httpActionsPath }).then(
+        async (started) => {
+          await started.close();
+          return null;
+        },
+        (error: unknown) => error as { code?: string; message?: string },
+      );
+      expect(refused?.code, httpActionsPath).toBe("INVALID_ARGUMENT");
+      expect(refused?.message).toMatch(/HTTP actions path must be like "\/http"/);
     }
   });
 
