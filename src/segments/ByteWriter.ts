@@ -51,9 +51,7 @@ export class ByteWriter {
 
   bytes(value: Uint8Array): void {
     this.varuint(value.byteLength);
-    this.reserve(value.byteLength);
-    this.buffer.set(value, this.length);
-    this.length += value.byteLength;
+    this.raw(value);
   }
 
   /** Bytes as they are, without a length: records encoded elsewhere, copied in whole. */

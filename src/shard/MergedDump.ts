@@ -1,6 +1,6 @@
 import { CairnError, LOCAL_DUMP_CHUNK_BYTES_MAX, LOCAL_DUMP_ROWS_PER_CHUNK } from "../base/index.js";
 import { dumpRowBytes, type DumpChunk, type DumpCursor } from "../local/index.js";
-import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../model/index.js";
+import { compareBytes, compareStrings, type ClientReceipt, type DocumentRevision, type IndexUpdate } from "../model/index.js";
 import { RecordScanner } from "../segments/index.js";
 import { snapshotPartInvalid, type EncodedSnapshotPayload, type SnapshotChunk } from "../snapshots/index.js";
 
@@ -120,9 +120,9 @@ const KINDS: readonly Kind[] = ["documents", "indexEntries", "receipts"];
 
 /** Each kind's dump order: its SQLite key (DumpCursor's ORDER BY). */
 const ORDER: { readonly [K in Kind]: (a: Extract<DumpChunk, { kind: K }>["rows"][number], b: Extract<DumpChunk, { kind: K }>["rows"][number]) => number } = {
-  documents: (a: DocumentRevision, b: DocumentRevision) => compareUtf8(a.id, b.id),
+  documents: (a: DocumentRevision, b: DocumentRevision) => compareStrings(a.id, b.id),
   indexEntries: (a: IndexUpdate, b: IndexUpdate) => a.indexId - b.indexId || compareBytes(a.key, b.key),
-  receipts: (a: ClientReceipt, b: ClientReceipt) => compareUtf8(a.clientId, b.clientId) || a.seq - b.seq,
+  receipts: (a: ClientReceipt, b: ClientReceipt) => compareStrings(a.clientId, b.clientId) || a.seq - b.seq,
 };
 
 function isRemoval(kind: Kind, row: Row): boolean {
@@ -327,33 +327,7 @@ class Output {
   }
 }
 
-/**
- * SQLite's BINARY order of two TEXT values, which compares their UTF-8 bytes: that is
- * code point order, which is UTF-16's but for surrogates (U+D800–U+DFFF), which sort
- * above U+E000–U+FFFF there.
- */
-export function compareUtf8(a: string, b: string): number {
-  if (a === b) return 0;
-  const length = Math.min(a.length, b.length);
-  for (let at = 0; at < length; at++) {
-    const x = a.charCodeAt(at);
-    const y = b.charCodeAt(at);
-    if (x !== y) return codePointRank(x) - codePointRank(y);
-  }
-  return a.length - b.length;
-}
-
-function codePointRank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
-}
-
-/** memcmp order (SQLite's for BLOBs); in JS, as keys are short: Buffer.compare's native call costs more than the loop. */
-export function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  return compareByteRange(a, 0, a.length, b);
-}
-
-/** `payload[start, end)` against `b` in memcmp order. */
+/** `payload[start, end)` against `b` in memcmp order (compareBytes without a view per comparison). */
 function compareByteRange(payload: Uint8Array, start: number, end: number, b: Uint8Array): number {
   const length = Math.min(end - start, b.length);
   for (let at = 0; at < length; at++) {
@@ -373,7 +347,7 @@ function compareUtf8Bytes(payload: Buffer, start: number, end: number, b: string
   const length = Math.min(end - start, b.length);
   for (let at = 0; at < length; at++) {
     const y = b.charCodeAt(at);
-    if (y >= 0x80) return compareUtf8(payload.toString("utf8", start + at, end), b.slice(at));
+    if (y >= 0x80) return compareStrings(payload.toString("utf8", start + at, end), b.slice(at));
     const x = payload[start + at]!;
     if (x !== y) return x - y;
   }

@@ -65,17 +65,6 @@ export function decodeSnapshotPart(bytes: Uint8Array, expected: ExpectedPart): D
   return checkedPart(framed, expected);
 }
 
-/** `decodeSnapshotPart` with the inflate off the caller's thread (restores and exports). */
-export async function decodeSnapshotPartOffThread(bytes: Uint8Array, expected: ExpectedPart): Promise<DecodedSnapshotPart> {
-  let framed;
-  try {
-    framed = await decodeFramedOffThread(SNAPSHOT_PART_MAGIC, bytes);
-  } catch (error) {
-    throw partInvalid(expected, error instanceof Error ? error.message : String(error), error);
-  }
-  return checkedPart(framed, expected);
-}
-
 function partInvalid(expected: Pick<SnapshotPartHeader, "shard" | "seqno" | "part">, reason: string, cause?: unknown): CairnError {
   return new CairnError("SNAPSHOT_INVALID", `snapshot ${expected.seqno} part ${expected.part} of shard ${expected.shard}: ${reason}`, {
     cause,
@@ -83,7 +72,7 @@ function partInvalid(expected: Pick<SnapshotPartHeader, "shard" | "seqno" | "par
   });
 }
 
-/** A part whose checksum and header were verified, its records still encoded (see scanSnapshotPart). */
+/** A part whose checksum and header were verified, its records still encoded (see MergedDump). */
 export interface EncodedSnapshotPayload {
   readonly header: SnapshotPartHeader;
   /** The records in the segment record encoding; their counts are the header's once scanned. */
@@ -92,8 +81,9 @@ export interface EncodedSnapshotPayload {
 }
 
 /**
- * `decodeSnapshotPartOffThread` without decoding the records: for a reader that passes
- * most of them on as they are (a restore's merge) and checks their counts as it scans.
+ * `decodeSnapshotPart` with the checksum and inflate off the caller's thread and the
+ * records left encoded: for a reader that passes most of them on as they are (a
+ * restore's MergedDump) and checks their counts as it scans.
  */
 export async function decodeSnapshotPayloadOffThread(bytes: Uint8Array, expected: ExpectedPart): Promise<EncodedSnapshotPayload> {
   let framed;

@@ -3,14 +3,7 @@ import { CairnError, prefetchInOrder } from "../base/index.js";
 import type { DumpChunk, LocalStore, RestoreStats } from "../local/index.js";
 import { bucketLayout, type SnapshotPointer } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import {
-  decodeSnapshotPart,
-  decodeSnapshotPartOffThread,
-  decodeSnapshotPayloadOffThread,
-  type DecodedSnapshotPart,
-  type EncodedSnapshotPayload,
-  type ExpectedPart,
-} from "./SnapshotPart.js";
+import { decodeSnapshotPart, decodeSnapshotPayloadOffThread, type DecodedSnapshotPart, type EncodedSnapshotPayload, type ExpectedPart } from "./SnapshotPart.js";
 
 /**
  * Replaces the local state with a snapshot: parts are fetched ahead with bounded
@@ -28,8 +21,6 @@ export interface RestoreSnapshotOptions {
   readonly local: LocalStore;
   readonly fetchConcurrency?: number;
   readonly onProgress?: (progress: RestoreProgress) => void;
-  /** Inflate parts on libuv's thread pool (restores of the past; see writeSnapshot's offThread). */
-  readonly offThread?: boolean;
 }
 
 export interface RestoreProgress {
@@ -86,7 +77,6 @@ export interface ReadSnapshotOptions {
   readonly shard: number;
   readonly pointer: SnapshotPointer;
   readonly fetchConcurrency?: number;
-  readonly offThread?: boolean;
 }
 
 /**
@@ -96,16 +86,14 @@ export interface ReadSnapshotOptions {
  * it. SNAPSHOT_MISSING for a part that is gone, SNAPSHOT_INVALID for one that fails.
  */
 export function readSnapshotParts(options: ReadSnapshotOptions): AsyncGenerator<DecodedSnapshotPart> {
-  return readVerifiedParts(options, (bytes, expected) =>
-    options.offThread === true ? decodeSnapshotPartOffThread(bytes, expected) : decodeSnapshotPart(bytes, expected),
-  );
+  return readVerifiedParts(options, decodeSnapshotPart);
 }
 
 /**
  * `readSnapshotParts` with the records left encoded (inflated off the thread): the
- * consumer scans them and checks their counts against each header (scanSnapshotPart).
+ * consumer scans them and checks their counts against each header (MergedDump).
  */
-export function readSnapshotPayloads(options: Omit<ReadSnapshotOptions, "offThread">): AsyncGenerator<EncodedSnapshotPayload> {
+export function readSnapshotPayloads(options: ReadSnapshotOptions): AsyncGenerator<EncodedSnapshotPayload> {
   return readVerifiedParts(options, decodeSnapshotPayloadOffThread);
 }
 

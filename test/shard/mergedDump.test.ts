@@ -16,8 +16,8 @@
  *   from JS's `<` (UTF-16 units); index keys share prefixes and hold 0x00/0xff bytes.
  *   Part boundaries of the base and chunk boundaries of the changes vary. An empty base,
  *   no changes at all and a base whose every document is deleted are covered too.
- * - compareUtf8 orders strings as their UTF-8 bytes do (SQLite's BINARY collation), and
- *   compareBytes byte arrays as Buffer.compare (memcmp) does.
+ * - The merge's orders: compareStrings orders strings as their UTF-8 bytes do (SQLite's
+ *   BINARY collation), and compareBytes byte arrays as Buffer.compare (memcmp) does.
  * - A base out of order (documents not by id, within a part or across two, or kinds out
  *   of turn), a part whose header counts differ from its records, and a payload that is
  *   not records fail with SNAPSHOT_INVALID (the snapshot's fault); changes out of order
@@ -46,7 +46,8 @@ import type { ClientReceipt, DocumentRevision, IndexUpdate } from "../../src/mod
 import { ROUTE_BYTES } from "../../src/model/shardFor.js";
 import { ByteWriter } from "../../src/segments/ByteWriter.js";
 import { decodeRecords, writeIndexUpdate, writeReceipt, writeRevision } from "../../src/segments/recordCodec.js";
-import { compareBytes, compareUtf8, MergedDump } from "../../src/shard/MergedDump.js";
+import { compareBytes, compareStrings } from "../../src/model/index.js";
+import { MergedDump } from "../../src/shard/MergedDump.js";
 import type { EncodedSnapshotPayload, SnapshotPartHeader } from "../../src/snapshots/SnapshotPart.js";
 import type { SnapshotChunk } from "../../src/snapshots/writeSnapshot.js";
 import { batch, drainDump, hex, localFixtures, rejected } from "../local/localFixtures.js";
@@ -622,7 +623,7 @@ describe("MergedDump", () => {
     }
   });
 
-  it("compareUtf8 orders strings as their UTF-8 bytes do", () => {
+  it("compareStrings orders strings as their UTF-8 bytes do", () => {
     const random = new SeededRandom(7);
     /** [first, last] code points of each class: ASCII, 2-byte, 3-byte below and above the surrogates, astral. */
     const RANGES: readonly (readonly [number, number])[] = [
@@ -641,12 +642,12 @@ describe("MergedDump", () => {
       // Half the time b extends or alters a's prefix, so strings differ late or only in length.
       const b = chance(random, 50) ? [...a].slice(0, randomInt(random, [...a].length + 1)).join("") + randomString() : randomString();
       const expected = Math.sign(Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8")));
-      expect(Math.sign(compareUtf8(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`).toBe(expected);
-      expect(Math.sign(compareUtf8(b, a))).toBe(expected === 0 ? 0 : -expected);
+      expect(Math.sign(compareStrings(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`).toBe(expected);
+      expect(Math.sign(compareStrings(b, a))).toBe(expected === 0 ? 0 : -expected);
       if (expected !== (a < b ? -1 : a > b ? 1 : 0)) disagreementsWithUtf16++;
     }
-    expect(compareUtf8("\ue000", "😀")).toBeLessThan(0);
-    expect(compareUtf8("\uffff", "\u{10000}")).toBeLessThan(0);
+    expect(compareStrings("\ue000", "😀")).toBeLessThan(0);
+    expect(compareStrings("\uffff", "\u{10000}")).toBeLessThan(0);
     // The strings did include pairs JS's `<` orders the other way.
     expect(disagreementsWithUtf16).toBeGreaterThan(0);
   });
@@ -681,7 +682,7 @@ describe("MergedDump", () => {
 
   it("refuses a base whose documents are not in id order (SNAPSHOT_INVALID), within a part or across two", async () => {
     const random = new SeededRandom(11);
-    const [first, second] = [newDocumentId(1, random), newDocumentId(1, random)].sort(compareUtf8);
+    const [first, second] = [newDocumentId(1, random), newDocumentId(1, random)].sort(compareStrings);
     const document = (id: DocumentId): KindRow => ({ kind: "documents", row: { tableNumber: 1, id, ts: 5, value: "{}", prevTs: null } });
     await expectSnapshotInvalid(mergeWithoutChanges([basePart(0, [document(second!), document(first!)])]), "out of dump order");
     await expectSnapshotInvalid(mergeWithoutChanges([basePart(0, [document(second!)]), basePart(1, [document(first!)])]), "out of dump order");
@@ -701,7 +702,7 @@ describe("MergedDump", () => {
 
   it("refuses changes whose documents are not in id order (INTERNAL)", async () => {
     const random = new SeededRandom(14);
-    const [first, second] = [newDocumentId(1, random), newDocumentId(1, random)].sort(compareUtf8);
+    const [first, second] = [newDocumentId(1, random), newDocumentId(1, random)].sort(compareStrings);
     const changes = fakeChangesCursor([
       {
         kind: "documents",
@@ -719,7 +720,7 @@ describe("MergedDump", () => {
 
   it("refuses a base part whose header counts differ from its records (SNAPSHOT_INVALID)", async () => {
     const random = new SeededRandom(15);
-    const [first, second] = [newDocumentId(1, random), newDocumentId(1, random)].sort(compareUtf8);
+    const [first, second] = [newDocumentId(1, random), newDocumentId(1, random)].sort(compareStrings);
     const rows: KindRow[] = [
       { kind: "documents", row: { tableNumber: 1, id: first!, ts: 5, value: "{}", prevTs: null } },
       { kind: "documents", row: { tableNumber: 1, id: second!, ts: 5, value: "{}", prevTs: null } },
