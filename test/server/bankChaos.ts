@@ -16,7 +16,6 @@
  * Times (disruption to the first acknowledged write on each of the victim's shards) are
  * printed, not asserted.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { apiOf } from "../../src/client/index.js";
@@ -26,6 +25,7 @@ import { assignment } from "../../src/fleet/index.js";
 import { laneOfValue } from "../../src/functions/routing.js";
 import type { functions } from "../functions/bankApp.js";
 import { converged, FAST, fleetClient, type FleetNode, type FleetStore, health, query, readShardLogs, startFleetNode, within } from "./fleetHarness.js";
+import { freezeHoldingNoLock } from "../support/freezeHoldingNoLock.js";
 
 export interface BankChaosOptions {
   readonly store: FleetStore;
@@ -186,7 +186,7 @@ export async function runBankChaos(options: BankChaosOptions): Promise<void> {
     await victim.kill();
   } else {
     frozen = victim;
-    await freezeHoldingNoLock(victim, options.store);
+    await freezeHoldingNoLock(victim.child, /^[a-z][a-z0-9+.-]*:\/\//i.test(options.store.url) ? null : options.store.url);
   }
   console.log(`fleet chaos: ${victim.nodeId} got ${disruption} after ${beforeKill} acknowledged transfers`);
   const target2 = assignment(SHARDS, survivors.map((node) => node.nodeId));
@@ -275,52 +275,4 @@ export async function runBankChaos(options: BankChaosOptions): Promise<void> {
   }
 }
 
-/**
- * SIGSTOPs `node` at a moment it holds none of a directory bucket's lock files. A
- * compare-and-swap on the directory store holds its key's lock while it runs, and a
- * process frozen holding one blocks every other writer of that key (a survivor's takeover
- * of the manifest included) until it resumes (docs/operations.md, Failover): a freeze that
- * lands there tests the directory store's locks, not a node frozen past its lease. So
- * freeze, look for a lock of the node's process, and if there is one thaw it and try
- * again a moment later. Any other bucket holds no locks.
- */
-async function freezeHoldingNoLock(node: FleetNode, store: FleetStore): Promise<void> {
-  const pid = node.child.pid!;
-  const locks = /^[a-z][a-z0-9+.-]*:\/\//i.test(store.url) ? null : join(store.url, ".locks");
-  for (let attempt = 1; ; attempt++) {
-    node.child.kill("SIGSTOP");
-    // Stopped for sure (state T) before its locks are judged: it takes none from then on.
-    for (let wait = 0; wait < 100 && !isStopped(pid); wait++) await new Promise((resolve) => setTimeout(resolve, 2));
-    if (locks === null || !holdsLock(locks, pid) || attempt >= 50) return;
-    node.child.kill("SIGCONT");
-    await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
-  }
-}
-
-function holdsLock(locks: string, pid: number): boolean {
-  let names: string[];
-  try {
-    names = readdirSync(locks);
-  } catch {
-    return false;
-  }
-  for (const name of names) {
-    try {
-      if ((JSON.parse(readFileSync(join(locks, name), "utf8")) as { pid?: number }).pid === pid) return true;
-    } catch {
-      // Gone meanwhile, or torn: not a lock this process holds now.
-    }
-  }
-  return false;
-}
-
-function isStopped(pid: number): boolean {
-  try {
-    // /proc/<pid>/stat: "pid (comm) state …"; the comm may hold spaces and parentheses.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) === "T";
-  } catch {
-    return true;
-  }
-}
 

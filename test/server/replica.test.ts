@@ -149,17 +149,19 @@ async function notes(node: ServeProcess, channel: string): Promise<string[]> {
 
 /** The seqnos of the segments in a directory bucket's log of shard 0. */
 /**
- * Pauses `node` just after one of its manifest writes landed, never inside one: on the
- * directory store a compare-and-swap holds the key's lock file while it runs, and a
- * process paused holding it blocks every other writer of the manifest — the takeover
- * included — until it resumes (docs/operations.md, Failover). Heartbeats are a second
- * apart here, so the pause lands in the gap.
+ * Pauses `node` just after one of its manifest writes landed, never inside a
+ * compare-and-swap: on the directory store one holds the key's lock file while it runs
+ * (past the write itself, until the lock's release), and a process paused holding it
+ * blocks every other writer of the manifest — the takeover included — until it resumes
+ * (docs/operations.md, Failover). So the pause is checked against the lock files and
+ * retried until it holds none (freezeHoldingNoLock).
  */
 async function pauseBetweenManifestWrites(node: ServeProcess, bucket: string): Promise<void> {
   const manifest = join(bucket, "s0", "manifest@");
   const before = statSync(manifest).mtimeMs;
   await eventually(() => statSync(manifest).mtimeMs !== before, { timeoutMs: 10_000 });
-  node.pause();
+  // Not inside a compare-and-swap: a frozen holder of the manifest's lock would block the takeover too.
+  await node.pauseHoldingNoLock(bucket);
 }
 
 function segmentSeqnos(bucket: string): number[] {

@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
 import { spawnCairnServe } from "../support/spawnCairnServe.js";
+import { freezeHoldingNoLock } from "../support/freezeHoldingNoLock.js";
 
 /**
  * `cairn serve` as a real child process (tsx, like `npm start`), with its output kept
@@ -35,6 +36,11 @@ export class ServeProcess {
   /** SIGSTOP: the process is frozen as a long GC pause or a stalled VM freezes it. */
   pause(): void {
     this.child.kill("SIGSTOP");
+  }
+
+  /** `pause`, at a moment it holds none of the directory bucket's locks (freezeHoldingNoLock). */
+  async pauseHoldingNoLock(bucketDirectory: string): Promise<void> {
+    await freezeHoldingNoLock(this.child, bucketDirectory);
   }
 
   /** SIGCONT after `pause`. */
