@@ -615,3 +615,14 @@ export const MUTATION_SAMPLES_PER_INTERVAL_MAX = 10_000;
 export const LOGIN_CODE_TTL_MS = 10 * 60 * 1000;
 /** Codes outstanding at once; issuing more forgets the oldest. */
 export const LOGIN_CODES_MAX = 8;
+
+/** Jobs one function call may schedule (ctx.scheduler.runAfter/runAt): more is a runaway loop, refused (FUNCTION_LIMIT_EXCEEDED). */
+export const SCHEDULED_JOBS_PER_CALL_MAX = 1_000;
+/** Scheduled jobs one shard's runner has running at once (more due wait their turn). */
+export const SCHEDULED_JOBS_RUNNING_MAX = 64;
+/** How often a shard's runner looks for due jobs when nothing woke it (a job scheduled on another node, a takeover). */
+export const SCHEDULER_POLL_MS = 1_000;
+/** How long a job whose run failed for a passing reason (a conflict, a failover) waits before its next try. */
+export const SCHEDULER_RETRY_MS = 1_000;
+/** Finished jobs (and their receipts' purpose) are kept this long, then deleted by their shard's runner. */
+export const SCHEDULED_JOBS_KEPT_MS = 7 * 24 * 60 * 60_000;

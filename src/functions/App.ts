@@ -1,4 +1,5 @@
 import { CairnError } from "../base/index.js";
+import { isCronJobs, type CronDeclaration } from "./cronJobs.js";
 import { isHttpRouter, type HttpRouter } from "./httpRouter.js";
 import { isRegisteredFunction, type AnyFunction, type FunctionKind } from "./registration.js";
 import { isSchemaDefinition, type AnySchema } from "./schema.js";
@@ -10,12 +11,13 @@ import { SYSTEM_MODULE, systemFunction } from "./systemFunctions.js";
  * `functions = { messages, users }` over `import * as messages from "./messages.js"` —
  * addressed as `"messages:send"`. Exports of a module that are not registered functions
  * (helpers, constants) are ignored. An app may also export `http`, its HTTP actions'
- * router (httpRouter.ts).
+ * router (httpRouter.ts), and `crons`, its cron jobs (cronJobs.ts).
  */
 export interface AppModule {
   readonly schema: AnySchema;
   readonly functions: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   readonly http?: HttpRouter;
+  readonly crons?: unknown;
 }
 
 const MODULE_NAME = /^[A-Za-z_][A-Za-z0-9_]*(\/[A-Za-z_][A-Za-z0-9_]*)*$/;
@@ -29,6 +31,8 @@ export class App {
     readonly source: string,
     /** The app's HTTP actions (null: it has none). */
     readonly http: HttpRouter | null,
+    /** The app's cron jobs, each naming a mutation or action of the app. */
+    readonly crons: readonly CronDeclaration[],
   ) {}
 
   /** Checks a loaded module's shape; SCHEMA_INVALID naming `source` and the problem. */
@@ -61,7 +65,17 @@ export class App {
     }
     const http = exports["http"];
     if (http !== undefined && !isHttpRouter(http)) throw appInvalid(source, "`http` must be a router made with httpRouter(), its routes added with http.route({...})");
-    return new App(schema, functions, source, http ?? null);
+    const crons = exports["crons"];
+    if (crons !== undefined && !isCronJobs(crons)) throw appInvalid(source, "`crons` must be made with cronJobs(), its jobs added with crons.interval(...) or crons.cron(...)");
+    const app = new App(schema, functions, source, http ?? null, crons?.entries ?? []);
+    for (const cron of app.crons) {
+      try {
+        app.lookupSchedulable(cron.path);
+      } catch (error) {
+        throw appInvalid(source, `cron ${JSON.stringify(cron.name)}: ${(error as Error).message}`);
+      }
+    }
+    return app;
   }
 
   get paths(): string[] {
@@ -88,6 +102,21 @@ export class App {
     if (found.kind !== kind) {
       throw new CairnError("FUNCTION_NOT_FOUND", `${String(path)} is ${found.kind === "action" ? "an" : "a"} ${found.kind}, not ${kind === "action" ? "an" : "a"} ${kind}`, {
         details: { path, kind: found.kind },
+      });
+    }
+    return found;
+  }
+
+  /**
+   * The mutation or action at `path` (internal ones too) that a job may run:
+   * FUNCTION_NOT_FOUND for an unknown path or a query (a query changes nothing, so
+   * scheduling one is a mistake).
+   */
+  lookupSchedulable(path: unknown): AnyFunction {
+    const found = typeof path === "string" ? (this.functions.get(path) ?? systemFunction(path)) : undefined;
+    if (found === undefined || found.kind === "query") {
+      throw new CairnError("FUNCTION_NOT_FOUND", found === undefined ? `no function ${JSON.stringify(path)} in the app to schedule` : `${String(path)} is a query: only mutations and actions are scheduled`, {
+        details: { path },
       });
     }
     return found;

@@ -17,7 +17,8 @@ import { QueryChain } from "./QueryChain.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { checkImportedDocument } from "./importedDocument.js";
-import { laneOfDocument, routeForDocument } from "./routing.js";
+import { laneOfDocument, laneOfId, routeForDocument } from "./routing.js";
+import { isSystemTableName, SCHEDULED_FUNCTIONS_TABLE } from "./scheduledFunctions.js";
 
 /**
  * `ctx.db`: reads for queries and mutations, writes for mutations. Reads see the
@@ -39,6 +40,27 @@ export class DatabaseReader {
   }
 
   query(tableName: string): QueryChain {
+    const table = this.reads.catalog.table(tableName);
+    if (isSystemTableName(table.name)) {
+      throw new CairnError("INVALID_ARGUMENT", `${table.name} is a system table: read it with ctx.db.system.query(${JSON.stringify(table.name)})`, { details: { table: table.name } });
+    }
+    return new QueryChain(this.reads, table);
+  }
+
+  /** Reads of Cairn's system tables (`_scheduled_functions`): the same reads, live in a subscription like any other. */
+  get system(): { get(id: DocumentId): Promise<DocumentObject | null>; query(tableName: string): QueryChain } {
+    return {
+      get: (id) => this.get(id),
+      query: (tableName) => {
+        const table = this.reads.catalog.table(tableName);
+        if (!isSystemTableName(table.name)) throw new CairnError("INVALID_ARGUMENT", `${table.name} is not a system table: read it with ctx.db.query`, { details: { table: table.name } });
+        return new QueryChain(this.reads, table);
+      },
+    };
+  }
+
+  /** Any table, system ones too (the admin's data browser). */
+  queryAny(tableName: string): QueryChain {
     return new QueryChain(this.reads, this.reads.catalog.table(tableName));
   }
 }
@@ -55,7 +77,7 @@ export class DatabaseWriter extends DatabaseReader {
 
   async insert(tableName: string, value: ValueObject): Promise<DocumentId> {
     this.reads.assertRunning();
-    const table = this.reads.catalog.table(tableName);
+    const table = writable(this.reads.catalog.table(tableName));
     const fields = this.validated(table, value);
     this.reads.checkLane(laneOfDocument(table, fields, this.reads.laneCount), () => `the new document of ${table.name} (${table.shardKey} ${JSON.stringify(fields[table.shardKey!])})`);
     const id = newDocumentId(table.number, this.ids, routeForDocument(table, fields) ?? undefined);
@@ -72,7 +94,7 @@ export class DatabaseWriter extends DatabaseReader {
   async importDocument(tableName: string, exported: Readonly<Record<string, unknown>>): Promise<"written" | "unchanged"> {
     this.reads.assertRunning();
     const { table, id, creationTime, fields } = checkImportedDocument(this.reads.catalog, tableName, exported);
-    this.reads.checkLane(laneOfDocument(table, fields, this.reads.laneCount), () => `document ${id} of ${table.name}`);
+    this.reads.checkLane(laneOfId(table, id, this.reads.laneCount), () => `document ${id} of ${table.name}`);
     const document = { _id: id, _creationTime: creationTime, ...fields } as DocumentObject;
     const written = this.pending.get(id);
     const existing = written !== undefined ? written.after : this.reads.document(id).document;
@@ -109,10 +131,40 @@ export class DatabaseWriter extends DatabaseReader {
 
   async delete(id: DocumentId): Promise<void> {
     const current = this.existing(id, "delete");
+    writable(current.table);
+    this.pending.write(current.id, current.table, this.before(current), null);
+  }
+
+  /**
+   * Cairn's own write of a system table's new document (the scheduler's), validated like
+   * any insert, with the route its id carries (the table is routed by id): it must be this
+   * run's lane.
+   */
+  insertSystem(tableName: string, value: ValueObject, route: Uint8Array): DocumentId {
+    this.reads.assertRunning();
+    const table = this.reads.catalog.table(tableName);
+    const fields = this.validated(table, value);
+    const id = newDocumentId(table.number, this.ids, route);
+    this.reads.checkLane(laneOfId(table, id, this.reads.laneCount), () => `the new document of ${table.name}`);
+    this.pending.write(id, table, null, { _id: id, _creationTime: this.creationTimeMs, ...fields } as DocumentObject);
+    return id;
+  }
+
+  /** Cairn's own replacement of a system table's document (a job's new state), read in this run first. */
+  replaceSystem(id: DocumentId, value: ValueObject): void {
+    const current = this.existing(id, "replace");
+    const checked = this.validated(current.table, withoutSystemFields(value));
+    this.pending.write(current.id, current.table, this.before(current), { _id: current.id, _creationTime: current.document._creationTime, ...checked } as DocumentObject);
+  }
+
+  /** Cairn's own deletion of a system table's document (a finished job past its keeping). */
+  deleteSystem(id: DocumentId): void {
+    const current = this.existing(id, "delete");
     this.pending.write(current.id, current.table, this.before(current), null);
   }
 
   private replaceWith(current: Existing, fields: Record<string, unknown>): void {
+    writable(current.table);
     const checked = this.validated(current.table, fields);
     const shardKey = current.table.shardKey;
     if (shardKey !== null && compareBytes(encodeIndexKey([checked[shardKey]]), encodeIndexKey([current.document[shardKey] as Value | undefined])) !== 0) {
@@ -168,6 +220,16 @@ function checkNoSystemFields(value: Record<string, unknown>, current: DocumentOb
       throw invalid(`${operation} may not change the system field ${name}`);
     }
   }
+}
+
+/** An app's write may not touch a system table: Cairn keeps them consistent (a job is cancelled with ctx.scheduler.cancel). */
+function writable(table: TableInfo): TableInfo {
+  if (isSystemTableName(table.name)) {
+    throw new CairnError("INVALID_ARGUMENT", `${table.name} is a system table, written only by Cairn${table.name === SCHEDULED_FUNCTIONS_TABLE ? " (schedule and cancel jobs with ctx.scheduler)" : ""}`, {
+      details: { table: table.name },
+    });
+  }
+  return table;
 }
 
 function invalid(message: string): CairnError {

@@ -15,7 +15,7 @@ import {
   type Random,
 } from "../base/index.js";
 import type { LocalStore } from "../local/index.js";
-import { type ClientReceipt, type KeyRange, shardOfRoute, validateValue, type Value, decodeValueText, encodeValueText } from "../model/index.js";
+import { type ClientReceipt, type DocumentId, type KeyRange, shardOfRoute, validateValue, type Value, decodeValueText, encodeValueText } from "../model/index.js";
 import type { CommitResult, PendingReadToken, PendingView, ReceiptWrite, WriteUnit } from "../shard/index.js";
 import { ownsReceipt, receiptOwnerOf } from "./receiptOwner.js";
 import type { App } from "./App.js";
@@ -27,6 +27,9 @@ import type { AnyFunction, Auth, UserIdentity } from "./registration.js";
 import { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
+import { ZERO_ROUTE } from "./scheduledFunctions.js";
+import { actionScheduler, MutationScheduler } from "./Scheduler.js";
+import { readShardJobs, type ShardJobs } from "./shardJobs.js";
 import { routeOfValue } from "./routing.js";
 import { currentFunctionCall, prefixConsoleInFunctions, reportWhenSettled, runAsFunctionCall, type CallStart } from "./functionCalls.js";
 import type { FunctionLogEntry } from "./FunctionLogEntry.js";
@@ -156,6 +159,13 @@ export interface QueryCallOptions extends CallOptions {
 }
 
 export interface MutationCallOptions extends CallOptions {
+  /**
+   * The scheduler's runner (server/JobRunner) only: the run is scheduled job `job`'s, on
+   * the job's own shard. It reads the job first and runs only if the job is still pending
+   * (else it answers `skipped`), and marks it done in the same commit: a job's mutation
+   * commits exactly once, and a cancellation either precedes it or finds it done.
+   */
+  readonly job?: DocumentId;
   readonly clientId?: string;
   readonly seq?: number;
   /**
@@ -195,6 +205,8 @@ export interface MutationRun {
   readonly replayed: boolean;
   /** Runs of the handler, 1 when there was no conflict (0 when replayed). */
   readonly attempts: number;
+  /** A scheduled job's run (MutationCallOptions.job) found the job no longer pending: nothing ran. */
+  readonly skipped?: boolean;
   readonly writeRanges: KeyRange[];
 }
 
@@ -250,6 +262,8 @@ export class FunctionRuntime {
   private readonly callStart: CallStart;
   /** Takes each top-level call's log entry (null: nobody listens, and no entry is built). */
   private readonly callEnded: ((entry: FunctionLogEntry) => void) | null;
+  /** Hears of jobs committed (their shard, and the earliest one's due time): the shard's runner wakes for them. */
+  private jobsScheduled: ((lane: number, dueMs: number) => void) | null = null;
 
   constructor(options: FunctionRuntimeOptions) {
     this.currentApp = options.app;
@@ -293,6 +307,18 @@ export class FunctionRuntime {
   replaceApp(app: App, catalog: Catalog): void {
     this.currentApp = app;
     this.currentCatalog = catalog;
+  }
+
+  /** `listener` hears of every commit that scheduled jobs, once it is durable (one listener: the node's JobRunner). */
+  onJobsScheduled(listener: (lane: number, dueMs: number) => void): void {
+    this.jobsScheduled = listener;
+  }
+
+  /** What shard `lane`'s scheduler runner needs of its jobs, from that shard's local copy. */
+  jobsOfShard(lane: number, options: { readonly nowMs: number; readonly limit: number; readonly finishedBeforeMs: number }): Promise<ShardJobs> {
+    const shard = this.shards.shards[lane];
+    if (shard === undefined) throw new CairnError("INVALID_ARGUMENT", `no shard ${lane} (the deployment has ${this.shards.shards.length})`);
+    return readShardJobs(shard.local, shard.readTs, this.catalog, options);
   }
 
   get shardCount(): number {
@@ -419,6 +445,7 @@ export class FunctionRuntime {
     const inner = { identity: options.identity ?? null, internal: true };
     const ctx = {
       auth: authOf(options.identity),
+      scheduler: actionScheduler(() => this.clock.nowMs(), async (target, targetArgs) => (await this.runMutation(target, targetArgs, { internal: true })).value),
       runQuery: async (target: string, targetArgs?: unknown) => (await this.runQuery(target, targetArgs ?? {}, inner)).value,
       runMutation: async (target: string, targetArgs?: unknown) => (await this.runMutation(target, targetArgs ?? {}, inner)).value,
       runAction: async (target: string, targetArgs?: unknown) => (await this.runAction(target, targetArgs ?? {}, inner)).value,
@@ -479,12 +506,12 @@ export class FunctionRuntime {
     if (prepared.unit === null) {
       const token = prepared.view?.token;
       const shard = this.shards.shards[run.lane]!;
-      if (token === undefined || shard.settleRead === undefined) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes) };
+      if (token === undefined || shard.settleRead === undefined) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes, prepared.skipped) };
       // It read writes not yet durable: its answer waits for them (and is run again if one fails).
       this.pendingReadRuns++;
       try {
         const ts = await shard.settleRead({ readTs: prepared.readTs, ...prepared.reads, pendingRead: token });
-        return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes) };
+        return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes, prepared.skipped) };
       } catch (error) {
         if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
         this.conflictCount++;
@@ -510,8 +537,14 @@ export class FunctionRuntime {
       this.conflictCount++;
       return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
     }
-    const { value, writes } = prepared;
-    return { kind: "queued", durable: durable.then(({ ts }) => mutationRun(value, ts, false, run.attempt, writes)) };
+    const { value, writes, jobsDueMs } = prepared;
+    return {
+      kind: "queued",
+      durable: durable.then(({ ts }) => {
+        if (jobsDueMs !== null) this.jobsScheduled?.(run.lane, jobsDueMs);
+        return mutationRun(value, ts, false, run.attempt, writes);
+      }),
+    };
   }
 
   /**
@@ -536,24 +569,39 @@ export class FunctionRuntime {
     const pending = new PendingWrites();
     const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, pending, { lane: run.lane, path }, view);
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
-    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed) };
+    const scheduler = new MutationScheduler(db, this.app, this.catalog, run.nowMs, run.route ?? ZERO_ROUTE);
+    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed), scheduler };
     const laneKeyOf = (documents: readonly { id: string }[]) => `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
     let value: Value = null;
     try {
-      value = await this.runHandler(path, fn, ctx, args, reads);
+      // A scheduled job's run: only while the job is pending, and marked done in this commit.
+      const job = options.job === undefined ? null : await scheduler.job(options.job);
+      if (job !== null && job.state.kind === "pending") {
+        try {
+          value = await this.runHandler(path, fn, ctx, args, reads, true);
+          scheduler.recordEnd(job, { kind: "success" });
+        } finally {
+          reads.finish();
+        }
+      } else if (options.job !== undefined) {
+        reads.finish();
+        return { refusal: null, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: { readSet: recorder.readSet() }, skipped: true, jobsDueMs: null };
+      } else {
+        value = await this.runHandler(path, fn, ctx, args, reads);
+      }
     } catch (error) {
       if (reads.refusal === null) throw error;
     }
     // A refused read ends the run, also when the handler caught it and went on: what it did
     // then rests on a read it never got.
-    if (reads.refusal !== null) return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null };
+    if (reads.refusal !== null) return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null, skipped: false, jobsDueMs: null };
     const writes = pending.toWrites();
     const { documents, indexWrites } = writes;
     const laneKey = laneKeyOf(documents);
     const documentRangeConflict = recorder.documentRangeConflict();
     if (documents.length === 0 && receipt === null) {
       const read = { readSet: recorder.readSet(), ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}) };
-      return { refusal: null, value, readTs, writes, unit: null, laneKey, view, reads: read };
+      return { refusal: null, value, readTs, writes, unit: null, laneKey, view, reads: read, skipped: false, jobsDueMs: null };
     }
     const token = view?.token;
     if (token !== undefined) this.pendingReadRuns++;
@@ -566,7 +614,7 @@ export class FunctionRuntime {
       ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
       ...(receipt !== null ? { receipt: receiptWrite(receipt, encodeValueText(value), run.route, options) } : {}),
     };
-    return { refusal: null, value, readTs, writes, unit, laneKey, view, reads: null };
+    return { refusal: null, value, readTs, writes, unit, laneKey, view, reads: null, skipped: false, jobsDueMs: scheduler.earliestMs };
   }
 
   /**
@@ -746,7 +794,7 @@ export class FunctionRuntime {
    * throws is a failure of the function (FUNCTION_FAILED): its stack is logged here under
    * the call's request id, and the caller learns that id and nothing of the internals.
    */
-  private async runHandler(path: string, fn: AnyFunction, ctx: object, args: unknown, reads: SnapshotReads | null): Promise<Value> {
+  private async runHandler(path: string, fn: AnyFunction, ctx: object, args: unknown, reads: SnapshotReads | null, keepReadsOpen = false): Promise<Value> {
     let result: unknown;
     try {
       const run = Promise.resolve((fn.handler as (ctx: object, args: unknown) => unknown)(ctx, args));
@@ -758,7 +806,8 @@ export class FunctionRuntime {
       if (hasErrorCode(error, "APP_ERROR") && isValue((error as CairnError).data)) throw error;
       throw this.functionFailed(path, error);
     } finally {
-      reads?.finish();
+      // Kept open for Cairn's own writes after the handler's (a scheduled job's end); closed by the caller.
+      if (!keepReadsOpen) reads?.finish();
     }
     if (fn.returns !== null) return validateWith(fn.returns, result, { noun: "return value", root: "result" }, this.catalog.tableNumberOf) as Value;
     const value = result === undefined ? null : result;
@@ -812,6 +861,10 @@ interface PreparedRun {
   readonly view: PendingView | null;
   /** What a run that writes nothing read (for settleRead); null for one that commits (its unit holds it). */
   readonly reads: Pick<WriteUnit, "readSet" | "conflictsWith"> | null;
+  /** A scheduled job's run that found the job no longer pending (it ran nothing). */
+  readonly skipped: boolean;
+  /** When the earliest job the run scheduled is due (null: it scheduled none). */
+  readonly jobsDueMs: number | null;
 }
 
 interface ReceiptKey {
@@ -850,6 +903,10 @@ function checkReceiptKey(options: MutationCallOptions): ReceiptKey | null {
   if (typeof clientId !== "string" || clientId.length === 0 || clientId.length > CLIENT_ID_CHARS_MAX) {
     throw new CairnError("INVALID_ARGUMENT", `clientId must be a non-empty string of at most ${CLIENT_ID_CHARS_MAX} characters when seq is given`);
   }
+  // Cairn's own keys (a scheduled job's, `_job:<id>`): a client that took one would answer the job from its receipt.
+  if (clientId.startsWith("_") && options.internal !== true) {
+    throw new CairnError("INVALID_ARGUMENT", `clientId ${JSON.stringify(clientId)} is reserved: client ids starting with "_" are Cairn's own`);
+  }
   if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 0) {
     throw new CairnError("INVALID_ARGUMENT", `seq must be a non-negative integer when clientId is given, not ${String(seq)}`);
   }
@@ -875,13 +932,14 @@ function authOf(identity: UserIdentity | null | undefined): Auth {
 }
 
 /** A run's result; its write ranges are built only if someone reads them (the sync layer matches segments instead). */
-function mutationRun(value: Value, ts: number, replayed: boolean, attempts: number, writes: ReturnType<PendingWrites["toWrites"]> | null): MutationRun {
+function mutationRun(value: Value, ts: number, replayed: boolean, attempts: number, writes: ReturnType<PendingWrites["toWrites"]> | null, skipped = false): MutationRun {
   let ranges: KeyRange[] | null = null;
   return {
     value,
     ts,
     replayed,
     attempts,
+    ...(skipped ? { skipped } : {}),
     get writeRanges() {
       ranges ??= writes === null ? [] : writeRangesOf(writes.documents, writes.indexWrites);
       return ranges;

@@ -10,6 +10,7 @@ import {
 } from "../manifest/index.js";
 import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
+import { SYSTEM_TABLES } from "./scheduledFunctions.js";
 import { SYSTEM_INDEXES, type AnySchema, type TableDefinition } from "./schema.js";
 
 /**
@@ -62,7 +63,7 @@ export class Catalog {
   /** Binds `schema` to the numbers of `stored`, which must cover every table and index of it. */
   static bind(schema: AnySchema, stored: Pick<SchemaCatalog, "tables">): Catalog {
     const tables: TableInfo[] = [];
-    for (const [name, definition] of Object.entries(schema.tables)) {
+    for (const [name, definition] of tablesOf(schema)) {
       const entry = stored.tables.find((table) => table.name === name);
       if (entry === undefined) throw new CairnError("INTERNAL", `catalog lacks table ${name}`);
       const indexes = new Map<string, IndexInfo>();
@@ -131,13 +132,13 @@ export function planCatalog(schema: AnySchema, stored: SchemaCatalog | null): Ca
   let nextIndexId = stored?.nextIndexId ?? 1;
   const storedTables = stored?.tables ?? [];
   for (const table of storedTables) {
-    if (!Object.hasOwn(schema.tables, table.name)) {
+    if (!Object.hasOwn(schema.tables, table.name) && !Object.hasOwn(SYSTEM_TABLES, table.name)) {
       throw refused(`table ${table.name} (table number ${table.number}) exists in the deployment but not in the schema; removing a table is not supported`);
     }
   }
   let changed = stored === null;
   const tables: CatalogTable[] = [];
-  for (const [name, definition] of Object.entries(schema.tables)) {
+  for (const [name, definition] of tablesOf(schema)) {
     const existing = storedTables.find((table) => table.name === name);
     if (existing === undefined) {
       changed = true;
@@ -264,6 +265,11 @@ export async function refreshIndexStates(store: ObjectStore, random: Random, cat
 export function backfilling(catalog: Catalog): boolean {
   for (const table of catalog.tables) for (const index of table.indexes.values()) if (index.state === "backfilling") return true;
   return false;
+}
+
+/** The app's tables, then Cairn's system tables (scheduledFunctions.ts), which every deployment has. */
+function tablesOf(schema: AnySchema): [string, TableDefinition][] {
+  return [...Object.entries(schema.tables), ...Object.entries(SYSTEM_TABLES)];
 }
 
 function declaredIndexes(definition: TableDefinition): [string, string[]][] {

@@ -40,6 +40,18 @@ export type { FilterBuilder, FilterExpression, FilterOperand } from "./FilterBui
 export { App, type AppModule } from "./App.js";
 export { httpAction, httpRouter, HttpRouter, HTTP_METHODS, type HttpAction, type HttpActionHandler, type HttpMethod, type HttpRouteMatch, type HttpRouteSpec } from "./httpRouter.js";
 export { AppError } from "./AppError.js";
+export { cronJobs, CronJobs, type CronDeclaration, type IntervalSpec } from "./cronJobs.js";
+export { actionScheduler, type Scheduler } from "./Scheduler.js";
+export {
+  isSystemTableName,
+  nextTickMs,
+  SCHEDULED_FUNCTIONS_TABLE,
+  SYSTEM_TABLES,
+  type CronSchedule,
+  type JobState,
+  type ScheduledJob,
+} from "./scheduledFunctions.js";
+export type { ShardJobs } from "./shardJobs.js";
 export { loadApp } from "./loadApp.js";
 export { appImports, bundleFailed, packageEntryFile } from "./appBundle.js";
 export { backfilling, Catalog, planCatalog, readCatalog, refreshIndexStates, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";

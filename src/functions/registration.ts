@@ -3,6 +3,8 @@ import { CairnError } from "../base/index.js";
 import type { DocumentId } from "../model/index.js";
 import type { Catalog } from "./catalog.js";
 import type { QueryChain } from "./QueryChain.js";
+import type { SCHEDULED_FUNCTIONS_TABLE, ScheduledJob } from "./scheduledFunctions.js";
+import type { Scheduler } from "./Scheduler.js";
 import type { AnySchema, Doc, NewDoc, TableNames } from "./schema.js";
 import type { Id, ObjectShape } from "./values.js";
 
@@ -34,6 +36,11 @@ export interface Auth {
 export interface DatabaseReaderOf<S extends AnySchema> {
   get<T extends TableNames<S>>(id: Id<T>): Promise<Doc<S, T> | null>;
   query<T extends TableNames<S>>(table: T): QueryChain<Doc<S, T>>;
+  /** Cairn's system tables: `_scheduled_functions` (a job's state, by the id ctx.scheduler returned). */
+  readonly system: {
+    get(id: Id<typeof SCHEDULED_FUNCTIONS_TABLE>): Promise<ScheduledJob | null>;
+    query(table: typeof SCHEDULED_FUNCTIONS_TABLE): QueryChain<ScheduledJob>;
+  };
 }
 
 export interface DatabaseWriterOf<S extends AnySchema> extends DatabaseReaderOf<S> {
@@ -57,10 +64,14 @@ export interface QueryCtx<S extends AnySchema = AnySchema> extends Deterministic
 
 export interface MutationCtx<S extends AnySchema = AnySchema> extends DeterministicContext {
   readonly db: DatabaseWriterOf<S>;
+  /** Schedules mutations and actions, atomically with this mutation (Scheduler.ts). */
+  readonly scheduler: Scheduler;
 }
 
 export interface ActionCtx {
   readonly auth: Auth;
+  /** Schedules mutations and actions (each call commits on its own). */
+  readonly scheduler: Scheduler;
   runQuery(path: string, args?: Record<string, unknown>): Promise<unknown>;
   runMutation(path: string, args?: Record<string, unknown>): Promise<unknown>;
   runAction(path: string, args?: Record<string, unknown>): Promise<unknown>;

@@ -10,6 +10,7 @@ import {
   type Value,
 } from "../model/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
+import { ROUTED_BY_ID } from "./scheduledFunctions.js";
 
 /**
  * Which lane (shard) a document, an id, a scan or a mutation belongs to (DESIGN.md §10).
@@ -25,9 +26,12 @@ export function routeOfValue(value: Value | undefined): Uint8Array {
   return routeOfKey(encodeIndexKey([value]));
 }
 
-/** The route a new document of `table` gets (null: the table has no shard key). */
+/**
+ * The route a new document of `table` gets from its fields (null: the table has no shard
+ * key, or is a system table routed by id, whose writer chooses the route).
+ */
 export function routeForDocument(table: TableInfo, fields: Readonly<Record<string, unknown>>): Uint8Array | null {
-  return table.shardKey === null ? null : routeOfValue(fields[table.shardKey] as Value | undefined);
+  return table.shardKey === null || table.shardKey === ROUTED_BY_ID ? null : routeOfValue(fields[table.shardKey] as Value | undefined);
 }
 
 export function laneOfDocument(table: TableInfo, fields: Readonly<Record<string, unknown>>, lanes: number): number {

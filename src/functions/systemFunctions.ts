@@ -1,6 +1,8 @@
 import { z } from "zod";
-import { CairnError } from "../base/index.js";
-import { parseDocumentId, routeOfId, type DocumentId, type Value, type ValueObject } from "../model/index.js";
+import { CairnError, hasErrorCode } from "../base/index.js";
+import { encodeValueText, parseDocumentId, routeOfId, type DocumentId, type Value, type ValueObject } from "../model/index.js";
+import { nextTickMs, SCHEDULED_FUNCTIONS_TABLE, type ScheduledJob } from "./scheduledFunctions.js";
+import type { MutationScheduler } from "./Scheduler.js";
 import type { DatabaseReader, DatabaseWriter } from "./Database.js";
 import type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 import { paginationOptsValidator } from "./paginationOptsValidator.js";
@@ -50,7 +52,7 @@ const page = internalQuery({
       if (args.upper !== undefined) q[args.upper.inclusive ? "lte" : "lt"](rangeField!, args.upper.value as Value);
       return q;
     };
-    return db.query(table.name).withIndex(indexName, range).order(args.order ?? "asc").paginate(args.paginationOpts);
+    return db.queryAny(table.name).withIndex(indexName, range).order(args.order ?? "asc").paginate(args.paginationOpts);
   },
 });
 
@@ -117,7 +119,151 @@ const onDocumentsShard: ShardBy = {
   },
 };
 
+// ---- the scheduler's (Scheduler.ts, server/JobRunner) ---------------------------------
+
+/** A job's own shard: the route its id carries. */
+const onJobsShard: ShardBy = {
+  kind: "route",
+  of: (args) => {
+    const { id, ids } = args as { id?: unknown; ids?: unknown[] };
+    return routeOfId(parseDocumentId(id ?? ids?.[0]));
+  },
+};
+
+function schedulerOf(ctx: unknown): MutationScheduler {
+  return (ctx as { scheduler: MutationScheduler }).scheduler;
+}
+
+/** An action's ctx.scheduler.runAt / runAfter: the job is written on shard 0. */
+const scheduleJob = internalMutation({
+  args: { dueMs: v.number(), path: v.string(), args: v.any() },
+  handler: (ctx, args) => schedulerOf(ctx).schedule(args.dueMs, args.path, args.args as Record<string, unknown>),
+});
+
+/** An action's ctx.scheduler.cancel. */
+const cancelJob = internalMutation({
+  args: { id: v.string() },
+  handler: async (ctx, args) => {
+    await schedulerOf(ctx).cancel(args.id as DocumentId);
+    return null;
+  },
+});
+
+/** The runner starts an action's job: pending → inProgress, committed before the action runs (at most once). False: it is not pending any more. */
+const startJob = internalMutation({
+  args: { id: v.string() },
+  handler: async (ctx, args) => {
+    const scheduler = schedulerOf(ctx);
+    const job = await scheduler.job(args.id as DocumentId);
+    if (job === null || job.state.kind !== "pending") return false;
+    scheduler.recordStart(job);
+    return true;
+  },
+});
+
+/**
+ * The runner records how a job ended, unless it already has: a job pending or running
+ * takes `state`; a cancelled one takes a success only when `ranAnyway` (a mutation on
+ * another shard committed before the cancellation reached the job).
+ */
+const finishJob = internalMutation({
+  args: {
+    id: v.string(),
+    state: v.union(v.object({ kind: v.literal("success") }), v.object({ kind: v.literal("failed"), error: v.string() }), v.object({ kind: v.literal("canceled") })),
+    ranAnyway: v.optional(v.boolean()),
+  },
+  handler: async (ctx, args) => {
+    const scheduler = schedulerOf(ctx);
+    const job = await scheduler.job(args.id as DocumentId);
+    if (job === null) return false;
+    const open = job.state.kind === "pending" || job.state.kind === "inProgress";
+    if (!open && !(job.state.kind === "canceled" && args.ranAnyway === true && args.state.kind === "success")) return false;
+    scheduler.recordEnd(job, args.state);
+    return true;
+  },
+});
+
+/** Deletes finished jobs of one shard that ended before `before` (their keeping ran out). */
+const deleteJobs = internalMutation({
+  args: { ids: z.array(v.string()).min(1).max(1_000), before: v.number() },
+  handler: async (ctx, args) => {
+    const db = ctx.db as unknown as DatabaseWriter;
+    let deleted = 0;
+    for (const id of args.ids) {
+      const job = await schedulerOf(ctx).job(id as DocumentId);
+      if (job === null || job.completedTime === undefined || job.completedTime >= args.before) continue;
+      if (job.state.kind === "pending" || job.state.kind === "inProgress") continue;
+      db.deleteSystem(job._id);
+      deleted++;
+    }
+    return deleted;
+  },
+});
+
+const cronSchedule = v.union(
+  v.object({ kind: v.literal("interval"), ms: v.number() }),
+  v.object({ kind: v.literal("cron"), expression: v.string(), timezone: v.optional(v.string()) }),
+);
+
+/**
+ * Installs the app's crons on shard 0: exactly one pending tick per declared cron, the
+ * same one while its function, arguments and schedule stay the same (a restart changes
+ * nothing), a new one when they changed; ticks of crons no longer declared are
+ * cancelled. A cron whose arguments its function refuses is reported, not installed;
+ * the others are.
+ */
+const syncCrons = internalMutation({
+  args: { crons: z.array(z.object({ name: v.string(), path: v.string(), args: v.any(), schedule: cronSchedule })).max(1_000) },
+  handler: async (ctx, args) => {
+    const scheduler = schedulerOf(ctx);
+    const db = ctx.db as unknown as DatabaseWriter;
+    const nowMs = ctx.now();
+    const pendingTicks = async (name?: string) =>
+      (await db
+        .queryAny(SCHEDULED_FUNCTIONS_TABLE)
+        .withIndex("by_pending_cron", (q) => (name === undefined ? q.eq("state.kind", "pending").gte("cron.name", "") : q.eq("state.kind", "pending").eq("cron.name", name)))
+        .collect()) as unknown as ScheduledJob[];
+    const report = { installed: [] as string[], kept: [] as string[], canceled: 0, refused: [] as { name: string; error: string }[] };
+    const declared = new Set<string>();
+    for (const cron of args.crons) {
+      declared.add(cron.name);
+      const ticks = await pendingTicks(cron.name);
+      const same = (tick: ScheduledJob) =>
+        tick.name === cron.path && encodeValueText(tick.args) === encodeValueText(cron.args as Value) && encodeValueText(tick.cron!.schedule as unknown as Value) === encodeValueText(cron.schedule as unknown as Value);
+      const kept = ticks.find(same);
+      for (const tick of ticks) {
+        if (tick === kept) continue;
+        scheduler.recordEnd(tick, { kind: "canceled" });
+        report.canceled++;
+      }
+      if (kept !== undefined) {
+        report.kept.push(cron.name);
+        continue;
+      }
+      try {
+        scheduler.schedule(nextTickMs(cron.schedule, nowMs, nowMs), cron.path, cron.args as Record<string, unknown>, { name: cron.name, schedule: cron.schedule });
+        report.installed.push(cron.name);
+      } catch (error) {
+        if (!hasErrorCode(error, "INVALID_ARGUMENT") && !hasErrorCode(error, "FUNCTION_NOT_FOUND")) throw error;
+        report.refused.push({ name: cron.name, error: (error as Error).message });
+      }
+    }
+    for (const tick of await pendingTicks()) {
+      if (declared.has(tick.cron!.name)) continue;
+      scheduler.recordEnd(tick, { kind: "canceled" });
+      report.canceled++;
+    }
+    return report;
+  },
+});
+
 const SYSTEM_FUNCTIONS: ReadonlyMap<string, AnyFunction> = new Map<string, AnyFunction>([
+  [`${SYSTEM_MODULE}:scheduleJob`, scheduleJob as AnyFunction],
+  [`${SYSTEM_MODULE}:cancelJob`, { ...(cancelJob as AnyFunction), shardBy: onJobsShard }],
+  [`${SYSTEM_MODULE}:startJob`, { ...(startJob as AnyFunction), shardBy: onJobsShard }],
+  [`${SYSTEM_MODULE}:finishJob`, { ...(finishJob as AnyFunction), shardBy: onJobsShard }],
+  [`${SYSTEM_MODULE}:deleteJobs`, { ...(deleteJobs as AnyFunction), shardBy: onJobsShard }],
+  [`${SYSTEM_MODULE}:syncCrons`, syncCrons as AnyFunction],
   [`${SYSTEM_MODULE}:page`, page as AnyFunction],
   [`${SYSTEM_MODULE}:get`, get as AnyFunction],
   [`${SYSTEM_MODULE}:insert`, { ...(insert as AnyFunction), shardBy: onDocumentsShard }],

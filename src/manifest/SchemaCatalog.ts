@@ -17,6 +17,8 @@ import { CasObject, jsonCasCodec } from "./CasObject.js";
 export const SCHEMA_CATALOG_FORMAT = 1;
 
 const identifier = z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/).max(64);
+/** A table's name: an app's identifier, or a system table's (`_` and an identifier, e.g. `_scheduled_functions`). */
+const tableName = z.string().regex(/^_?[A-Za-z][A-Za-z0-9_]*$/).max(64);
 
 export const catalogIndexSchema = z.object({
   name: identifier,
@@ -31,7 +33,7 @@ export const catalogIndexSchema = z.object({
 });
 
 export const catalogTableSchema = z.object({
-  name: identifier,
+  name: tableName,
   number: z.number().int().min(1),
   shardKey: z.string().nullable(),
   indexes: z.array(catalogIndexSchema),

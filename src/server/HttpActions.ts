@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { CairnError } from "../base/index.js";
-import type { ActionCtx, HttpRouter, UserIdentity } from "../functions/index.js";
+import { CairnError, type Clock } from "../base/index.js";
+import { actionScheduler, type ActionCtx, type HttpRouter, type UserIdentity } from "../functions/index.js";
 import type { Value } from "../model/index.js";
 import type { SyncBackend, TokenVerifier } from "../sync/index.js";
 import { sendError, sendJson } from "./HttpApi.js";
@@ -33,6 +33,8 @@ export interface HttpActionsOptions {
   readonly backend: SyncBackend;
   readonly verifier: TokenVerifier | null;
   readonly log: (line: string) => void;
+  /** ctx.scheduler's `now` (runAfter counts from it). */
+  readonly clock: Clock;
 }
 
 /** Where HTTP actions are served unless a node is told otherwise. */
@@ -92,6 +94,7 @@ export class HttpActions {
         return run.outcome.value;
       },
       runMutation: async (path, args) => (await backend.runMutation(path, (args ?? {}) as Value, caller)).value,
+      scheduler: actionScheduler(() => this.options.clock.nowMs(), async (path, args) => (await backend.runMutation(path, args as Value, caller)).value),
       runAction: async (path, args) => (await backend.runAction(path, (args ?? {}) as Value, caller)).value,
     };
   }

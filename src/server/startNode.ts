@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, HINT_SEGMENT_BYTES_MAX, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
+import { ACTION_RUN_MS_MAX, systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, HINT_SEGMENT_BYTES_MAX, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
 import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerChecks, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
 import { backfilling, backfillIndexes, FunctionRuntime, readCatalog, refreshIndexStates, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
@@ -29,6 +29,7 @@ import { StaticFiles } from "./StaticFiles.js";
 import { CorsPolicy, type CorsOrigin } from "./CorsPolicy.js";
 import { WriteForwarder, type WriterLocation } from "./WriteForwarder.js";
 import { checkHttpActionsPath, HTTP_ACTIONS_PATH_DEFAULT, HttpActions } from "./HttpActions.js";
+import { JobRunner } from "./JobRunner.js";
 
 export interface NodeOptions {
   /** The bucket, opened and probed for conditional writes. */
@@ -209,6 +210,7 @@ class CairnNode implements RunningNode {
     runtime.replaceApp(app, catalog);
     this.parts.catalog = catalog;
     sync.codeReplaced();
+    this.parts.jobs?.appReplaced();
     this.options.log(`app reloaded: ${app.paths.length} function(s); tables: ${[...catalog.tables].map((table) => table.name).join(", ")}`);
     // A new index is backfilled (and waited for) as at start.
     if (this.parts.roles.writesAny()) void this.backfill().catch((error: unknown) => this.options.log(`index backfill failed: ${(error as Error).message}`));
@@ -477,6 +479,7 @@ class CairnNode implements RunningNode {
       backend,
       verifier: options.verifier,
       log,
+      clock,
     });
     await options.beforeListen?.();
     const server = await CairnServer.listen(
@@ -513,6 +516,19 @@ class CairnNode implements RunningNode {
     for (const tailer of tailers) tailer.start();
     tailersStarted = true;
     node.watchIndexStates();
+    // Scheduled jobs and crons run on the shards this node writes, from now until it stops (it stops first).
+    const jobs = new JobRunner({
+      runtime,
+      backend,
+      shards: engines.length,
+      writes: (shard) => roles.role(shard) === "writing",
+      clock,
+      log,
+      actionOverMs: ACTION_RUN_MS_MAX + maxClockSkewMs,
+    });
+    parts.jobs = jobs;
+    jobs.start();
+    shutdown.add("scheduled jobs", () => jobs.stop());
     metrics.watchNode(() => ({
       shards: engines.map((engine) => ({ shard: engine.shard, role: roles.role(engine.shard), epoch: engine.manifestCurrent.epoch, frontierTs: engine.closedTs, lastDataTs: engine.lastDataTs })),
       liveNodes: balancer === null ? null : balancer.view.liveNodeIds.length,
@@ -613,6 +629,7 @@ class CairnNode implements RunningNode {
   /** Every part that depends on a shard's role follows it here. */
   private roleChanged(change: RoleChange): void {
     const { forwarders, tailers, discovery, sharded } = this.parts;
+    this.parts.jobs?.rolesChanged();
     const { log, nodeId } = this.options;
     switch (change.to) {
       case "writing": {
@@ -753,6 +770,8 @@ interface NodeParts {
   readonly takeover: boolean;
   readonly clock: Clock;
   readonly maxClockSkewMs: number;
+  /** Runs scheduled jobs and crons on the shards this node writes (set once the node has started). */
+  jobs?: JobRunner;
 }
 
 /**

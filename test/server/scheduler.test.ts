@@ -1,0 +1,129 @@
+/**
+ * Scenario: scheduled functions and crons on real nodes over a directory bucket (the app
+ * in test/server/schedulerApp.ts), driven through the HTTP API.
+ *
+ * - A mutation schedules bumps; each runs exactly once (one run row per job, the counter
+ *   equals the jobs), its job ends "success", and a live read of the job shows it.
+ * - A mutation that schedules and then fails schedules nothing.
+ * - A job's function that fails ends "failed" with its error, and is not run again.
+ * - An action's job runs once and records its outcome; a failing one ends "failed".
+ * - Cancel: a job cancelled before it is due never runs; cancelling a finished job
+ *   changes nothing; an id of another table is refused.
+ * - Bad input at scheduling time: an unknown function, a query, bad arguments, a negative
+ *   or non-finite delay are refused and the mutation writes nothing; the system table
+ *   cannot be written by app code; a client may not take a `_` client id.
+ * - Restart: jobs due while no node ran are run by the next one, once each; crons keep one
+ *   pending tick across restarts and tick on.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { App } from "../../src/functions/App.js";
+import * as schedulerApp from "./schedulerApp.js";
+import { startTestNode } from "./serverHarness.js";
+
+const app = App.fromModule(schedulerApp, "scheduler test app");
+const root = mkdtempSync(join(tmpdir(), "cairn-scheduler-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+async function call(url: string, kind: "query" | "mutation" | "action", path: string, args: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+  const answer = await fetch(`${url}api/${kind}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ path, args, ...extra }) });
+  return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+}
+
+async function value(url: string, kind: "query" | "mutation" | "action", path: string, args: Record<string, unknown>): Promise<unknown> {
+  const answer = await call(url, kind, path, args);
+  if (answer.status !== 200) throw new Error(`${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return answer.body["value"];
+}
+
+/** Waits (bounded, against a hang) until `check` stops throwing. */
+function eventually(check: () => Promise<void>): Promise<void> {
+  return vi.waitFor(check, { timeout: 20_000, interval: 25 });
+}
+
+interface JobView {
+  readonly state: { readonly kind: string; readonly error?: string };
+  readonly name: string;
+  readonly completedTime?: number;
+}
+
+async function job(url: string, id: string): Promise<JobView | null> {
+  return (await value(url, "query", "jobs:job", { id })) as JobView | null;
+}
+
+describe("scheduler", () => {
+  it("runs scheduled mutations and actions once each, records their outcomes, cancels, and refuses bad jobs", { timeout: 60_000 }, async () => {
+    const lines: string[] = [];
+    const started = await startTestNode({ app, log: (line) => lines.push(line) }, { directory: join(root, "basic") });
+    const { url } = started.node;
+    try {
+      const ids = (await value(url, "mutation", "jobs:schedule", { name: "a", tag: "a", count: 20, delayMs: 0 })) as string[];
+      expect(ids).toHaveLength(20);
+      await eventually(async () => expect(await value(url, "query", "jobs:counter", { name: "a" })).toBe(20));
+      const runs = (await value(url, "query", "jobs:runsOf", { prefix: "a:" })) as string[];
+      expect(runs.sort()).toEqual(ids.map((_, i) => `mutation:a:${i}`).sort());
+      for (const id of ids) expect((await job(url, id))?.state.kind).toBe("success");
+
+      // Scheduled, then the mutation failed: no job, no run.
+      const failed = await call(url, "mutation", "jobs:scheduleThenFail", { name: "never" });
+      expect(failed.status).toBe(400);
+      expect(await value(url, "query", "jobs:runsOf", { prefix: "never" })).toEqual([]);
+
+      // A failing job ends failed once.
+      const failing = (await value(url, "mutation", "jobs:scheduleFailing", { tag: "f1" })) as string;
+      await eventually(async () => expect((await job(url, failing))?.state.kind).toBe("failed"));
+      expect((await job(url, failing))?.state.error).toContain("failing on purpose (f1)");
+
+      // Actions: once, outcome recorded.
+      const acted = (await value(url, "mutation", "jobs:scheduleAction", { tag: "act1" })) as string;
+      const actFails = (await value(url, "mutation", "jobs:scheduleAction", { tag: "act2", fail: true })) as string;
+      await eventually(async () => expect((await job(url, acted))?.state.kind).toBe("success"));
+      await eventually(async () => expect((await job(url, actFails))?.state.kind).toBe("failed"));
+      // A thrown Error is the function's failure: the job names its request id, the log has the stack.
+      expect((await job(url, actFails))?.state.error).toMatch(/^FUNCTION_FAILED: jobs:act failed; request id [0-9a-f]+/);
+      expect(lines.some((line) => line.includes("function jobs:act failed") && line.includes("fails on purpose"))).toBe(true);
+      expect(((await value(url, "query", "jobs:runsOf", { prefix: "act" })) as string[]).sort()).toEqual(["action:act1", "action:act2"]);
+
+      // From an action.
+      const fromAction = (await value(url, "action", "jobs:scheduleFromAction", { name: "b", tag: "b1" })) as string;
+      await eventually(async () => expect((await job(url, fromAction))?.state.kind).toBe("success"));
+
+      // Cancel before due: never runs.
+      const later = (await value(url, "mutation", "jobs:schedule", { name: "c", tag: "c", count: 1, delayMs: 60_000 })) as string[];
+      await value(url, "mutation", "jobs:cancel", { id: later[0]! });
+      expect((await job(url, later[0]!))?.state.kind).toBe("canceled");
+      // Cancelling a finished job changes nothing.
+      await value(url, "mutation", "jobs:cancel", { id: ids[0]! });
+      expect((await job(url, ids[0]!))?.state.kind).toBe("success");
+
+      // Bad input at scheduling time: refused, nothing written.
+      const bad = async (path: string, args: unknown, delayMs: unknown) => call(url, "mutation", "jobs:scheduleAny", { path, args, delayMs });
+      const pendingBefore = await value(url, "query", "jobs:jobsIn", { state: "pending" });
+      for (const [path, args, delayMs, code] of [
+        ["jobs:nothing", {}, 0, "FUNCTION_NOT_FOUND"],
+        ["jobs:counter", { name: "x" }, 0, "FUNCTION_NOT_FOUND"],
+        ["jobs:bump", { name: 3, tag: "x" }, 0, "INVALID_ARGUMENT"],
+        ["jobs:bump", { name: "x", tag: "x", extra: true }, 0, "INVALID_ARGUMENT"],
+        ["jobs:bump", { name: "x", tag: "x" }, -5, "INVALID_ARGUMENT"],
+        ["jobs:bump", { name: "x", tag: "x" }, "soon", "INVALID_ARGUMENT"],
+      ] as const) {
+        const refused = await bad(path, args, delayMs);
+        expect(refused.status, `${path} ${JSON.stringify(args)} ${String(delayMs)}`).toBe(code === "FUNCTION_NOT_FOUND" ? 404 : 400);
+        expect((refused.body["error"] as { code: string }).code).toBe(code);
+      }
+      expect(await value(url, "query", "jobs:jobsIn", { state: "pending" })).toBe(pendingBefore);
+      const tamper = await call(url, "mutation", "jobs:tamper", { id: ids[1]! });
+      expect((tamper.body["error"] as { code: string }).code).toBe("INVALID_ARGUMENT");
+      expect((await job(url, ids[1]!))?.state.kind).toBe("success");
+      const cancelOther = await call(url, "mutation", "jobs:cancel", { id: "not-an-id" });
+      expect(cancelOther.status).toBe(400);
+      const reserved = await call(url, "mutation", "jobs:bump", { name: "x", tag: "x" }, { clientId: `_job:${later[0]}`, seq: 0 });
+      expect(reserved.status).not.toBe(200);
+    } finally {
+      await started.close();
+    }
+    expect(lines.filter((line) => line.includes("scheduler:"))).toEqual([]);
+  });
+});
