@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { App } from "../../src/functions/App.js";
+import { cronJobs } from "../../src/functions/index.js";
 import * as schedulerApp from "./schedulerApp.js";
 import { startTestNode } from "./serverHarness.js";
 
@@ -125,5 +126,95 @@ describe("scheduler", () => {
       await started.close();
     }
     expect(lines.filter((line) => line.includes("scheduler:"))).toEqual([]);
+  });
+
+  it("runs jobs that came due while no node ran, once each, and keeps one pending tick per cron across restarts", { timeout: 90_000 }, async () => {
+    const directory = join(root, "restart");
+    const lines: string[] = [];
+    let started = await startTestNode({ app, log: (line) => lines.push(line) }, { directory, keepDirectory: true });
+    let url = started.node.url;
+    let ids: string[];
+    try {
+      // The crons are installed once: one pending tick each.
+      await eventually(async () => expect(await value(url, "query", "jobs:ticks", { cron: "tick", state: "pending" })).toHaveLength(1));
+      expect(await value(url, "query", "jobs:ticks", { cron: "minutely", state: "pending" })).toHaveLength(1);
+      await eventually(async () => expect(await value(url, "query", "jobs:counter", { name: "ticks" })).toBeGreaterThanOrEqual(2));
+      ids = (await value(url, "mutation", "jobs:schedule", { name: "r", tag: "r", count: 50, delayMs: 1_500 })) as string[];
+    } finally {
+      await started.close();
+    }
+    // Due while nothing runs.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    started = await startTestNode({ app, log: (line) => lines.push(line) }, { directory, keepDirectory: true });
+    url = started.node.url;
+    try {
+      await eventually(async () => expect(await value(url, "query", "jobs:counter", { name: "r" })).toBe(50));
+      expect(((await value(url, "query", "jobs:runsOf", { prefix: "r:" })) as string[]).sort()).toEqual(ids.map((_, i) => `mutation:r:${i}`).sort());
+      // Still one pending tick per cron (the restart kept them), and every finished tick ran once.
+      const ticksBefore = (await value(url, "query", "jobs:counter", { name: "ticks" })) as number;
+      await eventually(async () => expect(await value(url, "query", "jobs:counter", { name: "ticks" })).toBeGreaterThan(ticksBefore));
+      expect(await value(url, "query", "jobs:ticks", { cron: "tick", state: "pending" })).toHaveLength(1);
+      expect(await value(url, "query", "jobs:ticks", { cron: "minutely", state: "pending" })).toHaveLength(1);
+      const done = (await value(url, "query", "jobs:ticks", { cron: "tick", state: "success" })) as [number, number][];
+      const runs = ((await value(url, "query", "jobs:runsOf", { prefix: "tick" })) as string[]).length;
+      const counted = (await value(url, "query", "jobs:counter", { name: "ticks" })) as number;
+      // A tick may have committed between the reads: never fewer runs than finished ticks, never more than one more.
+      expect(runs).toBe(counted);
+      expect(counted - done.length).toBeGreaterThanOrEqual(0);
+      expect(counted - done.length).toBeLessThanOrEqual(1);
+      expect(new Set(done.map(([due]) => due)).size).toBe(done.length);
+    } finally {
+      await started.close();
+    }
+    // The app drops a cron and changes the other: the dropped cron's tick is cancelled, the changed one replaced.
+    const changed = App.fromModule({ ...schedulerApp, crons: cronJobs().interval("tick", { seconds: 3_600 }, "jobs:bump", { name: "ticks", tag: "tick" }) }, "changed crons");
+    started = await startTestNode({ app: changed, log: (line) => lines.push(line) }, { directory, keepDirectory: true });
+    url = started.node.url;
+    try {
+      await eventually(async () => expect(await value(url, "query", "jobs:ticks", { cron: "minutely", state: "pending" })).toHaveLength(0));
+      const pending = (await value(url, "query", "jobs:ticks", { cron: "tick", state: "pending" })) as [number, null][];
+      expect(pending).toHaveLength(1);
+      expect(pending[0]![0]).toBeGreaterThan(Date.now() + 3_000_000);
+      expect(((await value(url, "query", "jobs:ticks", { cron: "minutely", state: "canceled" })) as unknown[]).length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await started.close();
+    }
+    expect(lines.filter((line) => line.includes("scheduler:") || line.includes("is not installed"))).toEqual([]);
+  });
+
+  it("settles every cancel racing its job's run one way: cancelled and never run, or run once and not cancelled", { timeout: 60_000 }, async () => {
+    const lines: string[] = [];
+    const started = await startTestNode({ app, log: (line) => lines.push(line) }, { directory: join(root, "cancel-race") });
+    const { url } = started.node;
+    try {
+      // 8 batches due 500–1,200 ms after they are scheduled; cancels go out in groups of 20
+      // every 50 ms from 700 ms on, in a shuffled order: some land before their job's run, some after.
+      const scheduledAtMs = Date.now();
+      const ids: string[] = [];
+      for (let batch = 0; batch < 8; batch++) ids.push(...((await value(url, "mutation", "jobs:schedule", { name: "race", tag: `race${batch}`, count: 25, delayMs: 500 + batch * 100 })) as string[]));
+      const tagOf = new Map(ids.map((id, index) => [id, `race${Math.floor(index / 25)}:${index % 25}`]));
+      const shuffled = [...ids].sort((a, b) => (a.slice(-6) < b.slice(-6) ? -1 : 1));
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, scheduledAtMs + 700 - Date.now())));
+      const cancels: Promise<unknown>[] = [];
+      for (let group = 0; group < shuffled.length; group += 20) {
+        cancels.push(...shuffled.slice(group, group + 20).map((id) => call(url, "mutation", "jobs:cancel", { id })));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await Promise.all(cancels);
+      // Pending at the end: the two crons' next ticks (a tick's end and its successor are one commit), nothing else.
+      await eventually(async () => expect(await value(url, "query", "jobs:jobsIn", { state: "pending" }), lines.join("\n")).toBe(2));
+      const runs = new Set((await value(url, "query", "jobs:runsOf", { prefix: "race" })) as string[]);
+      let canceled = 0;
+      for (const id of ids) {
+        const state = (await job(url, id))!.state.kind;
+        const ran = runs.has(`mutation:${tagOf.get(id)}`);
+        expect(state === "canceled" ? !ran : state === "success" && ran, `${id} ${state} ran=${ran}`).toBe(true);
+        if (state === "canceled") canceled++;
+      }
+      expect(await value(url, "query", "jobs:counter", { name: "race" })).toBe(ids.length - canceled);
+      console.log(`cancel race: ${canceled} of ${ids.length} cancelled before they ran`);
+    } finally {
+      await started.close();
+    }
   });
 });

@@ -112,6 +112,19 @@ const jobs = {
     args: { state: v.string() },
     handler: async (ctx, { state }) => (await ctx.db.system.query("_scheduled_functions").withIndex("by_due", (q) => q.eq("state.kind", state)).collect()).length,
   }),
+  /** A cron's ticks in `state`, as [scheduledTime, completedTime] pairs in time order. */
+  ticks: query({
+    args: { cron: v.string(), state: v.string() },
+    handler: async (ctx, { cron, state }) =>
+      (await ctx.db.system.query("_scheduled_functions").withIndex("by_pending_cron", (q) => q.eq("state.kind", state).eq("cron.name", cron)).collect())
+        .map((tick) => [tick.scheduledTime, tick.completedTime ?? null])
+        .sort((a, b) => (a[0] as number) - (b[0] as number)),
+  }),
+  /** Every job's id and state kind (a checker's view), at most `limit`. */
+  allJobs: query({
+    args: { limit: v.number() },
+    handler: async (ctx, { limit }) => (await ctx.db.system.query("_scheduled_functions").take(limit)).map((job) => [job._id, job.state.kind, job.name]),
+  }),
   counter: query({
     args: { name: v.string() },
     handler: async (ctx, { name }) => (await ctx.db.query("counters").withIndex("by_name", (q) => q.eq("name", name)).unique())?.value ?? 0,
