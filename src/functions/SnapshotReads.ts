@@ -7,6 +7,7 @@ import { decodeDocument, type DocumentObject } from "./documents.js";
 import type { PendingRow, PendingWrites } from "./PendingWrites.js";
 import type { ReadRecorder } from "./ReadRecorder.js";
 import { idKeyBytes, idOfKeyBytes } from "./documentIdRange.js";
+import { ROUTED_BY_ID } from "./scheduledFunctions.js";
 import { crossShard, laneOfId } from "./routing.js";
 
 /**
@@ -133,7 +134,10 @@ export class SnapshotReads {
         details: { table: table.name, index: index.name },
       });
     }
-    const lanes = this.lanes.length === 1 ? 0 : lane;
+    // A mutation's scan of a system table routed by id reads its own shard's part: the jobs
+    // its shard holds (a query, confined to no shard, reads every shard's).
+    const ownPart = lane === null && table.shardKey === ROUTED_BY_ID && this.confinement !== null ? this.confinement.lane : lane;
+    const lanes = this.lanes.length === 1 ? 0 : ownPart;
     this.checkLane(lanes, () => `its query of ${table.name}.${index.name}${table.shardKey === null ? "" : ` (not fixed to one ${table.shardKey} by q.eq)`}`);
     if (limit === 0) return { rows: [], complete: false };
     const byId = index.kind === "documents";

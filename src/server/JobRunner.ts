@@ -147,7 +147,10 @@ class ShardLoop {
   /** Starts what is due; returns how long to sleep before the next look. */
   private async pass(): Promise<number> {
     const { runtime, clock } = this.options;
-    if (this.shard === 0 && !this.cronsInstalled) await this.installCrons();
+    if (this.shard === 0 && !this.cronsInstalled) {
+      // Tried again at the next look; the jobs run meanwhile.
+      await this.installCrons().catch((error: unknown) => this.logError(`installing the crons failed: ${describeError(error)}`));
+    }
     const nowMs = clock.nowMs();
     const free = SCHEDULED_JOBS_RUNNING_MAX - this.running.size;
     const jobs = await runtime.jobsOfShard(this.shard, { nowMs, limit: SCHEDULED_JOBS_RUNNING_MAX * 2, finishedBeforeMs: nowMs - SCHEDULED_JOBS_KEPT_MS });

@@ -217,4 +217,24 @@ describe("scheduler", () => {
       await started.close();
     }
   });
+
+  it("runs a job on the shard its function runs on: the job lives where it was scheduled, its mutation commits once wherever it lands", { timeout: 60_000 }, async () => {
+    const lines: string[] = [];
+    const started = await startTestNode({ app, numShards: 4, log: (line) => lines.push(line) }, { directory: join(root, "sharded") });
+    const { url } = started.node;
+    try {
+      const owners = Array.from({ length: 24 }, (_, index) => `owner${index}`);
+      const ids: string[] = [];
+      for (const from of ["alice", "bob", "carol"]) ids.push(...((await value(url, "mutation", "jobs:scheduleNotes", { from, owners, text: from })) as string[]));
+      await eventually(async () => {
+        for (const id of ids) expect((await job(url, id))?.state.kind, lines.join("\n")).toBe("success");
+      });
+      // Every owner has exactly one note from each sender, on its own shard.
+      for (const owner of owners) expect(((await value(url, "query", "jobs:notesOf", { owner })) as string[]).sort()).toEqual(["alice", "bob", "carol"]);
+    } finally {
+      await started.close();
+    }
+    // The crons live on shard 0 and were installed there; no runner logged a failure.
+    expect(lines.filter((line) => line.includes("scheduler:"))).toEqual([]);
+  });
 });

@@ -10,6 +10,8 @@ import { AppError, cronJobs, defineSchema, defineTable, functionsFor, v } from "
 export const schema = defineSchema({
   counters: defineTable({ name: v.string(), value: v.number() }).index("by_name", ["name"]),
   runs: defineTable({ tag: v.string(), kind: v.string() }).index("by_tag", ["tag"]),
+  /** Sharded by owner: a job scheduled on one shard may write on another. */
+  notes: defineTable({ owner: v.string(), text: v.string() }).index("by_owner", ["owner"]).shardKey("owner"),
 });
 
 const { query, mutation, internalMutation, action, internalAction } = functionsFor(schema);
@@ -101,6 +103,29 @@ const jobs = {
   scheduleFromAction: action({
     args: { name: v.string(), tag: v.string() },
     handler: (ctx, { name, tag }) => ctx.scheduler.runAfter(0, "jobs:bump", { name, tag }),
+  }),
+  /** Writes a note on its owner's shard. */
+  note: internalMutation({
+    args: { owner: v.string(), text: v.string() },
+    shardBy: "owner",
+    handler: async (ctx, { owner, text }) => {
+      await ctx.db.insert("notes", { owner, text });
+      return null;
+    },
+  }),
+  /** Runs on `from`'s shard and schedules a note for each owner (on their shards). */
+  scheduleNotes: mutation({
+    args: { from: v.string(), owners: v.array(v.string()), text: v.string() },
+    shardBy: "from",
+    handler: async (ctx, { owners, text }) => {
+      const ids: string[] = [];
+      for (const owner of owners) ids.push(await ctx.scheduler.runAfter(0, "jobs:note", { owner, text }));
+      return ids;
+    },
+  }),
+  notesOf: query({
+    args: { owner: v.string() },
+    handler: async (ctx, { owner }) => (await ctx.db.query("notes").withIndex("by_owner", (q) => q.eq("owner", owner)).collect()).map((note) => note.text),
   }),
   /** A job's document, live. */
   job: query({

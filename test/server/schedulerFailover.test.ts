@@ -214,7 +214,7 @@ describe("scheduler failover", () => {
     );
     // The resumed old writer finishes (through the new writer) an action it ran while frozen: give
     // running actions a few seconds to be recorded, without waiting for the 10-minute limit.
-    await until("no action is running", async () => (await value(url, "query", "jobs:jobsIn", { state: "inProgress" })) === 0, 10_000).catch((error: Error) =>
+    await until("no action is running", async () => (await value(url, "query", "jobs:jobsIn", { state: "inProgress" })) === 0, 5_000).catch((error: Error) =>
       step(`${error.message}; the checker looks at the actions still running`),
     );
 
