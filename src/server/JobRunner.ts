@@ -256,15 +256,21 @@ class ShardLoop {
     this.logError(`job ${job._id} (${job.name}) will be tried again: ${describeError(error)}`);
   }
 
-  /** Records a job's end on its shard, retrying passing failures while this node writes the shard (else the next writer sees the job and decides). */
+  /**
+   * Records a job's end on its shard, through the backend: to whichever node writes the
+   * shard now (this one lost it to a takeover while an action ran: the new writer takes
+   * the outcome, which it would otherwise record as failed once actionOverMs passed).
+   * Passing failures are retried until that, or until this node stops.
+   */
   private async finish(job: ScheduledJob, state: Exclude<JobState, { kind: "pending" | "inProgress" }>, ranAnyway = false): Promise<void> {
     const { backend, clock } = this.options;
+    const startedMs = clock.monotonicMs();
     for (;;) {
       try {
         await backend.runMutation("_system:finishJob", { id: job._id, state: state as unknown as Value, ...(ranAnyway ? { ranAnyway } : {}) }, { identity: null, internal: true });
         return;
       } catch (error) {
-        if (isFinalFailure(error) || this.stopped() || !this.options.writes(this.shard)) throw error;
+        if (isFinalFailure(error) || this.stopped() || clock.monotonicMs() - startedMs > this.options.actionOverMs) throw error;
         await clock.sleep(SCHEDULER_RETRY_MS);
       }
     }

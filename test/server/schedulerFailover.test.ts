@@ -121,10 +121,12 @@ interface MutationBatch {
 interface ActionJob {
   readonly tag: string;
   readonly id: string;
+  /** The round it was scheduled in (on that round's writer, which was frozen then). */
+  readonly round: number;
 }
 
 interface JobView {
-  readonly state: { readonly kind: string; readonly error?: string };
+  readonly state: { readonly kind: string; readonly error?: string; readonly startedTime?: number };
 }
 
 type AllJobs = Map<string, { kind: string; name: string }>;
@@ -147,6 +149,8 @@ describe("scheduler failover", () => {
     const batches: MutationBatch[] = [];
     const actions: ActionJob[] = [];
     const takeovers: number[] = [];
+    /** When each round's writer was frozen (this host's clock, which the nodes share). */
+    const frozenAtMs: number[] = [];
 
     let writerAt = 0;
     for (let round = 0; round < ROUNDS; round++) {
@@ -174,12 +178,13 @@ describe("scheduler failover", () => {
       await Promise.all(
         Array.from({ length: ACTIONS_PER_ROUND }, async (_, i) => {
           const tag = `act:r${round}a${String(i).padStart(2, "0")}`;
-          actions.push({ tag, id: (await value(writer.url, "mutation", "jobs:scheduleAction", { tag })) as string });
+          actions.push({ tag, round, id: (await value(writer.url, "mutation", "jobs:scheduleAction", { tag })) as string });
         }),
       );
       step(`round ${round}: ${ACTIONS_PER_ROUND} actions scheduled`);
 
       const pausedMs = Date.now();
+      frozenAtMs.push(pausedMs);
       writer.pause();
       step(`round ${round}: the writer is frozen`);
       await until(`round ${round}: the standby takes over`, async () => (await health(standby)).role === "writer");
@@ -263,7 +268,13 @@ describe("scheduler failover", () => {
       // running in a commit of its own) and whose end it could not record is, by design, not
       // run again and not declared failed before ACTION_RUN_MS_MAX (10 minutes) plus the clock
       // skew have passed since it started (JobRunner's actionOverMs) — far beyond this test.
-      if (kind === "inProgress") stillRunning.push(`${action.tag} (${ran} run)`);
+      // It must have been started by that frozen writer, before the freeze (a second of slack for
+      // the signal's delivery; the takeover comes 3 s after at the earliest): one the new writer
+      // started would have been seen to its end and recorded.
+      if (kind === "inProgress") {
+        stillRunning.push(`${action.tag} (${ran} run)`);
+        expect(job!.state.startedTime, `${action.tag} still running was started before its writer froze`).toBeLessThan(frozenAtMs[action.round]! + 1_000);
+      }
     }
 
     // The cron: once per tick. Reads of the ticks and of the runs are separate calls, and a tick
