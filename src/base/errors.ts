@@ -143,6 +143,15 @@ export const ERROR_CODES = {
    * run a second time.
    */
   MUTATION_SEQ_BELOW_FLOOR: "InvalidInput",
+  // file storage
+  /** An upload over the deployment's file size limit (or declaring it): refused before a byte is kept. */
+  FILE_TOO_LARGE: "InvalidInput",
+  /** An upload that cannot be taken: no or a wrong Content-Length, a body that ended early or ran long, an expired or forged upload URL. Nothing of it is kept. */
+  UPLOAD_INVALID: "InvalidInput",
+  /** A storage id of no stored file (never stored, or deleted). */
+  FILE_NOT_FOUND: "InvalidInput",
+  /** File storage is served by a node (`cairn serve`, `cairn dev`): a runtime without one cannot store or link files. */
+  FILE_STORAGE_UNAVAILABLE: "Unavailable",
   // sync protocol and server
   /** A frame or request that is not valid JSON or not a message of the protocol. */
   PROTOCOL_INVALID: "InvalidInput",

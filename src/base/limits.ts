@@ -626,3 +626,16 @@ export const SCHEDULER_POLL_MS = 1_000;
 export const SCHEDULER_RETRY_MS = 1_000;
 /** Finished jobs (and their receipts' purpose) are kept this long, then deleted by their shard's runner. */
 export const SCHEDULED_JOBS_KEPT_MS = 7 * 24 * 60 * 60_000;
+
+/** A stored file's bytes are objects of this size in the bucket (the last one shorter): what an upload or a download holds in memory at once. */
+export const FILE_CHUNK_BYTES = 4 * 1024 * 1024;
+/** Largest stored file unless the node is told otherwise (`fileBytesMax`, `cairn serve --file-bytes-max`). */
+export const FILE_BYTES_MAX = 1024 * 1024 * 1024;
+/** How long an upload URL (ctx.storage.generateUploadUrl) is accepted. */
+export const UPLOAD_URL_TTL_MS = 60 * 60_000;
+/** Longest upload, first chunk to commit: one slower is refused, so the file collector's grace (longer) never takes a live upload's chunks. */
+export const UPLOAD_DURATION_MS_MAX = 60 * 60_000;
+/** How long chunks no stored file refers to are left before the file collector deletes them (over UPLOAD_DURATION_MS_MAX). */
+export const FILE_GC_GRACE_MS = 6 * 60 * 60_000;
+/** How often shard 0's writer looks for chunks no stored file refers to. */
+export const FILE_GC_INTERVAL_MS = 10 * 60_000;

@@ -18,7 +18,8 @@ import type { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { checkImportedDocument } from "./importedDocument.js";
 import { laneOfDocument, laneOfId, routeForDocument } from "./routing.js";
-import { isSystemTableName, SCHEDULED_FUNCTIONS_TABLE } from "./scheduledFunctions.js";
+import { SCHEDULED_FUNCTIONS_TABLE } from "./scheduledFunctions.js";
+import { isSystemTableName } from "./systemTables.js";
 
 /**
  * `ctx.db`: reads for queries and mutations, writes for mutations. Reads see the

@@ -29,7 +29,8 @@ import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
 import { ZERO_ROUTE } from "./scheduledFunctions.js";
 import { actionScheduler, MutationScheduler } from "./Scheduler.js";
-import { readShardJobs, type ShardJobs } from "./shardJobs.js";
+import { actionStorage, mutationStorage, queryStorage, type FileService } from "./FileStorage.js";
+import { readShardJobs, uploadReferenced, type ShardJobs } from "./shardJobs.js";
 import { routeOfValue } from "./routing.js";
 import { currentFunctionCall, prefixConsoleInFunctions, reportWhenSettled, runAsFunctionCall, type CallStart } from "./functionCalls.js";
 import type { FunctionLogEntry } from "./FunctionLogEntry.js";
@@ -262,6 +263,8 @@ export class FunctionRuntime {
   private readonly callStart: CallStart;
   /** Takes each top-level call's log entry (null: nobody listens, and no entry is built). */
   private readonly callEnded: ((entry: FunctionLogEntry) => void) | null;
+  /** The node's file storage (null: none, and ctx.storage's URLs and bytes are FILE_STORAGE_UNAVAILABLE). */
+  private fileService: FileService | null = null;
   /** Hears of jobs committed (their shard, and the earliest one's due time): the shard's runner wakes for them. */
   private jobsScheduled: ((lane: number, dueMs: number) => void) | null = null;
 
@@ -309,6 +312,15 @@ export class FunctionRuntime {
     this.currentCatalog = catalog;
   }
 
+  /** Serves ctx.storage's URLs and bytes from now on (the node's FileStore, built after the runtime). */
+  useFiles(files: FileService): void {
+    this.fileService = files;
+  }
+
+  get files(): FileService | null {
+    return this.fileService;
+  }
+
   /** `listener` hears of every commit that scheduled jobs, once it is durable (one listener: the node's JobRunner). */
   onJobsScheduled(listener: (lane: number, dueMs: number) => void): void {
     this.jobsScheduled = listener;
@@ -319,6 +331,12 @@ export class FunctionRuntime {
     const shard = this.shards.shards[lane];
     if (shard === undefined) throw new CairnError("INVALID_ARGUMENT", `no shard ${lane} (the deployment has ${this.shards.shards.length})`);
     return readShardJobs(shard.local, shard.readTs, this.catalog, options);
+  }
+
+  /** Whether any shard's stored files refer to upload `upload` (its chunks are someone's), each shard read at its own local readTs. */
+  async uploadReferenced(upload: string): Promise<boolean> {
+    for (const shard of this.shards.shards) if (await uploadReferenced(shard.local, shard.readTs, this.catalog, upload)) return true;
+    return false;
   }
 
   get shardCount(): number {
@@ -400,7 +418,8 @@ export class FunctionRuntime {
       const checkedArgs = this.validateArgs(fn, args);
       const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, null);
       const nowMs = this.clock.nowMs();
-      const ctx = { db: new DatabaseReader(reads), auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null) };
+      const db = new DatabaseReader(reads);
+      const ctx = { db, auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null), storage: queryStorage(db, this.fileService) };
       const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
       return { outcome: { kind: "ok", value }, readRanges: recorder.keyRanges(), readTs };
     } catch (error) {
@@ -446,6 +465,11 @@ export class FunctionRuntime {
     const ctx = {
       auth: authOf(options.identity),
       scheduler: actionScheduler(() => this.clock.nowMs(), async (target, targetArgs) => (await this.runMutation(target, targetArgs, { internal: true })).value),
+      storage: actionStorage(
+        this.fileService,
+        async (target, targetArgs) => (await this.runQuery(target, targetArgs, { internal: true })).value,
+        async (target, targetArgs) => (await this.runMutation(target, targetArgs, { internal: true })).value,
+      ),
       runQuery: async (target: string, targetArgs?: unknown) => (await this.runQuery(target, targetArgs ?? {}, inner)).value,
       runMutation: async (target: string, targetArgs?: unknown) => (await this.runMutation(target, targetArgs ?? {}, inner)).value,
       runAction: async (target: string, targetArgs?: unknown) => (await this.runAction(target, targetArgs ?? {}, inner)).value,
@@ -570,7 +594,7 @@ export class FunctionRuntime {
     const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, pending, { lane: run.lane, path }, view);
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
     const scheduler = new MutationScheduler(db, this.app, this.catalog, run.nowMs, run.route ?? ZERO_ROUTE);
-    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed), scheduler };
+    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed), scheduler, storage: mutationStorage(db, this.fileService) };
     const laneKeyOf = (documents: readonly { id: string }[]) => `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
     let value: Value = null;
     try {

@@ -10,7 +10,7 @@ import {
 } from "../manifest/index.js";
 import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
-import { SYSTEM_TABLES } from "./scheduledFunctions.js";
+import { SYSTEM_TABLES } from "./systemTables.js";
 import { SYSTEM_INDEXES, type AnySchema, type TableDefinition } from "./schema.js";
 
 /**

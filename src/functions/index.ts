@@ -42,11 +42,12 @@ export { httpAction, httpRouter, HttpRouter, HTTP_METHODS, type HttpAction, type
 export { AppError } from "./AppError.js";
 export { cronJobs, CronJobs, type CronDeclaration, type IntervalSpec } from "./cronJobs.js";
 export { actionScheduler, type Scheduler } from "./Scheduler.js";
+export { isSystemTableName, SYSTEM_TABLES } from "./systemTables.js";
+export { actionStorage, type FileService, type StorageActionWriter, type StorageReader, type StorageWriter } from "./FileStorage.js";
+export { FILE_CHUNKS_PREFIX, fileChunkKey, STORAGE_TABLE, type FileMetadata, type StoredFile } from "./storedFiles.js";
 export {
-  isSystemTableName,
   nextTickMs,
   SCHEDULED_FUNCTIONS_TABLE,
-  SYSTEM_TABLES,
   type CronSchedule,
   type JobState,
   type ScheduledJob,

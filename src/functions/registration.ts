@@ -4,7 +4,9 @@ import type { DocumentId } from "../model/index.js";
 import type { Catalog } from "./catalog.js";
 import type { QueryChain } from "./QueryChain.js";
 import type { SCHEDULED_FUNCTIONS_TABLE, ScheduledJob } from "./scheduledFunctions.js";
+import type { STORAGE_TABLE, StoredFile } from "./storedFiles.js";
 import type { Scheduler } from "./Scheduler.js";
+import type { StorageActionWriter, StorageReader, StorageWriter } from "./FileStorage.js";
 import type { AnySchema, Doc, NewDoc, TableNames } from "./schema.js";
 import type { Id, ObjectShape } from "./values.js";
 
@@ -39,7 +41,9 @@ export interface DatabaseReaderOf<S extends AnySchema> {
   /** Cairn's system tables: `_scheduled_functions` (a job's state, by the id ctx.scheduler returned). */
   readonly system: {
     get(id: Id<typeof SCHEDULED_FUNCTIONS_TABLE>): Promise<ScheduledJob | null>;
+    get(id: Id<typeof STORAGE_TABLE>): Promise<StoredFile | null>;
     query(table: typeof SCHEDULED_FUNCTIONS_TABLE): QueryChain<ScheduledJob>;
+    query(table: typeof STORAGE_TABLE): QueryChain<StoredFile>;
   };
 }
 
@@ -60,18 +64,24 @@ interface DeterministicContext {
 
 export interface QueryCtx<S extends AnySchema = AnySchema> extends DeterministicContext {
   readonly db: DatabaseReaderOf<S>;
+  /** Stored files' URLs and metadata (FileStorage.ts). */
+  readonly storage: StorageReader;
 }
 
 export interface MutationCtx<S extends AnySchema = AnySchema> extends DeterministicContext {
   readonly db: DatabaseWriterOf<S>;
   /** Schedules mutations and actions, atomically with this mutation (Scheduler.ts). */
   readonly scheduler: Scheduler;
+  /** Stored files: URLs, metadata, upload URLs, deletion in this mutation's commit. */
+  readonly storage: StorageWriter;
 }
 
 export interface ActionCtx {
   readonly auth: Auth;
   /** Schedules mutations and actions (each call commits on its own). */
   readonly scheduler: Scheduler;
+  /** Stored files, their bytes too: store a Blob, read one back. */
+  readonly storage: StorageActionWriter;
   runQuery(path: string, args?: Record<string, unknown>): Promise<unknown>;
   runMutation(path: string, args?: Record<string, unknown>): Promise<unknown>;
   runAction(path: string, args?: Record<string, unknown>): Promise<unknown>;

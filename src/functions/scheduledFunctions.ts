@@ -40,7 +40,7 @@ const jobState = v.union(
   v.object({ kind: v.literal("canceled") }),
 );
 
-function scheduledFunctionsTable(): TableDefinition {
+export function scheduledFunctionsTable(): TableDefinition {
   const table = defineTable({
     /** The function's path, "module:name". */
     name: v.string(),
@@ -59,12 +59,6 @@ function scheduledFunctionsTable(): TableDefinition {
   return table;
 }
 
-/** Cairn's own tables, added to every app's schema (their names start with `_`, which apps cannot use). */
-export const SYSTEM_TABLES: Readonly<Record<string, TableDefinition>> = { [SCHEDULED_FUNCTIONS_TABLE]: scheduledFunctionsTable() };
-
-export function isSystemTableName(name: string): boolean {
-  return name.startsWith("_");
-}
 
 export type CronSchedule = { readonly kind: "interval"; readonly ms: number } | { readonly kind: "cron"; readonly expression: string; readonly timezone?: string };
 

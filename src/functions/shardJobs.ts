@@ -5,8 +5,11 @@ import { ReadRecorder } from "./ReadRecorder.js";
 import { jobOf, SCHEDULED_FUNCTIONS_TABLE, type ScheduledJob } from "./scheduledFunctions.js";
 import type { DocumentObject } from "./documents.js";
 import { SnapshotReads } from "./SnapshotReads.js";
+import { STORAGE_TABLE } from "./storedFiles.js";
 
 /**
+ * Reads of one shard's own part of the system tables, for the node's background work.
+ *
  * What one shard's scheduler runner needs to know of that shard's jobs, read from its
  * local copy at `readTs` (the shard's own, not the deployment's frontier: a writer runs
  * its jobs whatever the other shards do). The reads go through a run over that one lane
@@ -40,6 +43,17 @@ export async function readShardJobs(
     const running = jobs(await query().withIndex("by_due", (q) => q.eq("state.kind", "inProgress")).take(limit));
     const expired = jobs(await query().withIndex("by_completion", (q) => q.gt("completedTime", null).lt("completedTime", finishedBeforeMs)).take(limit));
     return { due, nextDueMs: next === null ? null : jobOf(next).scheduledTime, running, expired };
+  } finally {
+    reads.finish();
+  }
+}
+
+/** Whether a stored file's document on shard `local` (at `readTs`) refers to upload `upload`: its chunks are still someone's. */
+export async function uploadReferenced(local: LocalStore, readTs: number, catalog: Catalog, upload: string): Promise<boolean> {
+  const reads = new SnapshotReads([local], readTs, catalog, new ReadRecorder(), null);
+  try {
+    const table = catalog.table(STORAGE_TABLE);
+    return (await new QueryChain(reads, table).withIndex("by_upload", (q) => q.eq("upload", upload)).first()) !== null;
   } finally {
     reads.finish();
   }

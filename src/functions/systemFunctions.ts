@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { CairnError, hasErrorCode } from "../base/index.js";
 import { encodeValueText, parseDocumentId, routeOfId, type DocumentId, type Value, type ValueObject } from "../model/index.js";
-import { nextTickMs, SCHEDULED_FUNCTIONS_TABLE, type ScheduledJob } from "./scheduledFunctions.js";
+import { nextTickMs, SCHEDULED_FUNCTIONS_TABLE, ZERO_ROUTE, type ScheduledJob } from "./scheduledFunctions.js";
+import type { StorageReader, StorageWriter } from "./FileStorage.js";
+import { STORAGE_TABLE } from "./storedFiles.js";
 import type { MutationScheduler } from "./Scheduler.js";
 import type { DatabaseReader, DatabaseWriter } from "./Database.js";
 import type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
@@ -121,7 +123,7 @@ const onDocumentsShard: ShardBy = {
 
 // ---- the scheduler's (Scheduler.ts, server/JobRunner) ---------------------------------
 
-/** A job's own shard: the route its id carries. */
+/** A job's (or a stored file's) own shard: the route its id carries. */
 const onJobsShard: ShardBy = {
   kind: "route",
   of: (args) => {
@@ -257,7 +259,33 @@ const syncCrons = internalMutation({
   },
 });
 
+// ---- file storage's (FileStorage.ts, server/FileStore) ----------------------------------
+
+/** An action's ctx.storage.getMetadata / getUrl. */
+const fileMetadata = internalQuery({
+  args: { id: v.string() },
+  handler: (ctx, args) => (ctx as unknown as { storage: StorageReader }).storage.getMetadata(args.id as DocumentId) as unknown as Promise<Value>,
+});
+
+/** An action's ctx.storage.delete. */
+const deleteFile = internalMutation({
+  args: { id: v.string() },
+  handler: async (ctx, args) => {
+    await (ctx as unknown as { storage: StorageWriter }).storage.delete(args.id as DocumentId);
+    return null;
+  },
+});
+
+/** A finished upload's (or an action's store) file: its document, on shard 0. Its chunks are in the bucket already. */
+const storeFile = internalMutation({
+  args: { sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().min(0), contentType: v.optional(v.string()), upload: z.string().regex(/^[0-9a-f]{32}$/), chunkBytes: z.number().int().min(1) },
+  handler: (ctx, args) => (ctx.db as unknown as DatabaseWriter).insertSystem(STORAGE_TABLE, args as unknown as ValueObject, ZERO_ROUTE),
+});
+
 const SYSTEM_FUNCTIONS: ReadonlyMap<string, AnyFunction> = new Map<string, AnyFunction>([
+  [`${SYSTEM_MODULE}:fileMetadata`, fileMetadata as AnyFunction],
+  [`${SYSTEM_MODULE}:deleteFile`, { ...(deleteFile as AnyFunction), shardBy: onJobsShard }],
+  [`${SYSTEM_MODULE}:storeFile`, storeFile as AnyFunction],
   [`${SYSTEM_MODULE}:scheduleJob`, scheduleJob as AnyFunction],
   [`${SYSTEM_MODULE}:cancelJob`, { ...(cancelJob as AnyFunction), shardBy: onJobsShard }],
   [`${SYSTEM_MODULE}:startJob`, { ...(startJob as AnyFunction), shardBy: onJobsShard }],

@@ -8,6 +8,7 @@ import { PEER_ROUTES } from "../fleet/index.js";
 import { PeerSockets } from "./PeerSockets.js";
 import { pingSockets } from "./pingSockets.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
+import type { FileStore } from "./FileStore.js";
 import type { HttpActions } from "./HttpActions.js";
 import { pathOf } from "./requestPath.js";
 import { dashboardAsset, sendWebAsset, type WebAsset } from "./WebAssets.js";
@@ -19,6 +20,8 @@ export interface CairnServerOptions {
   readonly api: HttpApi;
   /** The app's HTTP actions (absent: none are served). */
   readonly httpActions?: HttpActions;
+  /** Stored files: uploads and downloads under /api/storage/. */
+  readonly files?: FileStore;
   readonly assets: ReadonlyMap<string, WebAsset>;
   /** The app's built files, for the paths no route of Cairn's takes (null: those are 404). */
   readonly staticFiles?: StaticFiles | null;
@@ -156,6 +159,7 @@ export class CairnServer {
       if (path === null) throw new CairnError("PROTOCOL_INVALID", "the request target is not a valid URL path");
       // A refused origin's request is answered here, before anything runs.
       if (CorsPolicy.governs(path) && !this.cors.admit(request, response)) return;
+      if (this.options.files !== undefined && (await this.options.files.handle(request, response, path))) return;
       if (await this.options.api.handle(request, response, path)) return;
       if (this.options.httpActions !== undefined && (await this.options.httpActions.handle(request, response, path))) return;
       const asset = this.options.assets.get(path) ?? (await dashboardAsset(path));

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { CairnError, type Clock } from "../base/index.js";
-import { actionScheduler, type ActionCtx, type HttpRouter, type UserIdentity } from "../functions/index.js";
+import { actionScheduler, actionStorage, type ActionCtx, type FileService, type HttpRouter, type UserIdentity } from "../functions/index.js";
 import type { Value } from "../model/index.js";
 import type { SyncBackend, TokenVerifier } from "../sync/index.js";
 import { sendError, sendJson } from "./HttpApi.js";
@@ -35,6 +35,8 @@ export interface HttpActionsOptions {
   readonly log: (line: string) => void;
   /** ctx.scheduler's `now` (runAfter counts from it). */
   readonly clock: Clock;
+  /** ctx.storage's URLs and bytes (the node's FileStore). */
+  readonly files: () => FileService | null;
 }
 
 /** Where HTTP actions are served unless a node is told otherwise. */
@@ -86,13 +88,15 @@ export class HttpActions {
     const { backend } = this.options;
     // As any action's: the app's internal functions too.
     const caller = { identity, internal: true };
+    const runQuery = async (path: string, args: Record<string, unknown> | undefined): Promise<Value> => {
+      const run = await backend.runQuery(path, (args ?? {}) as Value, { ...caller, readTs: backend.readTs });
+      if (run.outcome.kind === "failed") throw run.outcome.error;
+      return run.outcome.value;
+    };
     return {
       auth: { getUserIdentity: async () => identity },
-      runQuery: async (path, args) => {
-        const run = await backend.runQuery(path, (args ?? {}) as Value, { ...caller, readTs: backend.readTs });
-        if (run.outcome.kind === "failed") throw run.outcome.error;
-        return run.outcome.value;
-      },
+      runQuery,
+      storage: actionStorage(this.options.files(), runQuery, async (path, args) => (await backend.runMutation(path, args as Value, caller)).value),
       runMutation: async (path, args) => (await backend.runMutation(path, (args ?? {}) as Value, caller)).value,
       scheduler: actionScheduler(() => this.options.clock.nowMs(), async (path, args) => (await backend.runMutation(path, args as Value, caller)).value),
       runAction: async (path, args) => (await backend.runAction(path, (args ?? {}) as Value, caller)).value,

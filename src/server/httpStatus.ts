@@ -8,8 +8,10 @@ export function httpStatusOf(error: ErrorPayload): number {
     case "FORBIDDEN":
       return 403;
     case "FUNCTION_NOT_FOUND":
+    case "FILE_NOT_FOUND":
       return 404;
     case "MESSAGE_TOO_LARGE":
+    case "FILE_TOO_LARGE":
       return 413;
   }
   switch (error.kind) {

@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { ACTION_RUN_MS_MAX, systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, HINT_SEGMENT_BYTES_MAX, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
+import { ACTION_RUN_MS_MAX, FILE_BYTES_MAX, FILE_GC_GRACE_MS, UPLOAD_DURATION_MS_MAX, systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, HINT_SEGMENT_BYTES_MAX, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
 import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerChecks, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
 import { backfilling, backfillIndexes, FunctionRuntime, readCatalog, refreshIndexStates, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
@@ -30,6 +30,8 @@ import { CorsPolicy, type CorsOrigin } from "./CorsPolicy.js";
 import { WriteForwarder, type WriterLocation } from "./WriteForwarder.js";
 import { checkHttpActionsPath, HTTP_ACTIONS_PATH_DEFAULT, HttpActions } from "./HttpActions.js";
 import { JobRunner } from "./JobRunner.js";
+import { FileCollector } from "./FileCollector.js";
+import { fileUploadSecret, FileStore } from "./FileStore.js";
 
 export interface NodeOptions {
   /** The bucket, opened and probed for conditional writes. */
@@ -113,6 +115,10 @@ export interface NodeOptions {
   readonly echoFunctionConsole?: boolean;
   /** One-time dashboard login codes (`cairn dev`); default none. */
   readonly loginCodes?: LoginCodes | null;
+  /** Largest file an upload or an action may store (default FILE_BYTES_MAX, 1 GiB). */
+  readonly fileBytesMax?: number;
+  /** How long chunks no stored file refers to are kept before they are deleted (default FILE_GC_GRACE_MS), and how often the collector looks. */
+  readonly fileCollector?: { readonly graceMs?: number; readonly intervalMs?: number };
 }
 
 export interface RunningNode {
@@ -473,6 +479,24 @@ class CairnNode implements RunningNode {
     }
     if (role !== "writer") await catchUpServingWhatIsThere(engines, log);
     const assets = await buildWebAssets(options.webApp, staticFiles === null ? statusPage() : null);
+    // An upload must commit within half the collector's grace: the collector never takes a live upload's chunks.
+    const fileGraceMs = options.fileCollector?.graceMs ?? FILE_GC_GRACE_MS;
+    const uploadDurationMsMax = Math.min(UPLOAD_DURATION_MS_MAX, fileGraceMs / 2);
+    const files = new FileStore({
+      store,
+      backend,
+      runtime,
+      secret: await fileUploadSecret(store, systemRandom),
+      baseUrl: advertisedUrl,
+      fileBytesMax: checkFileBytesMax(options.fileBytesMax ?? FILE_BYTES_MAX),
+      uploadDurationMsMax,
+      clock,
+      random: systemRandom,
+      log,
+    });
+    runtime.useFiles(files);
+    // Chunks of files nobody has any more, deleted by shard 0's writer after a grace (started with the node's other upkeep).
+    const fileCollector = new FileCollector({ store, runtime, writesShardZero: () => roles.role(0) === "writing", clock, log, uploadDurationMsMax, ...options.fileCollector });
     const httpActions = new HttpActions({
       basePath: httpActionsPath,
       router: () => runtime.app.http,
@@ -480,12 +504,14 @@ class CairnNode implements RunningNode {
       verifier: options.verifier,
       log,
       clock,
+      files: () => runtime.files,
     });
     await options.beforeListen?.();
     const server = await CairnServer.listen(
       {
         handler: sync,
         api,
+        files,
         httpActions,
         assets,
         staticFiles,
@@ -529,6 +555,8 @@ class CairnNode implements RunningNode {
     parts.jobs = jobs;
     jobs.start();
     shutdown.add("scheduled jobs", () => jobs.stop());
+    fileCollector.start();
+    shutdown.add("file collector", () => fileCollector.stop());
     metrics.watchNode(() => ({
       shards: engines.map((engine) => ({ shard: engine.shard, role: roles.role(engine.shard), epoch: engine.manifestCurrent.epoch, frontierTs: engine.closedTs, lastDataTs: engine.lastDataTs })),
       liveNodes: balancer === null ? null : balancer.view.liveNodeIds.length,
@@ -874,4 +902,9 @@ function processStatus() {
   const cpu = process.cpuUsage();
   const memory = process.memoryUsage();
   return { cpuUserUs: cpu.user, cpuSystemUs: cpu.system, rssBytes: memory.rss, heapUsedBytes: memory.heapUsed };
+}
+
+function checkFileBytesMax(bytes: number): number {
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new CairnError("INVALID_ARGUMENT", `the file size limit must be a positive whole number of bytes, not ${String(bytes)}`);
+  return bytes;
 }
