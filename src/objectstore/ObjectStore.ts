@@ -15,7 +15,9 @@
  *   for many keys (one DeleteObjects request per 1000 keys on S3).
  * - `list` yields every key under `prefix` (strictly after `startAfter` if given) in
  *   UTF-8 byte order, paginating internally.
- * - A write that returned is durable and visible to every later `get` and `list`.
+ * - A write that returned is durable and visible to every later `get` and `list`, and
+ *   the adapter keeps no reference to its body: the caller may reuse the buffer (file
+ *   uploads fill one buffer chunk after chunk).
  * - Transient trouble is retried inside the adapter with bounded backoff; what remains
  *   is thrown as STORE_TRANSIENT / STORE_UNREACHABLE.
  * - A conditional write whose answer was lost or proves nothing (a connection dropped

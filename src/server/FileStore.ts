@@ -136,7 +136,9 @@ export class FileStore implements FileService {
     const startedMs = clock.monotonicMs();
     const hash = createHash("sha256");
     const written: string[] = [];
-    let chunk = Buffer.allocUnsafe(Math.min(FILE_CHUNK_BYTES, Math.max(size, 1)));
+    // One buffer for every chunk: a chunk's write has returned (the store holds none of it) before the next is filled.
+    const buffer = Buffer.allocUnsafe(Math.min(FILE_CHUNK_BYTES, Math.max(size, 1)));
+    let chunk = buffer;
     let filled = 0;
     let total = 0;
     const flush = async () => {
@@ -148,7 +150,7 @@ export class FileStore implements FileService {
         throw new CairnError("UPLOAD_INVALID", `the upload took longer than ${durationMsMax / 1000} s; nothing of it is kept`);
       }
       // Every chunk but the last is FILE_CHUNK_BYTES: a download finds byte n in chunk n / FILE_CHUNK_BYTES.
-      chunk = Buffer.allocUnsafe(Math.min(FILE_CHUNK_BYTES, Math.max(size - written.length * FILE_CHUNK_BYTES, 1)));
+      chunk = buffer.subarray(0, Math.min(FILE_CHUNK_BYTES, Math.max(size - written.length * FILE_CHUNK_BYTES, 1)));
       filled = 0;
     };
     try {
