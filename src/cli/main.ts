@@ -101,6 +101,7 @@ withLogFormat(withAuth(withLocal(storeCommand("serve", "open (or create) the dep
   .option("--static <dir>", "serve your web app's built files from this directory (with its index.html at / and for the app's routes) instead of the status page")
   .option("--cors-origin <origin...>", "let pages of this origin (https://app.example.com; repeatable or a comma list; * for any) call the API and open the sync socket (default: same-origin only)")
   .option("--http-path <path>", "where the app's HTTP actions (its `http` router) are served", "/http")
+  .option("--file-max-mib <n>", "the largest file an upload or an action may store, in MiB (default 1024)", positiveInteger)
   .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)
   .option("--host <address>", "address to listen on (0.0.0.0 for every interface)", "127.0.0.1")
   .option("--replica", "tail the bucket and serve reads and live queries; forward writes to the shard's writer (needs CAIRN_ADMIN_KEY)")

@@ -27,6 +27,8 @@ export interface ServeOptions extends AuthFlags {
   readonly corsOrigin?: readonly string[];
   /** --http-path: where the app's HTTP actions are served (default /http). */
   readonly httpPath?: string;
+  /** --file-max-mib: the largest stored file (default 1 GiB). */
+  readonly fileMaxMib?: number;
   readonly port: number;
   readonly host: string;
   readonly replica?: boolean;
@@ -143,6 +145,7 @@ async function serveLocked(options: ServeOptions, { app, appPath, role, verifier
       ...(options.static !== undefined ? { staticDir: options.static } : {}),
       corsOrigins,
       ...(options.httpPath !== undefined ? { httpActionsPath: options.httpPath } : {}),
+      ...(options.fileMaxMib !== undefined ? { fileBytesMax: options.fileMaxMib * 1024 * 1024 } : {}),
       log: say,
       ...(logging.onFunctionLog !== undefined ? { onFunctionLog: logging.onFunctionLog } : {}),
       echoFunctionConsole: logging.echoFunctionConsole,
