@@ -639,3 +639,14 @@ export const UPLOAD_DURATION_MS_MAX = 60 * 60_000;
 export const FILE_GC_GRACE_MS = 6 * 60 * 60_000;
 /** How often shard 0's writer looks for chunks no stored file refers to. */
 export const FILE_GC_INTERVAL_MS = 10 * 60_000;
+
+/** Distinct terms of one document a search index keeps (the first ones in the text; the rest are not searchable). */
+export const SEARCH_TERMS_PER_DOCUMENT_MAX = 1_024;
+/** Characters of a search term (longer ones are cut): a term is a word, not a payload. */
+export const SEARCH_TERM_CHARS_MAX = 64;
+/** Terms of one search (`q.search(field, text)`): more is INVALID_ARGUMENT. */
+export const SEARCH_QUERY_TERMS_MAX = 16;
+/** Postings read per term of a search, most frequent first: how deep a common term is looked into. */
+export const SEARCH_POSTINGS_PER_TERM_MAX = 1_024;
+/** Results one search returns at most (take, collect). */
+export const SEARCH_RESULTS_MAX = 1_024;

@@ -2,7 +2,7 @@ import { CairnError, MUTATION_DOCUMENTS_MAX } from "../base/index.js";
 import { bytesEqual, compareBytes, type DocumentId } from "../model/index.js";
 import type { DocumentWrite, IndexWrite, PendingStamp } from "../shard/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
-import { encodeDocument, indexKeyOf, type DocumentObject } from "./documents.js";
+import { encodeDocument, indexKeyOf, indexKeysOf, type DocumentObject } from "./documents.js";
 import { idKeyBytes } from "./documentIdRange.js";
 
 /**
@@ -62,8 +62,10 @@ export class PendingWrites {
     const rows: PendingRow[] = [];
     for (const pending of this.documents.values()) {
       if (pending.table !== table || pending.after === null) continue;
-      const key = index.kind === "documents" ? idKeyBytes(pending.after._id) : indexKeyOf(index, pending.after);
-      if (compareBytes(key, start) >= 0 && (end === null || compareBytes(key, end) < 0)) rows.push({ key, document: pending.after });
+      const keys = index.kind === "documents" ? [idKeyBytes(pending.after._id)] : indexKeysOf(index, pending.after);
+      for (const key of keys) {
+        if (compareBytes(key, start) >= 0 && (end === null || compareBytes(key, end) < 0)) rows.push({ key, document: pending.after });
+      }
     }
     rows.sort((left, right) => compareBytes(left.key, right.key));
     return order === "asc" ? rows : rows.reverse();
@@ -79,6 +81,16 @@ export class PendingWrites {
       documents.push({ tableNumber: pending.table.number, id, value: pending.text, prevTs: pending.before?.ts ?? null, ...(stamp ? { prevPending: stamp } : {}) });
       for (const index of pending.table.indexes.values()) {
         if (index.kind === "documents") continue;
+        if (index.kind === "search") {
+          // Several keys per document: the terms that left and the ones that came.
+          const oldKeys = pending.before === null ? [] : indexKeysOf(index, pending.before.document);
+          const newKeys = pending.after === null ? [] : indexKeysOf(index, pending.after);
+          const kept = new Set(oldKeys.map((key) => Buffer.from(key).toString("latin1")));
+          const added = new Set(newKeys.map((key) => Buffer.from(key).toString("latin1")));
+          for (const key of oldKeys) if (!added.has(Buffer.from(key).toString("latin1"))) indexWrites.push({ indexId: index.id, key, docId: null });
+          for (const key of newKeys) if (!kept.has(Buffer.from(key).toString("latin1"))) indexWrites.push({ indexId: index.id, key, docId: id });
+          continue;
+        }
         const oldKey = pending.before === null ? null : indexKeyOf(index, pending.before.document);
         const newKey = pending.after === null ? null : indexKeyOf(index, pending.after);
         if (oldKey !== null && newKey !== null && bytesEqual(oldKey, newKey)) continue;

@@ -8,6 +8,7 @@ import { IndexRangeBuilder } from "./IndexRangeBuilder.js";
 import { decodeCursor, encodeCursor } from "./paginationCursor.js";
 import type { PendingRow } from "./PendingWrites.js";
 import { laneOfScan } from "./routing.js";
+import { SearchFilterBuilder, SearchQuery } from "./SearchQuery.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 
 /**
@@ -80,6 +81,7 @@ export class QueryChain<Document = DocumentObject> {
     if (index === undefined) {
       throw new CairnError("INVALID_ARGUMENT", `table ${this.table.name} has no index ${JSON.stringify(name)} (it has ${[...this.table.indexes.keys()].join(", ")})`);
     }
+    if (index.kind === "search") throw misuse(`${this.table.name}.${index.name} is a search index: query it with withSearchIndex("${index.name}", q => q.search(…))`);
     this.index = index;
     this.indexChosen = true;
     const builder = new IndexRangeBuilder(this.table.name, index);
@@ -89,6 +91,27 @@ export class QueryChain<Document = DocumentObject> {
     }
     this.builder = builder;
     return this;
+  }
+
+  /**
+   * A full-text search of the table's search index `name` (SearchQuery.ts): results by
+   * relevance, read with take, first or collect. Not with withIndex, order or filter.
+   */
+  withSearchIndex(name: string, build: (q: SearchFilterBuilder) => SearchFilterBuilder): SearchQuery<Document> {
+    if (this.indexChosen || this.orderChosen || this.predicates.length > 0) throw misuse("withSearchIndex comes instead of withIndex, order and filter");
+    const index = typeof name === "string" ? this.table.indexes.get(name) : undefined;
+    if (index === undefined || index.kind !== "search") {
+      const searchIndexes = [...this.table.indexes.values()].filter((candidate) => candidate.kind === "search").map((candidate) => candidate.name);
+      throw new CairnError("INVALID_ARGUMENT", `table ${this.table.name} has no search index ${JSON.stringify(name)} (it has ${searchIndexes.length === 0 ? "none" : searchIndexes.join(", ")})`);
+    }
+    if (index.state !== "ready") {
+      throw new CairnError("INDEX_NOT_READY", `search index ${this.table.name}.${index.name} is still being backfilled; it answers once every existing document is indexed`, {
+        details: { table: this.table.name, index: index.name },
+      });
+    }
+    const filters = new SearchFilterBuilder(this.table.name, index);
+    if (typeof build !== "function" || build(filters) !== filters) throw misuse("withSearchIndex's second argument must be a function q => q.search(…)… that returns the q it was given");
+    return new SearchQuery<Document>(this.reads, this.table, index, filters);
   }
 
   order(order: Order): this {

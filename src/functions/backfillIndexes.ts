@@ -4,7 +4,7 @@ import type { ObjectStore } from "../objectstore/index.js";
 import type { WriteUnit } from "../shard/index.js";
 import { schemaCatalogObject } from "../manifest/index.js";
 import { markShardBackfilled, type Catalog, type IndexInfo } from "./catalog.js";
-import { decodeDocument, indexKeyOf } from "./documents.js";
+import { decodeDocument, indexKeysOf } from "./documents.js";
 import type { ShardAccess } from "./FunctionRuntime.js";
 
 /**
@@ -76,9 +76,11 @@ async function backfillShard(options: BackfillOptions, shard: ShardAccess, table
       let conflicts = 0;
       for (;;) {
         const readTs = shard.readTs;
-        const rows = shard.local.indexScan(byCreationId, { start, end }, readTs, "asc", INDEX_BACKFILL_BATCH_DOCUMENTS);
+        // A search index writes an entry per distinct term: fewer documents per unit keep it small.
+        const batch = index.kind === "search" ? INDEX_BACKFILL_BATCH_DOCUMENTS / 16 : INDEX_BACKFILL_BATCH_DOCUMENTS;
+        const rows = shard.local.indexScan(byCreationId, { start, end }, readTs, "asc", batch);
         if (rows.length === 0) break;
-        const indexWrites = rows.map((row) => ({ indexId: index.id, key: indexKeyOf(index, decodeDocument(row.id, row.value)), docId: row.id }));
+        const indexWrites = rows.flatMap((row) => indexKeysOf(index, decodeDocument(row.id, row.value)).map((key) => ({ indexId: index.id, key, docId: row.id })));
         const unit: WriteUnit = { readTs, documents: [], indexWrites, readSet: { documents: rows.map((row) => row.id) } };
         try {
           await shard.commit(unit);
@@ -94,7 +96,7 @@ async function backfillShard(options: BackfillOptions, shard: ShardAccess, table
         conflicts = 0;
         documents += rows.length;
         options.onProgress?.({ table: tableName, index: index.name, documents: before + documents });
-        if (rows.length < INDEX_BACKFILL_BATCH_DOCUMENTS) break;
+        if (rows.length < batch) break;
         start = successorKey(rows[rows.length - 1]!.key);
       }
       return documents;

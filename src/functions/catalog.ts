@@ -37,7 +37,12 @@ export interface IndexInfo {
    * served from the documents themselves in id order (see documentIdRange); nothing is
    * stored for it, and its reads are ranges of the table keyspace.
    */
-  readonly kind: "entries" | "documents";
+  readonly kind: "entries" | "documents" | "search";
+  /**
+   * A search index's (kind "search", SearchQuery.ts): the string field it searches and
+   * its filter fields. Its entries are keyed [term, ...filter values, -term frequency, _id].
+   */
+  readonly search?: { readonly searchField: string; readonly filterFields: readonly string[] };
   state: "ready" | "backfilling";
 }
 
@@ -69,6 +74,19 @@ export class Catalog {
       const indexes = new Map<string, IndexInfo>();
       for (const index of entry.indexes) {
         const byId = index.name === "by_id";
+        if (index.kind === "search") {
+          const filterFields = index.fields.slice(0, -1);
+          indexes.set(index.name, {
+            name: index.name,
+            id: index.id,
+            fields: index.fields,
+            keyFields: ["(term)", ...filterFields, "(frequency)", "_id"],
+            kind: "search",
+            search: { searchField: index.fields.at(-1)!, filterFields },
+            state: index.state,
+          });
+          continue;
+        }
         indexes.set(index.name, {
           name: index.name,
           id: index.id,
@@ -143,7 +161,7 @@ export function planCatalog(schema: AnySchema, stored: SchemaCatalog | null): Ca
     if (existing === undefined) {
       changed = true;
       const number = nextTableNumber++;
-      const indexes = declaredIndexes(definition).map(([indexName, fields]): CatalogIndex => ({ name: indexName, id: nextIndexId++, fields, state: "ready" }));
+      const indexes = declaredIndexes(definition).map(([indexName, fields, kind]): CatalogIndex => ({ name: indexName, id: nextIndexId++, fields, state: "ready", ...kindOf(kind) }));
       tables.push({ name, number, shardKey: definition.shardKeyField, indexes });
       continue;
     }
@@ -154,15 +172,16 @@ export function planCatalog(schema: AnySchema, stored: SchemaCatalog | null): Ca
     for (const index of existing.indexes) {
       const match = declared.find(([indexName]) => indexName === index.name);
       if (match === undefined) throw refused(`table ${name}: index ${index.name} exists in the deployment but not in the schema; removing an index is not supported`);
-      if (JSON.stringify(match[1]) !== JSON.stringify(index.fields)) {
-        throw refused(`table ${name}: index ${index.name} is on [${index.fields.join(", ")}] in the deployment and on [${match[1].join(", ")}] in the schema; changing an index's fields is not supported (add a new index instead)`);
+      if (JSON.stringify(match[1]) !== JSON.stringify(index.fields) || match[2] !== (index.kind ?? "entries")) {
+        const describe = (fields: readonly string[], kind: string) => (kind === "search" ? `a search index of ${fields.at(-1)} filtered by [${fields.slice(0, -1).join(", ")}]` : `on [${fields.join(", ")}]`);
+        throw refused(`table ${name}: index ${index.name} is ${describe(index.fields, index.kind ?? "entries")} in the deployment and ${describe(match[1], match[2])} in the schema; changing an index's fields is not supported (add a new index instead)`);
       }
     }
     const indexes = [...existing.indexes];
-    for (const [indexName, fields] of declared) {
+    for (const [indexName, fields, kind] of declared) {
       if (existing.indexes.some((index) => index.name === indexName)) continue;
       changed = true;
-      indexes.push({ name: indexName, id: nextIndexId++, fields, state: "backfilling" });
+      indexes.push({ name: indexName, id: nextIndexId++, fields, state: "backfilling", ...kindOf(kind) });
     }
     tables.push({ ...existing, indexes });
   }
@@ -272,11 +291,17 @@ function tablesOf(schema: AnySchema): [string, TableDefinition][] {
   return [...Object.entries(schema.tables), ...Object.entries(SYSTEM_TABLES)];
 }
 
-function declaredIndexes(definition: TableDefinition): [string, string[]][] {
+/** Every index of a table as the catalog records it: name, fields (a search index's: its filter fields, then its search field), kind. */
+function declaredIndexes(definition: TableDefinition): [string, string[], "entries" | "search"][] {
   return [
-    ...Object.entries(SYSTEM_INDEXES).map(([name, fields]): [string, string[]] => [name, [...fields]]),
-    ...definition.indexes.map((index): [string, string[]] => [index.name, [...index.fields]]),
+    ...Object.entries(SYSTEM_INDEXES).map(([name, fields]): [string, string[], "entries"] => [name, [...fields], "entries"]),
+    ...definition.indexes.map((index): [string, string[], "entries"] => [index.name, [...index.fields], "entries"]),
+    ...definition.searchIndexes.map((index): [string, string[], "search"] => [index.name, [...index.filterFields, index.searchField], "search"]),
   ];
+}
+
+function kindOf(kind: "entries" | "search"): { kind?: "search" } {
+  return kind === "search" ? { kind } : {};
 }
 
 function refused(message: string): CairnError {

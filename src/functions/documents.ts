@@ -9,6 +9,7 @@ import {
   utf8ByteLength,
 } from "../model/index.js";
 import type { IndexInfo } from "./catalog.js";
+import { termFrequencies } from "./searchTerms.js";
 
 /**
  * How a document is stored and indexed. The stored text is the document's fields plus
@@ -48,6 +49,20 @@ export function indexKeyOf(index: IndexInfo, document: DocumentObject): Uint8Arr
   const values: (Value | undefined)[] = index.fields.map((path) => fieldAt(document, path));
   values.push(document._creationTime, document._id);
   return encodeIndexKey(values);
+}
+
+/**
+ * Every key `document` has in `index`: one for an ordinary index; for a search index one
+ * per distinct term of its search field (none when the field is not a string), keyed
+ * [term, ...filter values, -frequency, _id] so that a term's documents with the same
+ * filter values list most frequent first.
+ */
+export function indexKeysOf(index: IndexInfo, document: DocumentObject): Uint8Array[] {
+  if (index.search === undefined) return [indexKeyOf(index, document)];
+  const text = fieldAt(document, index.search.searchField);
+  if (typeof text !== "string") return [];
+  const filters = index.search.filterFields.map((path) => fieldAt(document, path));
+  return [...termFrequencies(text).frequencies].map(([term, frequency]) => encodeIndexKey([term, ...filters, -frequency, document._id]));
 }
 
 /** The value at a dotted path; undefined when a step is missing or not an object. */

@@ -36,6 +36,7 @@ export type { PageStatus, PaginationOptions, PaginationResult, QueryChain } from
 export { paginationOptsValidator } from "./paginationOptsValidator.js";
 export { paginationResultValidator } from "./paginationResultValidator.js";
 export type { IndexRangeBuilder } from "./IndexRangeBuilder.js";
+export type { SearchFilterBuilder, SearchQuery } from "./SearchQuery.js";
 export type { FilterBuilder, FilterExpression, FilterOperand } from "./FilterBuilder.js";
 export { App, type AppModule } from "./App.js";
 export { httpAction, httpRouter, HttpRouter, HTTP_METHODS, type HttpAction, type HttpActionHandler, type HttpMethod, type HttpRouteMatch, type HttpRouteSpec } from "./httpRouter.js";

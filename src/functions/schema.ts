@@ -35,10 +35,18 @@ export interface IndexDefinition {
   readonly fields: readonly string[];
 }
 
+/** A full-text search index (SearchQuery.ts): the text of `searchField`, with equality filters on `filterFields`. */
+export interface SearchIndexDefinition {
+  readonly name: string;
+  readonly searchField: string;
+  readonly filterFields: readonly string[];
+}
+
 export class TableDefinition<Shape extends ObjectShape = ObjectShape> {
   readonly [TABLE_BRAND] = true;
   readonly fields: Shape;
   readonly indexes: IndexDefinition[] = [];
+  readonly searchIndexes: SearchIndexDefinition[] = [];
   shardKeyField: string | null = null;
 
   constructor(fields: Shape) {
@@ -48,6 +56,16 @@ export class TableDefinition<Shape extends ObjectShape = ObjectShape> {
   /** Declares an index over `fields` (its key ends with `_creationTime, _id`). */
   index(name: string, fields: readonly (keyof Shape & string | `${keyof Shape & string}.${string}`)[]): this {
     this.indexes.push({ name, fields: [...fields] });
+    return this;
+  }
+
+  /**
+   * Declares a full-text search index over the string field `searchField`, filterable by
+   * equality on `filterFields` (at most 16): `withSearchIndex(name, q => q.search(…))`.
+   */
+  searchIndex(name: string, spec: { readonly searchField: keyof Shape & string; readonly filterFields?: readonly (keyof Shape & string)[] }): this {
+    const given = (typeof spec === "object" && spec !== null ? spec : {}) as { searchField?: unknown; filterFields?: unknown };
+    this.searchIndexes.push({ name, searchField: given.searchField as string, filterFields: (given.filterFields ?? []) as string[] });
     return this;
   }
 
@@ -114,6 +132,7 @@ function checkTable(name: string, table: unknown): void {
   }
   const seen = new Set<string>(Object.keys(SYSTEM_INDEXES));
   for (const index of definition.indexes) checkIndex(name, definition, index, seen);
+  for (const index of definition.searchIndexes) checkSearchIndex(name, definition, index, seen);
   const shardKey = definition.shardKeyField;
   if (shardKey !== null && !Object.hasOwn(definition.fields, shardKey)) {
     throw schemaInvalid(`table ${name}: shard key ${JSON.stringify(shardKey)} is not a field of the table`);
@@ -138,6 +157,28 @@ function checkIndex(table: string, definition: TableDefinition, index: IndexDefi
     if (typeof field !== "string" || field.split(".").some((part) => part.length === 0) || !Object.hasOwn(definition.fields, top)) {
       throw schemaInvalid(`table ${table}: index ${name} is on ${JSON.stringify(field)}, which is not a field of the table`);
     }
+  }
+}
+
+function checkSearchIndex(table: string, definition: TableDefinition, index: SearchIndexDefinition, seen: Set<string>): void {
+  const { name, searchField, filterFields } = index;
+  if (typeof name !== "string" || !IDENTIFIER.test(name) || name.length > NAME_LENGTH_MAX) {
+    throw schemaInvalid(`table ${table}: search index name ${JSON.stringify(name)} is not an identifier`);
+  }
+  if (seen.has(name)) throw schemaInvalid(`table ${table}: index ${name} is declared twice`);
+  seen.add(name);
+  if (typeof searchField !== "string" || !Object.hasOwn(definition.fields, searchField)) {
+    throw schemaInvalid(`table ${table}: search index ${name} searches ${JSON.stringify(searchField)}, which is not a field of the table`);
+  }
+  if (!Array.isArray(filterFields) || filterFields.length > INDEX_FIELDS_MAX) {
+    throw schemaInvalid(`table ${table}: search index ${name} takes at most ${INDEX_FIELDS_MAX} filter fields`);
+  }
+  if (new Set(filterFields).size !== filterFields.length) throw schemaInvalid(`table ${table}: search index ${name} lists a filter field twice`);
+  for (const field of filterFields) {
+    if (typeof field !== "string" || !Object.hasOwn(definition.fields, field)) {
+      throw schemaInvalid(`table ${table}: search index ${name} filters on ${JSON.stringify(field)}, which is not a field of the table`);
+    }
+    if (field === searchField) throw schemaInvalid(`table ${table}: search index ${name} filters on its search field ${field}`);
   }
 }
 

@@ -26,6 +26,12 @@ export const catalogIndexSchema = z.object({
   fields: z.array(z.string().min(1)),
   state: z.enum(["ready", "backfilling"]),
   /**
+   * "search": a full-text search index; `fields` are its filter fields, then its search
+   * field (functions/searchTerms.ts: one entry per distinct term of a document). Absent:
+   * an ordinary index, one entry per document.
+   */
+  kind: z.literal("search").optional(),
+  /**
    * While "backfilling": the shards whose documents all have their entry (each shard's
    * writer backfills its own; the index is "ready" once every shard is listed).
    */

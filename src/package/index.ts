@@ -22,7 +22,7 @@ export {
   type RegisteredFunction,
   type UserIdentity,
 } from "../functions/index.js";
-export type { FilterBuilder, FilterExpression, FilterOperand, IndexRangeBuilder, PaginationOptions, PaginationResult, QueryChain } from "../functions/index.js";
+export type { FilterBuilder, FilterExpression, FilterOperand, IndexRangeBuilder, PaginationOptions, PaginationResult, QueryChain, SearchFilterBuilder, SearchQuery } from "../functions/index.js";
 export { AppError, paginationOptsValidator, paginationResultValidator, type AppModule } from "../functions/index.js";
 export { cronJobs, type CronJobs, type IntervalSpec, type Scheduler, type ScheduledJob, type JobState } from "../functions/index.js";
 export { httpAction, httpRouter, type HttpAction, type HttpActionHandler, type HttpMethod, type HttpRouter, type HttpRouteSpec } from "../functions/index.js";
