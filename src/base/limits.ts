@@ -650,3 +650,6 @@ export const SEARCH_QUERY_TERMS_MAX = 16;
 export const SEARCH_POSTINGS_PER_TERM_MAX = 1_024;
 /** Results one search returns at most (take, collect). */
 export const SEARCH_RESULTS_MAX = 1_024;
+
+/** Offending documents a refused validator change names (the first ones found). */
+export const SCHEMA_CHECK_OFFENDERS_MAX = 10;

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { CairnError, type Random } from "../base/index.js";
 import {
@@ -11,6 +12,9 @@ import {
 import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { SYSTEM_TABLES } from "./systemTables.js";
+import { checkStoredDocuments } from "./checkStoredDocuments.js";
+import { jsonSchemaOf } from "./describeFunctions.js";
+import type { LocalStore } from "../local/index.js";
 import { SYSTEM_INDEXES, type AnySchema, type TableDefinition } from "./schema.js";
 
 /**
@@ -73,6 +77,8 @@ export class Catalog {
       if (entry === undefined) throw new CairnError("INTERNAL", `catalog lacks table ${name}`);
       const indexes = new Map<string, IndexInfo>();
       for (const index of entry.indexes) {
+        // Being dropped: no longer the app's, written by nothing, deleted by its shards' writers (dropRemoved).
+        if (index.state === "dropping") continue;
         const byId = index.name === "by_id";
         if (index.kind === "search") {
           const filterFields = index.fields.slice(0, -1);
@@ -83,7 +89,7 @@ export class Catalog {
             keyFields: ["(term)", ...filterFields, "(frequency)", "_id"],
             kind: "search",
             search: { searchField: index.fields.at(-1)!, filterFields },
-            state: index.state,
+            state: index.state as "ready" | "backfilling",
           });
           continue;
         }
@@ -93,7 +99,7 @@ export class Catalog {
           fields: index.fields,
           keyFields: byId ? ["_id"] : [...index.fields, "_creationTime", "_id"],
           kind: byId ? "documents" : "entries",
-          state: index.state,
+          state: index.state as "ready" | "backfilling",
         });
       }
       tables.push({
@@ -149,49 +155,114 @@ export function planCatalog(schema: AnySchema, stored: SchemaCatalog | null): Ca
   let nextTableNumber = stored?.nextTableNumber ?? 1;
   let nextIndexId = stored?.nextIndexId ?? 1;
   const storedTables = stored?.tables ?? [];
-  for (const table of storedTables) {
-    if (!Object.hasOwn(schema.tables, table.name) && !Object.hasOwn(SYSTEM_TABLES, table.name)) {
-      throw refused(`table ${table.name} (table number ${table.number}) exists in the deployment but not in the schema; removing a table is not supported`);
-    }
-  }
+  const dropTables = new Set(schema.options.drop?.tables ?? []);
+  const dropIndexes = new Set(schema.options.drop?.indexes ?? []);
+  const declaredTables = tablesOf(schema);
   let changed = stored === null;
   const tables: CatalogTable[] = [];
-  for (const [name, definition] of tablesOf(schema)) {
+  for (const [name, definition] of declaredTables) {
     const existing = storedTables.find((table) => table.name === name);
+    const validator = validatorFingerprint(definition);
     if (existing === undefined) {
       changed = true;
       const number = nextTableNumber++;
       const indexes = declaredIndexes(definition).map(([indexName, fields, kind]): CatalogIndex => ({ name: indexName, id: nextIndexId++, fields, state: "ready", ...kindOf(kind) }));
-      tables.push({ name, number, shardKey: definition.shardKeyField, indexes });
+      tables.push({ name, number, shardKey: definition.shardKeyField, indexes, validator });
       continue;
+    }
+    if (existing.state === "dropping") {
+      throw refused(`table ${name} is being dropped (its documents are being deleted): declare it again once that is done, or under another name`);
     }
     if (existing.shardKey !== definition.shardKeyField) {
       throw refused(`table ${name}: its shard key is ${JSON.stringify(existing.shardKey)} in the deployment and ${JSON.stringify(definition.shardKeyField)} in the schema; changing a shard key is not supported`);
     }
     const declared = declaredIndexes(definition);
+    const indexes: CatalogIndex[] = [];
     for (const index of existing.indexes) {
       const match = declared.find(([indexName]) => indexName === index.name);
-      if (match === undefined) throw refused(`table ${name}: index ${index.name} exists in the deployment but not in the schema; removing an index is not supported`);
+      if (match === undefined) {
+        if (index.state !== "dropping") {
+          if (!dropIndexes.has(`${name}.${index.name}`)) {
+            throw refused(`table ${name}: index ${index.name} exists in the deployment but not in the schema; to drop it and delete its entries, acknowledge it: defineSchema({ … }, { drop: { indexes: [${JSON.stringify(`${name}.${index.name}`)}] } })`);
+          }
+          changed = true;
+          const { backfilledShards: _backfilled, ...rest } = index;
+          indexes.push({ ...rest, state: "dropping", droppedShards: [] });
+          continue;
+        }
+        indexes.push(index);
+        continue;
+      }
+      if (index.state === "dropping") throw refused(`table ${name}: index ${index.name} is being dropped: declare it again once that is done, or under another name`);
       if (JSON.stringify(match[1]) !== JSON.stringify(index.fields) || match[2] !== (index.kind ?? "entries")) {
         const describe = (fields: readonly string[], kind: string) => (kind === "search" ? `a search index of ${fields.at(-1)} filtered by [${fields.slice(0, -1).join(", ")}]` : `on [${fields.join(", ")}]`);
         throw refused(`table ${name}: index ${index.name} is ${describe(index.fields, index.kind ?? "entries")} in the deployment and ${describe(match[1], match[2])} in the schema; changing an index's fields is not supported (add a new index instead)`);
       }
+      indexes.push(index);
     }
-    const indexes = [...existing.indexes];
     for (const [indexName, fields, kind] of declared) {
       if (existing.indexes.some((index) => index.name === indexName)) continue;
       changed = true;
       indexes.push({ name: indexName, id: nextIndexId++, fields, state: "backfilling", ...kindOf(kind) });
     }
-    tables.push({ ...existing, indexes });
+    if (existing.validator !== validator) changed = true;
+    tables.push({ ...existing, indexes, validator });
+  }
+  // Tables the schema no longer declares: dropped with an acknowledgement, else refused.
+  for (const table of storedTables) {
+    if (declaredTables.some(([name]) => name === table.name)) continue;
+    if (table.state === "dropping") {
+      tables.push(table);
+      continue;
+    }
+    if (!dropTables.has(table.name)) {
+      throw refused(`table ${table.name} (table number ${table.number}) exists in the deployment but not in the schema; to drop it and delete its documents, acknowledge it: defineSchema({ … }, { drop: { tables: [${JSON.stringify(table.name)}] } })`);
+    }
+    changed = true;
+    tables.push({ ...table, state: "dropping", droppedShards: [] });
   }
   if (!changed) return null;
   return { format: SCHEMA_CATALOG_FORMAT, nextTableNumber, nextIndexId, tables };
 }
 
-/** Reads the deployment's catalog, extends it for `schema` with a CAS if needed, and binds the schema to it. */
-export async function resolveCatalog(store: ObjectStore, schema: AnySchema, random: Random): Promise<Catalog> {
+/**
+ * The tables whose field validators changed since the deployment recorded them (its
+ * fingerprint differs): their stored documents are checked against the new ones before
+ * the change is accepted (checkStoredDocuments). A table recorded without a fingerprint
+ * (by a version before this check) is taken as it is.
+ */
+export function validatorChanges(schema: AnySchema, stored: SchemaCatalog): string[] {
+  const changed: string[] = [];
+  for (const [name, definition] of tablesOf(schema)) {
+    const existing = stored.tables.find((table) => table.name === name);
+    if (existing?.validator !== undefined && existing.state !== "dropping" && existing.validator !== validatorFingerprint(definition)) changed.push(name);
+  }
+  return changed;
+}
+
+/** What stored documents a changed validator is checked against: each shard's local copy, at its readTs. */
+export interface StoredDocuments {
+  readonly shards: readonly { readonly local: LocalStore; readonly readTs: number }[];
+}
+
+/**
+ * Reads the deployment's catalog, extends it for `schema` with a CAS if needed, and binds
+ * the schema to it. With `documents`, a table whose field validators changed is checked
+ * first: every stored document must pass the new validators, else SCHEMA_CHANGE_REFUSED
+ * naming the first offending ids and nothing is written (`schemaValidation: false` in
+ * the schema's options skips the check).
+ */
+export async function resolveCatalog(store: ObjectStore, schema: AnySchema, random: Random, documents?: StoredDocuments): Promise<Catalog> {
   const object = schemaCatalogObject(store, random);
+  if (documents !== undefined && schema.options.schemaValidation !== false) {
+    const current = await object.read();
+    const changed = current === null ? [] : validatorChanges(schema, current.value);
+    if (changed.length > 0) {
+      const planned = planCatalog(schema, current!.value) ?? current!.value;
+      const catalog = Catalog.bind(schema, planned);
+      checkStoredDocuments(catalog, changed.map((name) => catalog.table(name)), documents.shards);
+    }
+  }
   const snapshot = await object.update((current) => planCatalog(schema, current));
   if (snapshot === null) throw new CairnError("INTERNAL", "the schema catalog is missing after an update");
   return Catalog.bind(schema, snapshot.value);
@@ -206,7 +277,9 @@ export async function resolveCatalog(store: ObjectStore, schema: AnySchema, rand
 export async function readCatalog(store: ObjectStore, schema: AnySchema, random: Random): Promise<Catalog> {
   const snapshot = await schemaCatalogObject(store, random).read();
   const planned = planCatalog(schema, snapshot?.value ?? null);
-  if (snapshot === null || planned !== null) {
+  // A follower serves the validators of its own app: a fingerprint the writer recorded otherwise (or not at all) is no reason to refuse.
+  const fingerprintsOnly = planned !== null && snapshot !== null && sameWithoutFingerprints(planned, snapshot.value);
+  if (snapshot === null || (planned !== null && !fingerprintsOnly)) {
     const known = new Set((snapshot?.value.tables ?? []).flatMap((table) => [table.name, ...table.indexes.map((index) => `${table.name}.${index.name}`)]));
     const missing = (planned?.tables ?? []).flatMap((table) => [table.name, ...table.indexes.map((index) => `${table.name}.${index.name}`)]).filter((name) => !known.has(name));
     throw new CairnError(
@@ -298,6 +371,18 @@ function declaredIndexes(definition: TableDefinition): [string, string[], "entri
     ...definition.indexes.map((index): [string, string[], "entries"] => [index.name, [...index.fields], "entries"]),
     ...definition.searchIndexes.map((index): [string, string[], "search"] => [index.name, [...index.filterFields, index.searchField], "search"]),
   ];
+}
+
+function sameWithoutFingerprints(planned: Pick<SchemaCatalog, "tables" | "nextTableNumber" | "nextIndexId">, stored: SchemaCatalog): boolean {
+  const strip = (catalog: Pick<SchemaCatalog, "tables" | "nextTableNumber" | "nextIndexId">) =>
+    JSON.stringify({ next: [catalog.nextTableNumber, catalog.nextIndexId], tables: [...catalog.tables].sort((left, right) => left.number - right.number).map(({ validator: _validator, ...table }) => table) });
+  return strip(planned) === strip(stored);
+}
+
+/** SHA-256 of a table's field validators as JSON Schema (what a change of them is recognized by; a refine's code is not in it). */
+export function validatorFingerprint(definition: TableDefinition): string {
+  const schema = jsonSchemaOf(z.strictObject(definition.fields) as unknown as z.ZodType, "input");
+  return createHash("sha256").update(JSON.stringify(schema)).digest("hex");
 }
 
 function kindOf(kind: "entries" | "search"): { kind?: "search" } {

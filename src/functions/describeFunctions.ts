@@ -95,7 +95,8 @@ function takesArguments(args: z.ZodType): boolean {
   return !(typeof shape === "object" && shape !== null && Object.keys(shape).length === 0);
 }
 
-function jsonSchemaOf(validator: z.ZodType, io: "input" | "output"): JsonSchema {
+/** A validator as JSON Schema (`{}` for one zod cannot convert); also the catalog's validator fingerprint (catalog.ts). */
+export function jsonSchemaOf(validator: z.ZodType, io: "input" | "output"): JsonSchema {
   try {
     return z.toJSONSchema(validator, { io, unrepresentable: describeUnrepresentable }) as JsonSchema;
   } catch {

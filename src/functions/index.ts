@@ -56,8 +56,9 @@ export {
 export type { ShardJobs } from "./shardJobs.js";
 export { loadApp } from "./loadApp.js";
 export { appImports, bundleFailed, packageEntryFile } from "./appBundle.js";
-export { backfilling, Catalog, planCatalog, readCatalog, refreshIndexStates, resolveCatalog, type IndexInfo, type TableInfo } from "./catalog.js";
+export { backfilling, Catalog, planCatalog, readCatalog, refreshIndexStates, resolveCatalog, validatorChanges, type IndexInfo, type StoredDocuments, type TableInfo } from "./catalog.js";
 export { backfillIndexes, type BackfillProgress } from "./backfillIndexes.js";
+export { dropRemoved, type DropProgress } from "./dropRemoved.js";
 export {
   FunctionRuntime,
   type ActionRun,

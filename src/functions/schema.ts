@@ -78,9 +78,26 @@ export class TableDefinition<Shape extends ObjectShape = ObjectShape> {
 
 export type AnyTables = Record<string, TableDefinition>;
 
+/**
+ * What a schema change needs acknowledged (catalog.ts, docs/functions.md#schema-changes):
+ * - `drop`: tables (`"messages"`) and indexes (`"messages.by_author"`) the deployment has
+ *   and this schema no longer declares, to be dropped — their data deleted by each shard's
+ *   writer, in the log like any write. Without it, removing one is refused.
+ * - `schemaValidation: false`: a changed field validator is accepted without checking the
+ *   stored documents against it (default true: checked, refused with the first
+ *   offending ids).
+ */
+export interface SchemaOptions {
+  readonly drop?: { readonly tables?: readonly string[]; readonly indexes?: readonly string[] };
+  readonly schemaValidation?: boolean;
+}
+
 export class SchemaDefinition<Tables extends AnyTables = AnyTables> {
   readonly [SCHEMA_BRAND] = true;
-  constructor(readonly tables: Tables) {}
+  constructor(
+    readonly tables: Tables,
+    readonly options: SchemaOptions = {},
+  ) {}
 }
 
 export type AnySchema = SchemaDefinition;
@@ -102,12 +119,36 @@ export function defineTable<Shape extends ObjectShape>(fields: Shape): TableDefi
   return new TableDefinition(fields);
 }
 
-export function defineSchema<Tables extends AnyTables>(tables: Tables): SchemaDefinition<Tables> {
+export function defineSchema<Tables extends AnyTables>(tables: Tables, options: SchemaOptions = {}): SchemaDefinition<Tables> {
   if (typeof tables !== "object" || tables === null || Array.isArray(tables)) {
     throw schemaInvalid("defineSchema takes an object of tables");
   }
   for (const [name, table] of Object.entries(tables)) checkTable(name, table);
-  return new SchemaDefinition(tables);
+  checkOptions(tables, options);
+  return new SchemaDefinition(tables, options);
+}
+
+function checkOptions(tables: AnyTables, options: SchemaOptions): void {
+  if (typeof options !== "object" || options === null) throw schemaInvalid("defineSchema's options must be an object: { drop?, schemaValidation? }");
+  const { drop, schemaValidation } = options;
+  if (schemaValidation !== undefined && typeof schemaValidation !== "boolean") throw schemaInvalid("schemaValidation must be true or false");
+  if (drop === undefined) return;
+  const names = (list: unknown, what: string): readonly string[] => {
+    if (list === undefined) return [];
+    if (!Array.isArray(list) || list.some((name) => typeof name !== "string")) throw schemaInvalid(`drop.${what} must be an array of names`);
+    return list as string[];
+  };
+  for (const table of names(drop.tables, "tables")) {
+    if (Object.hasOwn(tables, table)) throw schemaInvalid(`drop.tables names ${table}, which the schema declares: drop a table by removing it from the schema`);
+  }
+  for (const index of names(drop.indexes, "indexes")) {
+    const [table, name, extra] = index.split(".");
+    if (table === undefined || name === undefined || extra !== undefined) throw schemaInvalid(`drop.indexes names "table.index", not ${JSON.stringify(index)}`);
+    const definition = tables[table];
+    if (definition !== undefined && (definition.indexes.some((candidate) => candidate.name === name) || definition.searchIndexes.some((candidate) => candidate.name === name))) {
+      throw schemaInvalid(`drop.indexes names ${index}, which the schema declares: drop an index by removing it from its table`);
+    }
+  }
 }
 
 export function isSchemaDefinition(value: unknown): value is AnySchema {

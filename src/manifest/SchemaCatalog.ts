@@ -24,7 +24,8 @@ export const catalogIndexSchema = z.object({
   name: identifier,
   id: z.number().int().min(1),
   fields: z.array(z.string().min(1)),
-  state: z.enum(["ready", "backfilling"]),
+  /** "dropping": removed from the schema with an acknowledgement; its entries are being deleted shard by shard (droppedShards), then it leaves the catalog. */
+  state: z.enum(["ready", "backfilling", "dropping"]),
   /**
    * "search": a full-text search index; `fields` are its filter fields, then its search
    * field (functions/searchTerms.ts: one entry per distinct term of a document). Absent:
@@ -36,6 +37,8 @@ export const catalogIndexSchema = z.object({
    * writer backfills its own; the index is "ready" once every shard is listed).
    */
   backfilledShards: z.array(z.number().int().min(0)).optional(),
+  /** While "dropping" (an index or its table): the shards whose data of it is deleted. */
+  droppedShards: z.array(z.number().int().min(0)).optional(),
 });
 
 export const catalogTableSchema = z.object({
@@ -43,6 +46,11 @@ export const catalogTableSchema = z.object({
   number: z.number().int().min(1),
   shardKey: z.string().nullable(),
   indexes: z.array(catalogIndexSchema),
+  /** "dropping": removed from the schema with an acknowledgement; its documents are being deleted shard by shard, then it leaves the catalog (its number is never reused). */
+  state: z.literal("dropping").optional(),
+  droppedShards: z.array(z.number().int().min(0)).optional(),
+  /** SHA-256 of the table's field validators as JSON Schema: a change is checked against the stored documents. */
+  validator: z.string().optional(),
 });
 
 export const schemaCatalogSchema = z.object({

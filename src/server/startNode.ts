@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import { ACTION_RUN_MS_MAX, FILE_BYTES_MAX, FILE_GC_GRACE_MS, UPLOAD_DURATION_MS_MAX, systemClock, type Clock, CairnError, FORWARD_TAKEOVER_GRACE_MS, HINT_SEGMENT_BYTES_MAX, hasErrorCode, repeatEvery, systemRandom } from "../base/index.js";
 import { FleetBalancer, type FleetBeat, type FleetTuning, type NodeRole, PeerChecks, PeerClient, PeerDiscovery, resolveFleetTuning, type RoleChange, ShardRoles, WakeHintSender } from "../fleet/index.js";
-import { backfilling, backfillIndexes, FunctionRuntime, readCatalog, refreshIndexStates, resolveCatalog, type App, type Catalog } from "../functions/index.js";
+import { backfilling, backfillIndexes, dropRemoved, FunctionRuntime, readCatalog, refreshIndexStates, resolveCatalog, type App, type Catalog } from "../functions/index.js";
 import { isLeaseLive, type Manifest } from "../manifest/index.js";
 import { ObservedObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { LayoutWatcher, type LayoutRetired, LeaseWatcher, ShardTailer, type TailerTuning } from "../replica/index.js";
@@ -212,14 +212,14 @@ class CairnNode implements RunningNode {
   readonly reloadApp = async (app: App): Promise<void> => {
     const { store, runtime, sync, balancer } = this.parts;
     const writes = (this.options.role ?? "writer") === "writer" || balancer !== null;
-    const catalog = writes ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
+    const catalog = writes ? await resolveCatalog(store, app.schema, systemRandom, { shards: this.parts.sharded.engines }) : await readCatalog(store, app.schema, systemRandom);
     runtime.replaceApp(app, catalog);
     this.parts.catalog = catalog;
     sync.codeReplaced();
     this.parts.jobs?.appReplaced();
     this.options.log(`app reloaded: ${app.paths.length} function(s); tables: ${[...catalog.tables].map((table) => table.name).join(", ")}`);
     // A new index is backfilled (and waited for) as at start.
-    if (this.parts.roles.writesAny()) void this.backfill().catch((error: unknown) => this.options.log(`index backfill failed: ${(error as Error).message}`));
+    if (this.parts.roles.writesAny()) void this.backfill().catch((error: unknown) => this.options.log(`index backfill or drop failed: ${(error as Error).message}`));
     this.watchIndexStates();
   };
 
@@ -283,7 +283,8 @@ class CairnNode implements RunningNode {
     const branchRenewal = await BranchRenewal.start({ store, clock, random: systemRandom, log });
     if (branchRenewal !== null) shutdown.add("branch renewal", () => branchRenewal.stop());
     // Before any lease: a schema change the deployment refuses must not leave a lease to wait out.
-    const catalog: Catalog = writes ? await resolveCatalog(store, app.schema, systemRandom) : await readCatalog(store, app.schema, systemRandom);
+    // A changed validator is checked against the documents of the local copies (caught up for a writer).
+    const catalog: Catalog = writes ? await resolveCatalog(store, app.schema, systemRandom, { shards: sharded.engines }) : await readCatalog(store, app.schema, systemRandom);
     log(`deployment ${sharded.deploymentId}: ${sharded.numShards} shard(s), local files in ${resolve(options.localDirectory)}; this node starts as ${role}${role === "replica" && takeover ? " (with takeover)" : ""}`);
     const engines = sharded.engines;
     // Every call's log entry: kept in the node's ring (the dashboard's logs), and handed on.
@@ -718,9 +719,24 @@ class CairnNode implements RunningNode {
   private async backfillOnce(): Promise<void> {
     const { catalog, sharded, store, roles } = this.parts;
     const { log } = this.options;
-    if (!backfilling(catalog)) return;
     const own = sharded.engines.filter((engine) => roles.role(engine.shard) === "writing").map((engine) => engine.shard);
     if (own.length === 0) return;
+    // Tables and indexes the schema dropped: this node's shards' part deleted, in the log.
+    let lastLoggedMs = Number.NEGATIVE_INFINITY;
+    const dropped = await dropRemoved({
+      shards: sharded.engines,
+      own,
+      store,
+      random: systemRandom,
+      onProgress: (progress) => {
+        const nowMs = this.parts.clock.monotonicMs();
+        if (nowMs - lastLoggedMs < 5_000) return;
+        lastLoggedMs = nowMs;
+        log(`dropping ${progress.what}: ${progress.rows} row(s) deleted`);
+      },
+    });
+    for (const what of dropped) log(`${what} is dropped`);
+    if (!backfilling(catalog)) return;
     const backfilled = await backfillIndexes({
       catalog,
       shards: sharded.engines,
