@@ -24,6 +24,10 @@ export interface DevOptions extends AuthFlags {
   readonly port: number;
   readonly host: string;
   readonly corsOrigin?: readonly string[];
+  /** --http-path: where the app's HTTP actions are served (default /http). */
+  readonly httpPath?: string;
+  /** --file-max-mib: the largest stored file (default 1 GiB). */
+  readonly fileMaxMib?: number;
   /** commander's --no-typecheck. */
   readonly typecheck?: boolean;
   /** --log-format (default text). */
@@ -97,6 +101,8 @@ export async function devCommand(options: DevOptions): Promise<void> {
       webApp: null,
       staticDir: hasWeb ? webOutput : null,
       corsOrigins,
+      ...(options.httpPath !== undefined ? { httpActionsPath: options.httpPath } : {}),
+      ...(options.fileMaxMib !== undefined ? { fileBytesMax: options.fileMaxMib * 1024 * 1024 } : {}),
       log: say,
       ...(logging.onFunctionLog !== undefined ? { onFunctionLog: logging.onFunctionLog } : {}),
       echoFunctionConsole: logging.echoFunctionConsole,

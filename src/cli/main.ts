@@ -144,6 +144,8 @@ withLogFormat(withAuth(withLocal(storeCommand("dev", "serve the project's app an
   .option("--port <n>", "HTTP and WebSocket port (0: any free port)", port, DEFAULT_PORT)
   .option("--host <address>", "address to listen on", "127.0.0.1")
   .option("--cors-origin <origin...>", "origins whose pages may call the API (default: any localhost page)")
+  .option("--http-path <path>", "where the app's HTTP actions (its `http` router) are served", "/http")
+  .option("--file-max-mib <n>", "the largest file an upload or an action may store, in MiB (default 1024)", positiveInteger)
   .option("--no-typecheck", "do not run tsc --watch beside the server")
   .option("--open", "open the dashboard (logged in) in the desktop's browser")
   .action(lazily(async () => (await import("./devCommand.js")).devCommand));

@@ -127,10 +127,10 @@ describe("schema evolution", () => {
     const stringN = defineSchema({ keep: defineTable({ n: v.string(), tag: v.string() }).index("by_tag", ["tag"]).searchIndex("search_tag", { searchField: "tag" }), old: v1.tables.old });
     const refused = await rejection(deployed(h, node, stringN, 2));
     expect(refused).toMatchObject({ code: "SCHEMA_CHANGE_REFUSED" });
-    const offending = (refused as { details: { offending: { table: string; id: string; problem: string }[] } }).details.offending;
+    const offending = (refused as unknown as { details: { offending: { table: string; id: string; problem: string }[] } }).details.offending;
     expect(offending).toHaveLength(10);
     expect(offending.every((entry) => entry.table === "keep" && entry.problem.includes("n"))).toBe(true);
-    expect((refused as Error).message).toContain("schemaValidation: false");
+    expect(refused.message).toContain("schemaValidation: false");
     expect((await storedCatalog(h)).value.version).toBe(before.value.version);
     // A change every document passes (n may be a number or a string; a new optional field): accepted.
     const widened = defineSchema({ keep: defineTable({ n: v.union(v.number(), v.string()), tag: v.string(), note: v.optional(v.string()) }).index("by_tag", ["tag"]).searchIndex("search_tag", { searchField: "tag" }), old: v1.tables.old });
@@ -139,7 +139,7 @@ describe("schema evolution", () => {
     // Refused again for a narrowing that one document fails…
     const tight = defineSchema({ keep: defineTable({ n: v.number(), tag: v.literal("t0 word0") }).index("by_tag", ["tag"]).searchIndex("search_tag", { searchField: "tag" }), old: v1.tables.old });
     const oneFails = await rejection(deployed(h, node, tight, 4));
-    expect((oneFails as { details: { offending: unknown[] } }).details.offending).toHaveLength(10);
+    expect((oneFails as unknown as { details: { offending: unknown[] } }).details.offending).toHaveLength(10);
     // …and accepted unchecked when the schema says so.
     const unchecked = defineSchema(tight.tables, { schemaValidation: false });
     const runtime = await deployed(h, node, unchecked, 5);
