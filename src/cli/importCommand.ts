@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { CairnError, randomHex, systemRandom } from "../base/index.js";
-import { Catalog, checkImportedDocument, FunctionRuntime, IMPORT_BATCH_DOCUMENTS_MAX, laneOfId, loadApp, planCatalog, resolveCatalog, type App } from "../functions/index.js";
+import { Catalog, checkImportedDocument, FunctionRuntime, IMPORT_BATCH_DOCUMENTS_MAX, laneOfId, loadApp, planCatalog, resolveCatalog, STORAGE_TABLE, type App } from "../functions/index.js";
 import { globalsObject, schemaCatalogObject, SCHEMA_CATALOG_FORMAT, type CasFields, type SchemaCatalog } from "../manifest/index.js";
 import { assertConditionalWrites, openObjectStore, type ObjectStore } from "../objectstore/index.js";
 import { ShardedStore } from "../shard/index.js";
@@ -94,7 +94,7 @@ export async function runImport(options: ImportCommandOptions, say: (line: strin
   try {
     // A Convex export becomes a Cairn export first: ids mapped, references rewritten (convexArchive.ts).
     const folder = convex ? (await convertConvex(store, given, app, options.shards ?? 1, work!, progress)).folder : given;
-    const manifest = readExportManifest(folder);
+    const manifest = withoutStoredFiles(readExportManifest(folder), say);
     await assertConditionalWrites(store);
     // Everything is checked before anything is written (a new deployment is not even created
     // for an archive that is refused), against the catalog the import will write with.
@@ -242,3 +242,14 @@ async function writeAll(
   return counts;
 }
 
+/**
+ * An export holds `_storage` documents but not the files' bytes (they are objects of the
+ * source's bucket): importing the documents would make files whose bytes are nowhere, so
+ * they are left out, and said so.
+ */
+function withoutStoredFiles(manifest: ExportManifest, say: (line: string) => void): ExportManifest {
+  const files = manifest.tables.find((table) => table.name === STORAGE_TABLE);
+  if (files === undefined) return manifest;
+  if (files.documents > 0) say(`${files.documents} stored file(s) not imported: an export holds their documents, not their bytes`);
+  return { ...manifest, tables: manifest.tables.filter((table) => table.name !== STORAGE_TABLE) };
+}
