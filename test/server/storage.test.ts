@@ -13,6 +13,8 @@
  *   an id of another table or of no file is 404.
  * - Deletion: the URL answers 404 and getUrl null at once; the file collector deletes the
  *   chunks after its grace, and never a file that is still stored however many passes run.
+ * - Any node: a replica takes an upload URL the writer made (one signing key per
+ *   deployment, kept in the bucket) and commits through the writer; both serve the file.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync, existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -23,7 +25,7 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { FILE_CHUNK_BYTES } from "../../src/base/index.js";
 import { App } from "../../src/functions/App.js";
 import * as storageApp from "./storageApp.js";
-import { startTestNode } from "./serverHarness.js";
+import { startSyncAppNode, startTestNode } from "./serverHarness.js";
 
 const app = App.fromModule(storageApp, "storage test app");
 const root = mkdtempSync(join(tmpdir(), "cairn-storage-"));
@@ -218,6 +220,35 @@ describe("file storage", () => {
       expect(Buffer.from(await (await fetch(`${url}api/storage/${keptId}`)).arrayBuffer()).equals(kept)).toBe(true);
     } finally {
       await started.close();
+    }
+  });
+
+  it("takes uploads and serves files on a replica too: any node, one signing key", { timeout: 60_000 }, async () => {
+    const directory = join(root, "replica");
+    const adminKey = "storage-test-admin-key";
+    const writer = await startSyncAppNode(directory, "writer", { app, adminKey });
+    const follower = await startSyncAppNode(directory, "follower", { app, adminKey, role: "replica" });
+    try {
+      // A URL from the writer, uploaded to the follower (the document is committed through the writer).
+      const fromWriter = (await value(writer.url, "mutation", "files:uploadUrl", {})) as string;
+      const bytes = randomBytes(FILE_CHUNK_BYTES + 77);
+      const answer = await upload(fromWriter.replace(writer.url, follower.url), bytes);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      const id = answer.body.storageId!;
+      // Served by either node, whole and in a range.
+      for (const node of [follower, writer]) {
+        await eventually(async () => expect((await fetch(`${node.url}api/storage/${id}`, { method: "HEAD" })).status).toBe(200));
+        expect(Buffer.from(await (await fetch(`${node.url}api/storage/${id}`)).arrayBuffer()).equals(bytes)).toBe(true);
+        const ranged = await fetch(`${node.url}api/storage/${id}`, { headers: { range: `bytes=${FILE_CHUNK_BYTES - 3}-${FILE_CHUNK_BYTES + 3}` } });
+        expect(Buffer.from(await ranged.arrayBuffer()).equals(bytes.subarray(FILE_CHUNK_BYTES - 3, FILE_CHUNK_BYTES + 4))).toBe(true);
+      }
+      // A mutation on the follower runs on the writer (its URL names the writer): the follower takes it all the same.
+      const viaFollower = (await value(follower.url, "mutation", "files:uploadUrl", {})) as string;
+      const url = new URL(viaFollower);
+      expect((await upload(`${follower.url}${url.pathname.slice(1)}${url.search}`, randomBytes(10))).status).toBe(200);
+    } finally {
+      await follower.stop();
+      await writer.stop();
     }
   });
 });
