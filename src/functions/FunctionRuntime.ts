@@ -29,7 +29,8 @@ import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
 import { ZERO_ROUTE } from "./scheduledFunctions.js";
 import { actionScheduler, MutationScheduler } from "./Scheduler.js";
-import { actionStorage, mutationStorage, queryStorage, type FileService } from "./FileStorage.js";
+import { actionStorage, checkStorageId, mutationStorage, queryStorage, type FileService } from "./FileStorage.js";
+import { storedFileOf, type StoredFile } from "./storedFiles.js";
 import { readShardJobs, uploadReferenced, type ShardJobs } from "./shardJobs.js";
 import { routeOfValue } from "./routing.js";
 import { currentFunctionCall, prefixConsoleInFunctions, reportWhenSettled, runAsFunctionCall, type CallStart } from "./functionCalls.js";
@@ -331,6 +332,22 @@ export class FunctionRuntime {
     const shard = this.shards.shards[lane];
     if (shard === undefined) throw new CairnError("INVALID_ARGUMENT", `no shard ${lane} (the deployment has ${this.shards.shards.length})`);
     return readShardJobs(shard.local, shard.readTs, this.catalog, options);
+  }
+
+  /**
+   * A stored file's document at the deployment's readTs (null: none), read directly
+   * rather than as a function call: a download is not a call of the app's, and would
+   * crowd the function log.
+   */
+  storedFile(id: DocumentId): StoredFile | null {
+    const reads = new SnapshotReads(this.locals, this.shards.readTs, this.catalog, new ReadRecorder(), null);
+    try {
+      checkStorageId(this.catalog, id);
+      const document = reads.document(id).document;
+      return document === null ? null : storedFileOf(document);
+    } finally {
+      reads.finish();
+    }
   }
 
   /** Whether any shard's stored files refer to upload `upload` (its chunks are someone's), each shard read at its own local readTs. */

@@ -11,7 +11,7 @@ import {
   UPLOAD_DURATION_MS_MAX,
   UPLOAD_URL_TTL_MS,
 } from "../base/index.js";
-import { fileChunkKey, STORAGE_TABLE, type FileService, type FunctionRuntime, type StoredFile } from "../functions/index.js";
+import { fileChunkKey, type FileService, type FunctionRuntime, type StoredFile } from "../functions/index.js";
 import type { DocumentId, Value } from "../model/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import type { SyncBackend } from "../sync/index.js";
@@ -234,14 +234,14 @@ export class FileStore implements FileService {
     }
   }
 
-  /** The file's document at the node's frontier, or null; INVALID_ARGUMENT for an id of another table. */
+  /** The file's document at the node's frontier, or null; FILE_NOT_FOUND for an id of another table. */
   private async file(id: DocumentId): Promise<StoredFile | null> {
-    const { table } = this.options.runtime.catalog.tableOfId(id);
-    if (table.name !== STORAGE_TABLE) throw new CairnError("FILE_NOT_FOUND", `${String(id)} is not a stored file's id`, { details: { id } });
-    const { backend } = this.options;
-    const run = await backend.runQuery("_system:get", { id }, { identity: null, internal: true, readTs: backend.readTs });
-    if (run.outcome.kind === "failed") throw run.outcome.error;
-    return run.outcome.value as unknown as StoredFile | null;
+    try {
+      return this.options.runtime.storedFile(id);
+    } catch (error) {
+      if (hasErrorCode(error, "INVALID_ARGUMENT")) throw new CairnError("FILE_NOT_FOUND", `${String(id)} is not a stored file's id`, { cause: error, details: { id } });
+      throw error;
+    }
   }
 
   private checkSignature(params: URLSearchParams): void {
