@@ -118,7 +118,9 @@ describe("file storage", () => {
       expect(past.status).toBe(416);
       expect(past.headers.get("content-range")).toBe(`bytes */${size}`);
       // If-Range with another ETag: the whole file.
-      expect((await ranged("bytes=0-9", { "if-range": '"other"' })).status).toBe(200);
+      const whole = await ranged("bytes=0-9", { "if-range": '"other"' });
+      expect(whole.status).toBe(200);
+      expect((await whole.arrayBuffer()).byteLength).toBe(size);
       expect((await fetch(fileUrl, { headers: { "if-none-match": `"${sha256(bytes)}"` } })).status).toBe(304);
       const head = await fetch(fileUrl, { method: "HEAD" });
       expect(head.status).toBe(200);
