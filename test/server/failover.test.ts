@@ -25,6 +25,7 @@ import type { CairnClient } from "../../src/client/CairnClient.js";
 import type { functions } from "../sync/syncApp.js";
 import { startS3Endpoint, type S3Endpoint } from "../support/s3-endpoint/index.js";
 import { ServeProcess } from "./serveProcess.js";
+import { scenarioSteps } from "../support/scenarioSteps.js";
 
 const api = apiOf<typeof functions>();
 const ADMIN_KEY = "failover-test-admin-key";
@@ -78,28 +79,7 @@ async function health(node: ServeProcess): Promise<{ role: string; nodeId: strin
   return (await (await fetch(`${node.url}api/health`, { signal: AbortSignal.timeout(2_000) })).json()) as never;
 }
 
-const startedMs = Date.now();
-/** Logs how far the scenario got: a run that fails (or hangs on a slow machine) shows where. */
-function step(what: string): void {
-  console.log(`failover: ${what} (${Date.now() - startedMs} ms after the file started)`);
-}
-
-/** Waits for `predicate`, and logs when it held. */
-async function until(what: string, predicate: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await predicate()) {
-        step(what);
-        return;
-      }
-    } catch {
-      // A node that is frozen or restarting does not answer: ask again.
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const { step, until } = scenarioSteps("failover", 20);
 
 interface Write {
   readonly body: string;

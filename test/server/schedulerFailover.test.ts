@@ -24,6 +24,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startS3Endpoint, type S3Endpoint } from "../support/s3-endpoint/index.js";
 import { ServeProcess } from "./serveProcess.js";
+import { scenarioSteps } from "../support/scenarioSteps.js";
 
 const ADMIN_KEY = "scheduler-failover-test-admin-key";
 const FAST_LEASES = JSON.stringify({ leaseTtlMs: 3_000, heartbeatIntervalMs: 1_000 });
@@ -87,28 +88,7 @@ async function health(node: ServeProcess): Promise<{ role: string; nodeId: strin
   return (await (await fetch(`${node.url}api/health`, { signal: AbortSignal.timeout(2_000) })).json()) as never;
 }
 
-const startedMs = Date.now();
-/** Logs how far the scenario got: a run that fails (or hangs on a slow machine) shows where. */
-function step(what: string): void {
-  console.log(`scheduler failover: ${what} (${Date.now() - startedMs} ms after the file started)`);
-}
-
-/** Waits (polling every 100 ms, bounded against a hang) for `predicate`, and logs when it held. */
-async function until(what: string, predicate: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      if (await predicate()) {
-        step(what);
-        return;
-      }
-    } catch {
-      // A node that is frozen or being fenced may not answer: ask again.
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const { step, until } = scenarioSteps("scheduler failover", 100);
 
 interface MutationBatch {
   /** The tag passed to jobs:schedule; its jobs are tagged `${tag}:${i}`. */
