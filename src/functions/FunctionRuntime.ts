@@ -328,7 +328,7 @@ export class FunctionRuntime {
   }
 
   /** What shard `lane`'s scheduler runner needs of its jobs, from that shard's local copy. */
-  jobsOfShard(lane: number, options: { readonly nowMs: number; readonly limit: number; readonly finishedBeforeMs: number }): Promise<ShardJobs> {
+  jobsOfShard(lane: number, options: { readonly nowMs: number; readonly limit: number; readonly finishedBeforeMs: number; readonly upkeep?: boolean }): Promise<ShardJobs> {
     const shard = this.shards.shards[lane];
     if (shard === undefined) throw new CairnError("INVALID_ARGUMENT", `no shard ${lane} (the deployment has ${this.shards.shards.length})`);
     return readShardJobs(shard.local, shard.readTs, this.catalog, options);

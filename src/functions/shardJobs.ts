@@ -20,9 +20,9 @@ export interface ShardJobs {
   readonly due: ScheduledJob[];
   /** When the earliest pending job after `nowMs` is due (null: none is). */
   readonly nextDueMs: number | null;
-  /** Actions marked running (by this node or a writer before it), at most `limit`. */
+  /** Actions marked running (by this node or a writer before it), at most `limit`; only with `upkeep` (default). */
   readonly running: ScheduledJob[];
-  /** Finished jobs that ended before `finishedBeforeMs`, at most `limit`. */
+  /** Finished jobs that ended before `finishedBeforeMs`, at most `limit`; only with `upkeep`. */
   readonly expired: ScheduledJob[];
 }
 
@@ -30,7 +30,7 @@ export async function readShardJobs(
   local: LocalStore,
   readTs: number,
   catalog: Catalog,
-  options: { readonly nowMs: number; readonly limit: number; readonly finishedBeforeMs: number },
+  options: { readonly nowMs: number; readonly limit: number; readonly finishedBeforeMs: number; readonly upkeep?: boolean },
 ): Promise<ShardJobs> {
   const reads = new SnapshotReads([local], readTs, catalog, new ReadRecorder(), null);
   try {
@@ -40,8 +40,9 @@ export async function readShardJobs(
     const { nowMs, limit, finishedBeforeMs } = options;
     const due = jobs(await query().withIndex("by_due", (q) => q.eq("state.kind", "pending").lte("scheduledTime", nowMs)).take(limit));
     const next = await query().withIndex("by_due", (q) => q.eq("state.kind", "pending").gt("scheduledTime", nowMs)).first();
-    const running = jobs(await query().withIndex("by_due", (q) => q.eq("state.kind", "inProgress")).take(limit));
-    const expired = jobs(await query().withIndex("by_completion", (q) => q.gt("completedTime", null).lt("completedTime", finishedBeforeMs)).take(limit));
+    const upkeep = options.upkeep ?? true;
+    const running = upkeep ? jobs(await query().withIndex("by_due", (q) => q.eq("state.kind", "inProgress")).take(limit)) : [];
+    const expired = upkeep ? jobs(await query().withIndex("by_completion", (q) => q.gt("completedTime", null).lt("completedTime", finishedBeforeMs)).take(Math.min(limit, 1_000))) : [];
     return { due, nextDueMs: next === null ? null : jobOf(next).scheduledTime, running, expired };
   } finally {
     reads.finish();

@@ -218,7 +218,7 @@ export class FileStore implements FileService {
     }
     for await (const part of this.bytes(file, start, end)) {
       if (response.destroyed) return;
-      if (!response.write(part)) await new Promise<void>((resolve) => response.once("drain", resolve).once("close", resolve));
+      if (!response.write(part)) await drained(response);
     }
     response.end();
   }
@@ -283,6 +283,19 @@ export async function fileUploadSecret(store: ObjectStore, random: Random): Prom
       if (!isCasConflict(error) && !hasErrorCode(error, "CAS_CONFLICT")) throw error;
     }
   }
+}
+
+/** Resolves once `response` drains or closes, leaving no listener behind. */
+function drained(response: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      response.off("drain", done);
+      response.off("close", done);
+      resolve();
+    };
+    response.on("drain", done);
+    response.on("close", done);
+  });
 }
 
 function tooLarge(size: number, limit: number): CairnError {

@@ -93,6 +93,10 @@ class ShardLoop {
   private loop: Promise<void> | null = null;
   cronsInstalled = false;
   private lastErrorLogMs = Number.NEGATIVE_INFINITY;
+  /** When running actions and expired jobs were last looked for (monotonic). */
+  private lastUpkeepMs = Number.NEGATIVE_INFINITY;
+  /** The last look found more due than it had slots for. */
+  private moreDue = false;
 
   constructor(
     private readonly shard: number,
@@ -153,7 +157,17 @@ class ShardLoop {
     }
     const nowMs = clock.nowMs();
     const free = SCHEDULED_JOBS_RUNNING_MAX - this.running.size;
-    const jobs = await runtime.jobsOfShard(this.shard, { nowMs, limit: SCHEDULED_JOBS_RUNNING_MAX * 2, finishedBeforeMs: nowMs - SCHEDULED_JOBS_KEPT_MS });
+    // The jobs running here are still pending until their commits land: read past them
+    // (and past those waiting to be tried again). Running actions and expired jobs are
+    // looked for once per poll, not at every refill.
+    const upkeep = clock.monotonicMs() - this.lastUpkeepMs >= SCHEDULER_POLL_MS;
+    if (upkeep) this.lastUpkeepMs = clock.monotonicMs();
+    const jobs = await runtime.jobsOfShard(this.shard, {
+      nowMs,
+      limit: this.running.size + this.retryAtMs.size + free,
+      finishedBeforeMs: nowMs - SCHEDULED_JOBS_KEPT_MS,
+      upkeep,
+    });
     let started = 0;
     let nextMs = jobs.nextDueMs ?? Number.POSITIVE_INFINITY;
     for (const job of jobs.due) {
@@ -172,8 +186,9 @@ class ShardLoop {
       this.track(job._id, this.finish(job, { kind: "failed", error: "the node running this action stopped before it finished; it ran at most once and is not run again" }));
     }
     if (jobs.expired.length > 0) await this.deleteExpired(jobs.expired, nowMs);
-    // More due than we could start: look again as soon as a slot frees (track wakes us).
-    if (started >= free && jobs.due.length > started) return SCHEDULER_POLL_MS;
+    // More due than we could start: look again once half the slots are free (track wakes us).
+    this.moreDue = started >= free;
+    if (this.moreDue) return SCHEDULER_POLL_MS;
     return Math.min(SCHEDULER_POLL_MS, nextMs - clock.nowMs());
   }
 
@@ -182,7 +197,9 @@ class ShardLoop {
       .catch((error: unknown) => this.logError(`job ${id}: ${(error as Error)?.message ?? String(error)}`))
       .finally(() => {
         this.running.delete(id);
-        this.wake();
+        // Refilled in halves: a look per finished job would read the due range once per job.
+        if (this.moreDue && this.running.size <= SCHEDULED_JOBS_RUNNING_MAX / 2) this.wake();
+        else if (this.running.size === 0) this.wake();
       });
     this.running.set(id, tracked);
   }
