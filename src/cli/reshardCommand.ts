@@ -51,7 +51,8 @@ export async function reshardCommand(options: ReshardCommandOptions): Promise<vo
       say(`the deployment already has ${report.toShards} shard(s): nothing to do${report.objectsDeleted > 0 ? ` (deleted ${report.objectsDeleted} leftover object(s))` : ""}`);
       return;
     }
-    if (bar.movesNothing) {
+    // Nothing moved, as planned, unless scheduled jobs went to their lanes: then the lanes are shown.
+    if (bar.movesNothing && report.lanes.every((lane, shard) => shard === 0 || lane.documents === 0)) {
       say(
         `resharded ${report.fromShards} → ${report.toShards} shard(s): nothing moved: no table has a shard key, so all ${report.documents} document(s) stay on shard 0 ` +
           `(layout generation ${report.generation}); deleted ${report.objectsDeleted} object(s) of the old layout`,
@@ -126,7 +127,7 @@ class ProgressBar {
     switch (progress.phase) {
       case "lock":
         this.event(`reshard: lock taken; writing layout generation ${progress.generation}`);
-        if (this.movesNothing) this.event("reshard: no table has a shard key: every document stays on shard 0 and nothing moves between shards; the new shards start empty");
+        if (this.movesNothing) this.event("reshard: no table of the app has a shard key: its documents stay on shard 0 and nothing of them moves between shards; the new shards start empty (but for jobs scheduled by mutations with shardBy, which follow their lane)");
         return;
       case "read":
         this.documentsRead += progress.documents;

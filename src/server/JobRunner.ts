@@ -302,9 +302,10 @@ class ShardLoop {
   }
 
   private async installCrons(): Promise<void> {
-    const { runtime, backend, log } = this.options;
+    const { runtime, log } = this.options;
     const crons = runtime.app.crons.map((cron) => ({ name: cron.name, path: cron.path, args: cron.args, schedule: cron.schedule as unknown as Value }));
-    const run = await backend.runMutation("_system:syncCrons", { crons }, { identity: null, internal: true });
+    // On the runtime itself (this node writes shard 0): Cairn's upkeep, not a call to count among the node's mutations.
+    const run = await runtime.runMutation("_system:syncCrons", { crons }, { internal: true });
     this.cronsInstalled = true;
     const report = run.value as { installed: string[]; kept: string[]; canceled: number; refused: { name: string; error: string }[] };
     if (report.installed.length > 0 || report.canceled > 0) log(`crons: ${report.installed.length} installed, ${report.kept.length} unchanged, ${report.canceled} tick(s) cancelled`);

@@ -36,7 +36,7 @@ describe("cairn reshard without shard keys", () => {
 
     const run = await runCairn(["reshard", "--store", bucket, "--to", "3"]);
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/no table has a shard key: every document stays on shard 0 and nothing moves between shards/);
+    expect(run.stderr).toMatch(/no table of the app has a shard key: its documents stay on shard 0 and nothing of them moves between shards/);
     expect(run.stderr).not.toMatch(/new shard [23]\/3/);
     expect(run.stdout).toMatch(new RegExp(`resharded 1 → 3 shard\\(s\\): nothing moved: no table has a shard key, so all ${NOTES} document\\(s\\) stay on shard 0`));
     expect(run.stdout).not.toMatch(/^shard \d+: 0 document/m);

@@ -240,7 +240,7 @@ describe("an admin", () => {
     expect(deployment.body.node).toMatchObject({ nodeId: "test-node", role: "writer" });
     expect(deployment.body.shards[0]).toMatchObject({ shard: 0, writer: "test-node" });
     expect(deployment.body.store.costPerHour.requestsUsd).toBeGreaterThanOrEqual(0);
-    expect(deployment.body.schema.tables.map((table: { name: string }) => table.name)).toEqual(["notes", "counters"]);
+    expect(deployment.body.schema.tables.map((table: { name: string }) => table.name)).toEqual(["notes", "counters", "_scheduled_functions", "_storage"]);
     const metrics = await get(node.url, "/api/admin/metrics");
     expect(metrics.body.intervalMs).toBeGreaterThan(0);
     expect(Array.isArray(metrics.body.points)).toBe(true);

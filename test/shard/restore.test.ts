@@ -223,7 +223,7 @@ describe.each(BUCKET_FACTORIES)("retention and restore on $name", (factory) => {
         if (atTs === undefined) expect(report.atTs).toBeGreaterThanOrEqual(stamps.at(-1)!);
         const manifest = JSON.parse(readFileSync(join(folder, "cairn-export.json"), "utf8"));
         expect(manifest).toMatchObject({ format: 1, atTs: report.atTs, numShards: SHARDS, tables: expected.length === 0 ? [] : [{ name: "notes", documents: expected.length }] });
-        expect(manifest.catalog.tables.map((table: { name: string }) => table.name)).toEqual(["notes"]);
+        expect(manifest.catalog.tables.map((table: { name: string }) => table.name)).toEqual(["notes", "_scheduled_functions", "_storage"]);
         const lines = expected.length === 0 ? [] : readFileSync(join(folder, "notes", "documents.jsonl"), "utf8").trimEnd().split("\n");
         const exported = lines.map((line) => JSON.parse(line) as Note & { _id: DocumentId; _creationTime: number });
         for (const document of exported) expect(typeof document._creationTime).toBe("number");
