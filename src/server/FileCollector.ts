@@ -1,5 +1,6 @@
-import { type Clock, FILE_GC_GRACE_MS, FILE_GC_INTERVAL_MS, CairnError } from "../base/index.js";
+import { type Clock, FILE_GC_GRACE_MS, FILE_GC_INTERVAL_MS, CairnError, type Random } from "../base/index.js";
 import { FILE_CHUNKS_PREFIX, type FunctionRuntime } from "../functions/index.js";
+import { globalsObject } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 
 export interface FileCollectorOptions {
@@ -8,6 +9,7 @@ export interface FileCollectorOptions {
   /** Whether this node writes shard 0 now: the collector runs there only (one per deployment). */
   readonly writesShardZero: () => boolean;
   readonly clock: Clock;
+  readonly random: Random;
   readonly log: (line: string) => void;
   /** How long chunks no file refers to are left (default FILE_GC_GRACE_MS). */
   readonly graceMs?: number;
@@ -41,6 +43,9 @@ export interface FileCollectorPass {
  * local copy of every shard; shard 0, where files live, is written here, so its copy
  * holds every acknowledged commit. What a pass saw is kept in memory: a new writer starts
  * the grace over (it only deletes later, never earlier).
+ *
+ * The grace is at least the deployment's retention window (globals): a restore in place
+ * to a moment when a file still existed finds its bytes.
  */
 export class FileCollector {
   /** Uploads seen unreferenced, with when they were first seen so. */
@@ -80,6 +85,9 @@ export class FileCollector {
       uploads.set(upload, keys);
     }
     const nowMs = clock.nowMs();
+    // History is restorable for the retention window: a file deleted inside it keeps its bytes as long.
+    const retentionMs = (await globalsObject(store, this.options.random).read())?.value.retentionMs ?? 0;
+    const graceMs = Math.max(this.graceMs, retentionMs);
     let deletedUploads = 0;
     let deletedChunks = 0;
     for (const [upload, keys] of uploads) {
@@ -93,7 +101,7 @@ export class FileCollector {
         this.unreferencedSinceMs.set(upload, nowMs);
         continue;
       }
-      if (nowMs - sinceMs < this.graceMs) continue;
+      if (nowMs - sinceMs < graceMs) continue;
       await store.deleteMany(keys);
       this.unreferencedSinceMs.delete(upload);
       deletedUploads++;

@@ -497,7 +497,7 @@ class CairnNode implements RunningNode {
     });
     runtime.useFiles(files);
     // Chunks of files nobody has any more, deleted by shard 0's writer after a grace (started with the node's other upkeep).
-    const fileCollector = new FileCollector({ store, runtime, writesShardZero: () => roles.role(0) === "writing", clock, log, uploadDurationMsMax, ...options.fileCollector });
+    const fileCollector = new FileCollector({ store, runtime, writesShardZero: () => roles.role(0) === "writing", clock, random: systemRandom, log, uploadDurationMsMax, ...options.fileCollector });
     const httpActions = new HttpActions({
       basePath: httpActionsPath,
       router: () => runtime.app.http,

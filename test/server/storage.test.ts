@@ -12,7 +12,8 @@
  *   allowed: each refused with its code, and no chunk is left in the bucket. A download of
  *   an id of another table or of no file is 404.
  * - Deletion: the URL answers 404 and getUrl null at once; the file collector deletes the
- *   chunks after its grace, and never a file that is still stored however many passes run.
+ *   chunks after its grace and the retention window, and never a file that is still
+ *   stored however many passes run.
  * - Any node: a replica takes an upload URL the writer made (one signing key per
  *   deployment, kept in the bucket) and commits through the writer; both serve the file.
  */
@@ -23,6 +24,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { FILE_CHUNK_BYTES } from "../../src/base/index.js";
+import { SeededRandom } from "../../src/base/random.js";
+import { globalsObject } from "../../src/manifest/index.js";
 import { App } from "../../src/functions/App.js";
 import * as storageApp from "./storageApp.js";
 import { startSyncAppNode, startTestNode } from "./serverHarness.js";
@@ -213,6 +216,15 @@ describe("file storage", () => {
       const deletedAtMs = Date.now();
       await value(url, "mutation", "files:remove", { id: dropped });
       expect(await value(url, "query", "files:url", { id: dropped })).toBeNull();
+      // The collector waits out the deployment's retention window too (7 days here: a
+      // restore may go back to when the file existed), however many passes run…
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      expect(chunksIn(directory)).toHaveLength(5);
+      // …and once the window is shorter than the grace, the grace decides.
+      await globalsObject(started.store, new SeededRandom(1)).update((current) => {
+        const { version: _version, nonce: _nonce, ...fields } = current!;
+        return { ...fields, retentionMs: 0 };
+      });
       await eventually(() => expect(chunksIn(directory)).toHaveLength(2));
       // Not before the grace.
       expect(Date.now() - deletedAtMs).toBeGreaterThanOrEqual(2_000);
