@@ -58,16 +58,23 @@ describe("a node serving a branch", () => {
     clock.advance(60_000);
     const renewal = (await BranchRenewal.start({ store: branch, clock, random: systemRandom, log: (line) => lines.push(line) }))!;
     expect(await expiresAt(), "renewed at start").toBe(clock.nowMs() + TTL_MS);
+    // The clock moves only once the loop sleeps again: moved before its next sleep began, the
+    // sleep would start from the moved time and the tick never come (a race the full suite's load hit).
+    const asleep = () => until("the renewal sleeps", async () => clock.pendingSleepers > 0);
     for (let tick = 0; tick < 3; tick++) {
+      await asleep();
       clock.advance(TTL_MS / 4);
       await until("renewed at the tick", async () => (await expiresAt()) === clock.nowMs() + TTL_MS);
     }
     expect(lines).toEqual([]);
 
     await parent.delete(bucketLayout.branchRegistration("served"));
+    await asleep();
     clock.advance(TTL_MS / 4);
     await until("the loss is logged", async () => lines.length > 0);
+    await asleep();
     clock.advance(TTL_MS / 4);
+    await asleep();
     clock.advance(TTL_MS / 4);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(lines).toHaveLength(1);
