@@ -6,7 +6,7 @@ import { MESSAGE_BYTES_MAX, NODE_SESSIONS_MAX, PING_INTERVAL_MS, CairnError, eve
 import { CLOSE_CODES, closeReason, encodeMessage, errorPayload, type SessionConnection, type SyncHandler } from "../sync/index.js";
 import { PEER_ROUTES } from "../fleet/index.js";
 import { PeerSockets } from "./PeerSockets.js";
-import { pingSockets } from "./pingSockets.js";
+import { aliveNow, pingSockets } from "./pingSockets.js";
 import { sendError, type HttpApi } from "./HttpApi.js";
 import type { FileStore } from "./FileStore.js";
 import type { HttpActions } from "./HttpActions.js";
@@ -219,9 +219,10 @@ export class CairnServer {
       terminate: () => ws.terminate(),
     });
     this.missedPings.set(ws, 0);
-    ws.on("pong", () => this.missedPings.set(ws, 0));
+    ws.on("pong", () => aliveNow(this.missedPings, ws));
     ws.on("message", (data, isBinary) =>
       this.guarded(ws, connection, () => {
+        aliveNow(this.missedPings, ws);
         if (isBinary) {
           const error = new CairnError("PROTOCOL_INVALID", "frames must be text (JSON), not binary");
           ws.send(encodeMessage({ type: "ProtocolError", error: errorPayload(error) }));

@@ -4,7 +4,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { CairnError, type Clock, ConditionWaiters, hasErrorCode, MESSAGE_BYTES_MAX } from "../base/index.js";
 import { PEER_SOCKET_CALLS_MAX, forwardFrameSchema, type ForwardAnswerFrame } from "../fleet/index.js";
 import { errorAnswer, type HttpApi } from "./HttpApi.js";
-import { pingSockets } from "./pingSockets.js";
+import { aliveNow, pingSockets } from "./pingSockets.js";
 
 export interface PeerSocketsOptions {
   /** Runs each forwarded mutation as its HTTP route would, and says whether an upgrade carries the admin key. */
@@ -83,13 +83,14 @@ export class PeerSockets {
     let running = 0;
     this.missedPings.set(ws, 0);
     ws.on("error", (error) => this.options.log(`peer socket error: ${error.message}`));
-    ws.on("pong", () => this.missedPings.set(ws, 0));
+    ws.on("pong", () => aliveNow(this.missedPings, ws));
     ws.on("close", () => this.missedPings.delete(ws));
     const refuse = (why: string) => {
       this.options.log(`peer socket closed: ${why}`);
       ws.close(POLICY_VIOLATION, "not a peer frame");
     };
     ws.on("message", (data, isBinary) => {
+      aliveNow(this.missedPings, ws);
       const parsed = isBinary ? undefined : parseJson(data.toString());
       if (typeof parsed === "object" && parsed !== null && "hints" in parsed) {
         try {

@@ -228,7 +228,7 @@ describe("the server", () => {
     expect(text).toMatch(/^cairn_sync_dropped_frames_total 0$/m);
   });
 
-  it("reaps a connection that stops answering pings, and answers a binary frame with a typed error", async () => {
+  it("reaps a connection that stops answering pings and sending, keeps one that sends, and answers a binary frame with a typed error", async () => {
     const server = await node({ pingIntervalMs: 20 });
     const binary = await SocketClient.open(server.url);
     cleanups.push(async () => binary.close());
@@ -239,6 +239,18 @@ describe("the server", () => {
     await silent.whenClosed();
     expect(silent.closed?.code).toBe(4408);
     await eventually(() => server.handler.sessionCount === 1);
+    // Any frame is a sign of life: a client that answers no ping but keeps sending stays,
+    // over many more ping rounds than a silent one lasts; once it stops sending, it is reaped.
+    const busy = await SocketClient.open(server.url, { autoPong: false });
+    cleanups.push(async () => busy.close());
+    busy.write({ type: "Connect", sessionId: "busy" });
+    for (let frame = 0; frame < 30; frame++) {
+      busy.write({ type: "ModifyQuerySet", baseVersion: frame, newVersion: frame + 1, add: [], remove: [] });
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(busy.closed).toBeNull();
+    await busy.whenClosed();
+    expect(busy.closed?.code).toBe(4408);
   });
 
   it("stops gracefully: running requests finish, then every session gets SERVER_STOPPING and close 1001", async () => {
