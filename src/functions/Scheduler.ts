@@ -3,7 +3,7 @@ import { parseDocumentId, routeOfId, type DocumentId, type Value, type ValueObje
 import type { App } from "./App.js";
 import type { Catalog } from "./catalog.js";
 import type { DatabaseWriter } from "./Database.js";
-import { finishedJob, jobOf, nextTickMs, SCHEDULED_FUNCTIONS_TABLE, type CronSchedule, type JobState, type ScheduledJob } from "./scheduledFunctions.js";
+import { finishedJob, jobFields, jobOf, nextTickMs, SCHEDULED_FUNCTIONS_TABLE, type CronSchedule, type JobState, type ScheduledJob } from "./scheduledFunctions.js";
 import { validateWith } from "./validate.js";
 
 /**
@@ -100,7 +100,7 @@ export class MutationScheduler implements Scheduler {
 
   /** Marks an action's job running (`startedTime` now), in this run's commit. */
   recordStart(job: ScheduledJob): void {
-    this.db.replaceSystem(job._id, { ...finishedJob(job, { kind: "inProgress", startedTime: this.nowMs }, this.nowMs), completedTime: undefined } as unknown as ValueObject);
+    this.db.replaceSystem(job._id, { ...jobFields(job), state: { kind: "inProgress", startedTime: this.nowMs } } as unknown as ValueObject);
   }
 }
 
