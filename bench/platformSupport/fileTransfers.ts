@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { Agent, request as httpRequest, type ClientRequest, type IncomingMessage } from "node:http";
+import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
 import { performance } from "node:perf_hooks";
 import { SeededRandom, randomInt } from "../../src/base/random.js";
 import { CairnError } from "../../src/base/errors.js";
@@ -7,6 +7,7 @@ import { round, summarizeLatencies, type LatencySummary } from "../kit/LatencySu
 import { peakRssBytes, resetPeakRss, watchPeakRss } from "../kit/peakRss.js";
 import type { Progress } from "../kit/progress.js";
 import type { PlatformNode } from "./PlatformNode.js";
+import { drained } from "../../src/base/index.js";
 
 const MIB = 2 ** 20;
 /** The files are this piece of random bytes over and over (the last one cut): no side ever holds a whole file. */
@@ -144,7 +145,7 @@ function uploadFile(agent: Agent, url: string, piece: Buffer, size: number): Pro
     void (async () => {
       for (let offset = 0; offset < size; offset += piece.byteLength) {
         if (request.destroyed) return;
-        if (!request.write(piece.subarray(0, Math.min(piece.byteLength, size - offset)))) await drainedOrClosed(request);
+        if (!request.write(piece.subarray(0, Math.min(piece.byteLength, size - offset)))) await drained(request);
       }
       request.end();
     })();
@@ -192,19 +193,6 @@ function matches(piece: Buffer, offset: number, chunk: Buffer): boolean {
     at += length;
   }
   return true;
-}
-
-/** Until the request can take more, or is gone (each listener removed once either happened). */
-function drainedOrClosed(request: ClientRequest): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      request.off("drain", done);
-      request.off("close", done);
-      resolve();
-    };
-    request.on("drain", done);
-    request.on("close", done);
-  });
 }
 
 function readAll(response: IncomingMessage): Promise<string> {

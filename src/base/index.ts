@@ -6,6 +6,7 @@ export { ConditionWaiters } from "./ConditionWaiters.js";
 export { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "./embeddedDeployment.js";
 export { SortedMap } from "./SortedMap.js";
 export { every, ManualClock, systemClock, type Clock, type Timer } from "./clock.js";
+export { drained } from "./drained.js";
 export { repeatEvery } from "./repeatEvery.js";
 export {
   assert,

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import {
   type Clock,
   CairnError,
+  drained,
   FILE_CHUNK_BYTES,
   hasErrorCode,
   isCasConflict,
@@ -283,19 +284,6 @@ export async function fileUploadSecret(store: ObjectStore, random: Random): Prom
       if (!isCasConflict(error) && !hasErrorCode(error, "CAS_CONFLICT")) throw error;
     }
   }
-}
-
-/** Resolves once `response` drains or closes, leaving no listener behind. */
-function drained(response: ServerResponse): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      response.off("drain", done);
-      response.off("close", done);
-      resolve();
-    };
-    response.on("drain", done);
-    response.on("close", done);
-  });
 }
 
 function tooLarge(size: number, limit: number): CairnError {

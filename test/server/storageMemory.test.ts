@@ -20,12 +20,13 @@
  */
 import { createCipheriv, createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { get as httpGet, request as httpRequest, type ClientRequest } from "node:http";
+import { get as httpGet, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FILE_CHUNK_BYTES } from "../../src/base/index.js";
 import { ServeProcess } from "./serveProcess.js";
+import { drained } from "../../src/base/index.js";
 
 const MIB = 1024 * 1024;
 const FILE_BYTES = 256 * MIB;
@@ -115,18 +116,6 @@ async function mutation(url: string, path: string, args: Record<string, unknown>
   return body.value;
 }
 
-/** Until the request can take more, or is gone. */
-function drained(request: ClientRequest): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      request.off("drain", done);
-      request.off("close", done);
-      resolve();
-    };
-    request.on("drain", done);
-    request.on("close", done);
-  });
-}
 
 /** POSTs the file's first `size` bytes, piece by piece with backpressure, hashing what it sends. */
 function uploadStreamed(uploadUrl: string, size: number): Promise<{ status: number; body: { storageId?: string }; sha256: string }> {
