@@ -1,5 +1,5 @@
 import { CairnError, MUTATION_DOCUMENTS_MAX } from "../base/index.js";
-import { bytesEqual, compareBytes, type DocumentId } from "../model/index.js";
+import { bytesEqual, compareBytes, keyString, type DocumentId } from "../model/index.js";
 import type { DocumentWrite, IndexWrite, PendingStamp } from "../shard/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
 import { encodeDocument, indexKeyOf, indexKeysOf, type DocumentObject } from "./documents.js";
@@ -85,10 +85,10 @@ export class PendingWrites {
           // Several keys per document: the terms that left and the ones that came.
           const oldKeys = pending.before === null ? [] : indexKeysOf(index, pending.before.document);
           const newKeys = pending.after === null ? [] : indexKeysOf(index, pending.after);
-          const kept = new Set(oldKeys.map((key) => Buffer.from(key).toString("latin1")));
-          const added = new Set(newKeys.map((key) => Buffer.from(key).toString("latin1")));
-          for (const key of oldKeys) if (!added.has(Buffer.from(key).toString("latin1"))) indexWrites.push({ indexId: index.id, key, docId: null });
-          for (const key of newKeys) if (!kept.has(Buffer.from(key).toString("latin1"))) indexWrites.push({ indexId: index.id, key, docId: id });
+          const kept = new Set(oldKeys.map(keyString));
+          const added = new Set(newKeys.map(keyString));
+          for (const key of oldKeys) if (!added.has(keyString(key))) indexWrites.push({ indexId: index.id, key, docId: null });
+          for (const key of newKeys) if (!kept.has(keyString(key))) indexWrites.push({ indexId: index.id, key, docId: id });
           continue;
         }
         const oldKey = pending.before === null ? null : indexKeyOf(index, pending.before.document);

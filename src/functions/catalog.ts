@@ -78,29 +78,7 @@ export class Catalog {
       const indexes = new Map<string, IndexInfo>();
       for (const index of entry.indexes) {
         // Being dropped: no longer the app's, written by nothing, deleted by its shards' writers (dropRemoved).
-        if (index.state === "dropping") continue;
-        const byId = index.name === "by_id";
-        if (index.kind === "search") {
-          const filterFields = index.fields.slice(0, -1);
-          indexes.set(index.name, {
-            name: index.name,
-            id: index.id,
-            fields: index.fields,
-            keyFields: ["(term)", ...filterFields, "(frequency)", "_id"],
-            kind: "search",
-            search: { searchField: index.fields.at(-1)!, filterFields },
-            state: index.state as "ready" | "backfilling",
-          });
-          continue;
-        }
-        indexes.set(index.name, {
-          name: index.name,
-          id: index.id,
-          fields: index.fields,
-          keyFields: byId ? ["_id"] : [...index.fields, "_creationTime", "_id"],
-          kind: byId ? "documents" : "entries",
-          state: index.state as "ready" | "backfilling",
-        });
+        if (index.state !== "dropping") indexes.set(index.name, indexInfoOf(index));
       }
       tables.push({
         name,
@@ -377,6 +355,32 @@ function sameWithoutFingerprints(planned: Pick<SchemaCatalog, "tables" | "nextTa
   const strip = (catalog: Pick<SchemaCatalog, "tables" | "nextTableNumber" | "nextIndexId">) =>
     JSON.stringify({ next: [catalog.nextTableNumber, catalog.nextIndexId], tables: [...catalog.tables].sort((left, right) => left.number - right.number).map(({ validator: _validator, ...table }) => table) });
   return strip(planned) === strip(stored);
+}
+
+/** A stored index as the runtime uses it (how its keys are made); a "dropping" one reads as ready (dropRemoved reads its keys). */
+export function indexInfoOf(index: CatalogIndex): IndexInfo {
+  const state = index.state === "backfilling" ? "backfilling" : "ready";
+  if (index.kind === "search") {
+    const filterFields = index.fields.slice(0, -1);
+    return {
+      name: index.name,
+      id: index.id,
+      fields: index.fields,
+      keyFields: ["(term)", ...filterFields, "(frequency)", "_id"],
+      kind: "search",
+      search: { searchField: index.fields.at(-1)!, filterFields },
+      state,
+    };
+  }
+  const byId = index.name === "by_id";
+  return {
+    name: index.name,
+    id: index.id,
+    fields: index.fields,
+    keyFields: byId ? ["_id"] : [...index.fields, "_creationTime", "_id"],
+    kind: byId ? "documents" : "entries",
+    state,
+  };
 }
 
 /** SHA-256 of a table's field validators as JSON Schema (what a change of them is recognized by; a refine's code is not in it). */

@@ -3,7 +3,7 @@ import { indexRange, successorKey, type DocumentId } from "../model/index.js";
 import { schemaCatalogObject, type CatalogIndex, type CatalogTable, type SchemaCatalog } from "../manifest/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import type { DocumentWrite, IndexWrite, WriteUnit } from "../shard/index.js";
-import type { IndexInfo } from "./catalog.js";
+import { indexInfoOf } from "./catalog.js";
 import { decodeDocument, indexKeysOf } from "./documents.js";
 import type { ShardAccess } from "./FunctionRuntime.js";
 
@@ -60,7 +60,7 @@ export async function dropRemoved(options: DropOptions): Promise<string[]> {
       const what = `index ${table.name}.${index.name}`;
       for (const shard of own) {
         if ((index.droppedShards ?? []).includes(shard)) continue;
-        await dropIndexShard(options.shards[shard]!, index, what, (rows) => options.onProgress?.({ what, rows }));
+        await dropIndexShard(options.shards[shard]!, index, (rows) => options.onProgress?.({ what, rows }));
         if (await markDropped(options, { index: index.id }, shard)) gone.push(what);
       }
     }
@@ -69,7 +69,7 @@ export async function dropRemoved(options: DropOptions): Promise<string[]> {
 }
 
 /** Deletes every entry of `index` on one shard. */
-async function dropIndexShard(shard: ShardAccess, index: CatalogIndex, what: string, progress: (rows: number) => void): Promise<void> {
+async function dropIndexShard(shard: ShardAccess, index: CatalogIndex, progress: (rows: number) => void): Promise<void> {
   let { start } = indexRange(index.id, { equal: [] });
   const { end } = indexRange(index.id, { equal: [] });
   let rows = 0;
@@ -78,7 +78,7 @@ async function dropIndexShard(shard: ShardAccess, index: CatalogIndex, what: str
     const entries = shard.local.indexScan(index.id, { start, end }, readTs, "asc", INDEX_BACKFILL_BATCH_DOCUMENTS);
     if (entries.length === 0) return;
     const indexWrites: IndexWrite[] = entries.map((entry) => ({ indexId: index.id, key: entry.key, docId: null }));
-    await commitRetrying(shard, { readTs, documents: [], indexWrites, readSet: {} }, what);
+    await commitOrRescan(shard, { readTs, documents: [], indexWrites, readSet: {} });
     rows += entries.length;
     progress(rows);
     start = successorKey(entries.at(-1)!.key);
@@ -101,14 +101,14 @@ async function dropTableShard(shard: ShardAccess, table: CatalogTable, progress:
       const document = decodeDocument(row.id, row.value);
       for (const index of indexes) for (const key of indexKeysOf(index, document)) indexWrites.push({ indexId: index.id, key, docId: null });
     }
-    await commitRetrying(shard, { readTs, documents, indexWrites, readSet: { documents: found.map((row) => row.id as DocumentId) } }, `table ${table.name}`);
+    await commitOrRescan(shard, { readTs, documents, indexWrites, readSet: { documents: found.map((row) => row.id as DocumentId) } });
     rows += found.length;
     progress(rows);
   }
 }
 
 /** Commits one batch; a conflict (a document written since the scan, by an older app on another node) only makes the caller scan again. */
-async function commitRetrying(shard: ShardAccess, unit: WriteUnit, _what: string): Promise<void> {
+async function commitOrRescan(shard: ShardAccess, unit: WriteUnit): Promise<void> {
   try {
     await shard.commit(unit);
   } catch (error) {
@@ -153,13 +153,4 @@ async function markDropped(options: DropOptions, target: { readonly table: numbe
     return { ...fields, tables };
   });
   return gone;
-}
-
-/** What indexKeysOf needs of a stored index (the catalog's own binding, without a schema). */
-function indexInfoOf(index: CatalogIndex): IndexInfo {
-  if (index.kind === "search") {
-    const filterFields = index.fields.slice(0, -1);
-    return { name: index.name, id: index.id, fields: index.fields, keyFields: [], kind: "search", search: { searchField: index.fields.at(-1)!, filterFields }, state: "ready" };
-  }
-  return { name: index.name, id: index.id, fields: index.fields, keyFields: [...index.fields, "_creationTime", "_id"], kind: "entries", state: "ready" };
 }

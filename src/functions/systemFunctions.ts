@@ -123,8 +123,8 @@ const onDocumentsShard: ShardBy = {
 
 // ---- the scheduler's (Scheduler.ts, server/JobRunner) ---------------------------------
 
-/** A job's (or a stored file's) own shard: the route its id carries. */
-const onJobsShard: ShardBy = {
+/** A job's or a stored file's own shard (a table routed by id): the route its id carries. */
+const onIdsShard: ShardBy = {
   kind: "route",
   of: (args) => {
     const { id, ids } = args as { id?: unknown; ids?: unknown[] };
@@ -284,13 +284,13 @@ const storeFile = internalMutation({
 
 const SYSTEM_FUNCTIONS: ReadonlyMap<string, AnyFunction> = new Map<string, AnyFunction>([
   [`${SYSTEM_MODULE}:fileMetadata`, fileMetadata as AnyFunction],
-  [`${SYSTEM_MODULE}:deleteFile`, { ...(deleteFile as AnyFunction), shardBy: onJobsShard }],
+  [`${SYSTEM_MODULE}:deleteFile`, { ...(deleteFile as AnyFunction), shardBy: onIdsShard }],
   [`${SYSTEM_MODULE}:storeFile`, storeFile as AnyFunction],
   [`${SYSTEM_MODULE}:scheduleJob`, scheduleJob as AnyFunction],
-  [`${SYSTEM_MODULE}:cancelJob`, { ...(cancelJob as AnyFunction), shardBy: onJobsShard }],
-  [`${SYSTEM_MODULE}:startJob`, { ...(startJob as AnyFunction), shardBy: onJobsShard }],
-  [`${SYSTEM_MODULE}:finishJob`, { ...(finishJob as AnyFunction), shardBy: onJobsShard }],
-  [`${SYSTEM_MODULE}:deleteJobs`, { ...(deleteJobs as AnyFunction), shardBy: onJobsShard }],
+  [`${SYSTEM_MODULE}:cancelJob`, { ...(cancelJob as AnyFunction), shardBy: onIdsShard }],
+  [`${SYSTEM_MODULE}:startJob`, { ...(startJob as AnyFunction), shardBy: onIdsShard }],
+  [`${SYSTEM_MODULE}:finishJob`, { ...(finishJob as AnyFunction), shardBy: onIdsShard }],
+  [`${SYSTEM_MODULE}:deleteJobs`, { ...(deleteJobs as AnyFunction), shardBy: onIdsShard }],
   [`${SYSTEM_MODULE}:syncCrons`, syncCrons as AnyFunction],
   [`${SYSTEM_MODULE}:page`, page as AnyFunction],
   [`${SYSTEM_MODULE}:get`, get as AnyFunction],

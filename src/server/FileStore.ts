@@ -142,14 +142,17 @@ export class FileStore implements FileService {
     let chunk = buffer;
     let filled = 0;
     let total = 0;
+    const durationMsMax = this.options.uploadDurationMsMax ?? UPLOAD_DURATION_MS_MAX;
+    const inTime = () => {
+      if (clock.monotonicMs() - startedMs > durationMsMax) {
+        throw new CairnError("UPLOAD_INVALID", `the upload took longer than ${durationMsMax / 1000} s; nothing of it is kept`);
+      }
+    };
     const flush = async () => {
       const key = fileChunkKey(upload, written.length);
       written.push(key);
       await store.create(key, chunk.subarray(0, filled));
-      const durationMsMax = this.options.uploadDurationMsMax ?? UPLOAD_DURATION_MS_MAX;
-      if (clock.monotonicMs() - startedMs > durationMsMax) {
-        throw new CairnError("UPLOAD_INVALID", `the upload took longer than ${durationMsMax / 1000} s; nothing of it is kept`);
-      }
+      inTime();
       // Every chunk but the last is FILE_CHUNK_BYTES: a download finds byte n in chunk n / FILE_CHUNK_BYTES.
       chunk = buffer.subarray(0, Math.min(FILE_CHUNK_BYTES, Math.max(size - written.length * FILE_CHUNK_BYTES, 1)));
       filled = 0;
@@ -176,9 +179,8 @@ export class FileStore implements FileService {
       }
       if (total !== size) throw new CairnError("UPLOAD_INVALID", `the body has ${total} bytes, not its declared ${size}; nothing of it is kept`);
       if (filled > 0 || written.length === 0) await flush();
-      else if (clock.monotonicMs() - startedMs > (this.options.uploadDurationMsMax ?? UPLOAD_DURATION_MS_MAX)) {
-        throw new CairnError("UPLOAD_INVALID", "the upload took too long; nothing of it is kept");
-      }
+      // Once more before the commit: the body may have ended long after the last full chunk.
+      inTime();
       const file = { sha256: hash.digest("hex"), size, upload, chunkBytes: FILE_CHUNK_BYTES, ...(contentType !== null ? { contentType } : {}) };
       const run = await this.options.backend.runMutation("_system:storeFile", file as unknown as Value, { identity: null, internal: true });
       return run.value as DocumentId;
