@@ -430,6 +430,27 @@ export const PINGS_MISSED_MAX = 2;
 export const SYNC_RECENT_COMMITS_MAX = 4_096;
 export const SYNC_RECENT_KEYS_MAX = 50_000;
 /**
+ * Recent commits' written documents the sync handler keeps, to move diffable
+ * subscriptions (issue 30) from their result's ts to a commit's without running them: a
+ * subscription whose window reaches past what is kept runs again (a spare run, never a
+ * wrong diff). Bounded by revisions and by their text (UTF-16, estimated).
+ */
+export const SYNC_RECENT_REVISIONS_MAX = 50_000;
+export const SYNC_RECENT_REVISIONS_BYTES_MAX = 32 * 1024 * 1024;
+/**
+ * A closed session's subscriptions stay registered this long, so that its client,
+ * reconnecting with the session's id, is answered QueryUnchanged for what no commit
+ * touched since (issue 30, resume) instead of a run each. At most this many sessions and
+ * queries and this much heap (read ranges and digests, estimated) are kept, the oldest
+ * dropped first: a dropped registration costs runs, never a wrong answer.
+ */
+export const SYNC_RESUME_TTL_MS = 60_000;
+export const SYNC_RESUME_SESSIONS_MAX = 10_000;
+export const SYNC_RESUME_QUERIES_MAX = 200_000;
+export const SYNC_RESUME_BYTES_MAX = 64 * 1024 * 1024;
+/** Changes one QueryDiff may carry; a commit that changes more rows of a result sends it whole. */
+export const SYNC_DIFF_CHANGES_MAX = 256;
+/**
  * Query results kept for sharing between sessions with the same subscription (same
  * path, args and identity) at the same timestamp: one run per commit, not per session.
  */

@@ -99,6 +99,10 @@ export class ClientState {
   private readonly onAuthLost: (error: CairnError) => void;
   private phase: Phase = "disconnected";
   private version: Version = { querySet: 0, ts: 0 };
+  /** The current connection's session id (null: none open). */
+  private sessionId: string | null = null;
+  /** The last session lost and the ts its results showed: Connect's `resume` (issue 30). */
+  private lostSession: { readonly sessionId: string; readonly sinceTs: number } | null = null;
   private maxObservedTs = 0;
   private nextRequestId = 1;
   private readonly queries = new QuerySet();
@@ -204,6 +208,9 @@ export class ClientState {
     if (this.phase === "closed") return;
     this.phase = "awaitingAck";
     this.version = { querySet: 0, ts: 0 };
+    const resume = this.lostSession;
+    this.lostSession = null;
+    this.sessionId = sessionId;
     this.outbox.send.push({
       type: "Connect",
       sessionId,
@@ -211,11 +218,16 @@ export class ClientState {
       held: this.mutations.held(),
       ackedThrough: this.mutations.ackedThrough(),
       maxObservedTs: this.maxObservedTs,
+      diffs: true,
+      ...(resume === null ? {} : { resume }),
     });
   }
 
   connectionLost(): void {
     if (this.phase === "closed") return;
+    // The session just lost, if it showed results: the next one asks the node to resume it.
+    this.lostSession = this.phase === "ready" && this.sessionId !== null && this.version.ts > 0 ? { sessionId: this.sessionId, sinceTs: this.version.ts } : null;
+    this.sessionId = null;
     this.phase = "disconnected";
     this.version = { querySet: 0, ts: 0 };
     this.mutations.connectionLost();
@@ -444,7 +456,7 @@ export class ClientState {
       this.outbox.resync = `a Transition from ${formatVersion(startVersion)} does not start at the client's ${formatVersion(this.version)}`;
       return;
     }
-    this.queries.apply(transition.modifications);
+    for (const query of this.queries.apply(transition.modifications)) this.outbox.send.push({ type: "ResetQuery", queryId: query.queryId });
     this.version = endVersion;
     this.observe(endVersion.ts);
     this.settleCovered(true);

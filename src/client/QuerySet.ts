@@ -6,6 +6,7 @@ import type { EncodedArgs } from "./encodeArgs.js";
 import { FRAME_OVERHEAD_BYTES, QUERY_ENTRY_OVERHEAD_BYTES } from "./limits.js";
 import type { QueryResult } from "./QueryResult.js";
 import { queryToken, type QueryToken } from "./QueryToken.js";
+import { applyDiff, heldRowsOf, type HeldRows } from "./DiffedRows.js";
 
 /**
  * The client's subscriptions and the server's results for them.
@@ -42,8 +43,10 @@ export interface Query {
   /** An upper bound of its entry's UTF-8 bytes in a ModifyQuerySet (3 bytes per UTF-16 unit). */
   readonly entryBytesMax: number;
   readonly subscriptions: Set<Subscription>;
-  /** The server's latest result and its hash; undefined until the first arrives. */
-  server: { readonly result: QueryResult; readonly hash: string } | undefined;
+  /** The server's latest result and its hash (and, for a diffable result, its rows); undefined until the first arrives. */
+  server: { readonly result: QueryResult; readonly hash: string; readonly rows?: HeldRows } | undefined;
+  /** A diff did not add up: a ResetQuery is out, and diffs are ignored until the whole result comes. */
+  resetPending: boolean;
 }
 
 export class QuerySet {
@@ -64,7 +67,7 @@ export class QuerySet {
         });
       }
       const entryBytesMax = (args.text.length + path.length) * 3 + QUERY_ENTRY_OVERHEAD_BYTES;
-      query = { queryId: this.nextQueryId++, token, path, args: args.json, entryBytesMax, subscriptions: new Set(), server: undefined };
+      query = { queryId: this.nextQueryId++, token, path, args: args.json, entryBytesMax, subscriptions: new Set(), server: undefined, resetPending: false };
       this.byToken.set(token, query);
       this.byId.set(query.queryId, query);
     }
@@ -123,12 +126,21 @@ export class QuerySet {
     return frames;
   }
 
-  /** Applies a Transition's modifications to the server results (unknown queryIds were removed here). */
-  apply(modifications: readonly QueryModification[]): void {
+  /**
+   * Applies a Transition's modifications to the server results (unknown queryIds were
+   * removed here). Returns the queries whose result must be asked for whole (ResetQuery):
+   * a diff that did not add up to its checksum, or came for a result held without rows.
+   */
+  apply(modifications: readonly QueryModification[]): Query[] {
+    const resets: Query[] = [];
     for (const modification of modifications) {
       const query = this.byId.get(modification.queryId);
-      if (query !== undefined) applyModification(query, modification);
+      if (query !== undefined && !applyModification(query, modification)) {
+        query.resetPending = true;
+        resets.push(query);
+      }
     }
+    return resets;
   }
 
   queries(): IterableIterator<Query> {
@@ -145,24 +157,45 @@ export class QuerySet {
 
 function subscribeEntry(query: Query): ModifyQuerySet["add"][number] {
   const entry = { queryId: query.queryId, path: query.path, args: query.args };
-  return query.server === undefined ? entry : { ...entry, resultHash: query.server.hash };
+  // A result whose diff did not add up is not named: the server sends it whole.
+  const suspect = query.resetPending;
+  query.resetPending = false;
+  return query.server === undefined || suspect ? entry : { ...entry, resultHash: query.server.hash };
 }
 
-function applyModification(query: Query, modification: QueryModification): void {
+/** Applies one modification; false when the query's result must be reset (a diff that does not apply). */
+function applyModification(query: Query, modification: QueryModification): boolean {
   switch (modification.type) {
-    case "QueryUpdated":
-      query.server = { result: decodedResult(modification.value), hash: modification.hash };
-      return;
+    case "QueryUpdated": {
+      query.resetPending = false;
+      if (modification.rows === undefined) {
+        query.server = { result: decodedResult(modification.value), hash: modification.hash };
+        return true;
+      }
+      const rows = heldRowsOf(modification.rows, modification.value, modification.hash);
+      // Rows that do not add up to the hash are kept as a plain result: shown, never diffed.
+      query.server = rows === null ? { result: decodedResult(modification.value), hash: modification.hash } : { result: decodedResult(modification.value), hash: modification.hash, rows };
+      return true;
+    }
+    case "QueryDiff": {
+      if (query.resetPending) return true;
+      const rows = query.server?.rows;
+      const applied = rows === undefined ? null : applyDiff(rows, modification);
+      if (applied === null) return false;
+      query.server = { result: { kind: "value", value: applied.value }, hash: modification.checksum, rows: applied.rows };
+      return true;
+    }
     case "QueryFailed":
+      query.resetPending = false;
       query.server = { result: { kind: "error", error: errorFromPayload(modification.error) }, hash: modification.hash };
-      return;
+      return true;
     case "QueryUnchanged":
-      // The server matched our hash: the result held stands. Without one there is nothing to keep.
-      if (query.server !== undefined) query.server = { result: query.server.result, hash: modification.hash };
-      return;
+      // The server matched our hash: the result held stands (with its rows). Without one there is nothing to keep.
+      if (query.server !== undefined) query.server = { ...query.server, hash: modification.hash };
+      return true;
     case "QueryRemoved":
       query.server = undefined;
-      return;
+      return true;
   }
 }
 

@@ -14,6 +14,7 @@ import type { Catalog, TableInfo } from "./catalog.js";
 import type { DocumentObject } from "./documents.js";
 import type { PendingDocument, PendingWrites } from "./PendingWrites.js";
 import { QueryChain } from "./QueryChain.js";
+import { documentCapture } from "./DiffableRead.js";
 import type { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
 import { checkImportedDocument } from "./importedDocument.js";
@@ -37,7 +38,10 @@ export class DatabaseReader {
   }
 
   async get(id: DocumentId): Promise<DocumentObject | null> {
-    return this.reads.document(id).document;
+    const { table, document } = this.reads.document(id);
+    const guard = this.reads.guard;
+    // Null is never guarded (ResultGuard): a handler's null test is a look no trap sees.
+    return guard === null || document === null ? document : guard.wrap(document, documentCapture(table, document));
   }
 
   query(tableName: string): QueryChain {

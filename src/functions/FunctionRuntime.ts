@@ -23,6 +23,8 @@ import type { Catalog } from "./catalog.js";
 import { DatabaseReader, DatabaseWriter } from "./Database.js";
 import { PendingWrites } from "./PendingWrites.js";
 import { ReadRecorder } from "./ReadRecorder.js";
+import { ResultGuard } from "./ResultGuard.js";
+import type { DiffableResult } from "./DiffableRead.js";
 import type { AnyFunction, Auth, UserIdentity } from "./registration.js";
 import { SnapshotReads } from "./SnapshotReads.js";
 import { validateWith } from "./validate.js";
@@ -158,6 +160,11 @@ export interface CallOptions {
 export interface QueryCallOptions extends CallOptions {
   /** Read at this ts instead of the shard's current readTs (a subscription's consistent ts). */
   readonly readTs?: number;
+  /**
+   * Note whether the result is one read's rows returned unchanged (ResultGuard), and if
+   * so return it as a DiffableResult: a subscription of a session that takes diffs.
+   */
+  readonly describe?: boolean;
 }
 
 export interface MutationCallOptions extends CallOptions {
@@ -197,6 +204,8 @@ export interface RecordedQueryRun {
   /** What the run read, up to where it failed. */
   readonly readRanges: KeyRange[];
   readonly readTs: number;
+  /** With `describe`: the result as a diffable one, when it provably is (null: it is not, or the run failed). */
+  readonly diffable?: DiffableResult | null;
 }
 
 export interface MutationRun {
@@ -434,11 +443,13 @@ export class FunctionRuntime {
       const fn = this.app.lookup(path, "query", { internal: options.internal === true });
       const checkedArgs = this.validateArgs(fn, args);
       const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, null);
+      if (options.describe === true) reads.guard = new ResultGuard();
       const nowMs = this.clock.nowMs();
       const db = new DatabaseReader(reads);
       const ctx = { db, auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null), storage: queryStorage(db, this.fileService) };
       const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
-      return { outcome: { kind: "ok", value }, readRanges: recorder.keyRanges(), readTs };
+      const diffable = reads.guard?.resultFor(value) ?? null;
+      return { outcome: { kind: "ok", value }, readRanges: recorder.keyRanges(), readTs, ...(options.describe === true ? { diffable } : {}) };
     } catch (error) {
       return { outcome: { kind: "failed", error }, readRanges: recorder.keyRanges(), readTs };
     }
@@ -840,6 +851,7 @@ export class FunctionRuntime {
     try {
       const run = Promise.resolve((fn.handler as (ctx: object, args: unknown) => unknown)(ctx, args));
       result = await this.withinTimeLimit(run, fn.kind === "action" ? this.actionRunMsMax : this.functionRunMsMax, path);
+      if (reads?.guard) result = reads.guard.settle(result);
     } catch (error) {
       // A refused read the handler turned into another error is still the refusal (prepare re-runs it), not the handler's failure.
       if (reads?.refusal) throw error;

@@ -1,6 +1,7 @@
 import { CairnError, QUERY_COLLECT_ROWS_MAX, QUERY_FILTER_SCAN_ROWS_MAX, QUERY_PAGE_ITEMS_MAX, QUERY_PAGE_SPLIT_ROWS_MAX } from "../base/index.js";
 import { compareBytes, indexRange, successorKey } from "../model/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
+import type { DiffableCapture } from "./DiffableRead.js";
 import type { DocumentObject } from "./documents.js";
 import { documentIdRange, idKeyBytes } from "./documentIdRange.js";
 import { documentPredicate, type DocumentPredicate, type FilterBuilder, type FilterExpression } from "./FilterBuilder.js";
@@ -130,7 +131,9 @@ export class QueryChain<Document = DocumentObject> {
 
   async take(count: number): Promise<Document[]> {
     checkCount(count, QUERY_COLLECT_ROWS_MAX, "take");
-    return this.read(count).rows.map((row) => row.document as Document);
+    const { rows, complete } = this.read(count);
+    const documents = rows.map((row) => row.document as Document);
+    return this.guarded(documents, () => ({ shape: "array", ...this.range(), limit: count, beyondLimit: "truncate", rows, complete, page: null }));
   }
 
   async first(): Promise<Document | null> {
@@ -153,7 +156,20 @@ export class QueryChain<Document = DocumentObject> {
         details: { limit: QUERY_COLLECT_ROWS_MAX },
       });
     }
-    return rows.map((row) => row.document as Document);
+    const documents = rows.map((row) => row.document as Document);
+    // All of the range's rows: past the bound a run would fail, so a diff that grows past it runs again.
+    return this.guarded(documents, () => ({ shape: "array", ...this.range(), limit: QUERY_COLLECT_ROWS_MAX, beyondLimit: "rerun", rows, complete: true, page: null }));
+  }
+
+  /**
+   * The handler's view of a result: as it is, or behind the run's ResultGuard (a
+   * subscription that takes diffs) with what a diff needs to know of the read. Only
+   * unfiltered reads: a filtered one examined rows it does not return.
+   */
+  private guarded<T extends object>(result: T, capture: () => Omit<DiffableCapture, "table" | "index" | "order">): T {
+    const guard = this.reads.guard;
+    if (guard === null || this.predicates.length > 0) return result;
+    return guard.wrap(result, { ...capture(), table: this.table, index: this.index, order: this.direction });
   }
 
   /**
@@ -181,7 +197,8 @@ export class QueryChain<Document = DocumentObject> {
     if (pinned) return this.pinnedPage(start, end, options.numItems, throughKey === null, continueCursor);
     const { rows, complete, resumeAfter } = this.scan(start, end, options.numItems, QUERY_FILTER_SCAN_ROWS_MAX);
     const page = rows.map((row) => row.document as Document);
-    return { page, isDone: complete, continueCursor: complete ? done : encodeCursor({ ...position, afterKey: resumeAfter! }) };
+    const result = { page, isDone: complete, continueCursor: complete ? done : encodeCursor({ ...position, afterKey: resumeAfter! }) };
+    return this.guarded(result, () => ({ shape: "page", start, end, limit: options.numItems, beyondLimit: "truncate", rows, complete, page: { kind: "fromRows", ...position } }));
   }
 
   /**
@@ -196,7 +213,12 @@ export class QueryChain<Document = DocumentObject> {
     const partial = rows.length > QUERY_PAGE_ITEMS_MAX;
     const kept = partial ? rows.slice(0, QUERY_PAGE_ITEMS_MAX) : rows;
     const page = kept.map((row) => row.document as Document);
-    if (!partial && kept.length <= splitRowsOf(numItems)) return { page, isDone: throughEnd, continueCursor };
+    if (!partial && kept.length <= splitRowsOf(numItems)) {
+      const result = { page, isDone: throughEnd, continueCursor };
+      // Its range is fixed and read whole; grown past the split size, a run would add a splitCursor.
+      const fixed = { kind: "fixed" as const, isDone: throughEnd, continueCursor };
+      return this.guarded(result, () => ({ shape: "page", start, end, limit: splitRowsOf(numItems), beyondLimit: "rerun", rows: kept, complete: true, page: fixed }));
+    }
     // More than splitRowsOf(numItems) ≥ 2 rows: both halves hold at least one.
     const middle = kept[Math.floor(kept.length / 2) - 1]!;
     const splitCursor = encodeCursor({ indexId: this.index.id, order: this.direction, afterKey: middle.key });

@@ -6,6 +6,7 @@ import type { Catalog, IndexInfo, TableInfo } from "./catalog.js";
 import { decodeDocument, type DocumentObject } from "./documents.js";
 import type { PendingRow, PendingWrites } from "./PendingWrites.js";
 import type { ReadRecorder } from "./ReadRecorder.js";
+import type { ResultGuard } from "./ResultGuard.js";
 import { idKeyBytes, idOfKeyBytes } from "./documentIdRange.js";
 import { ROUTED_BY_ID } from "./scheduledFunctions.js";
 import { crossShard, laneOfId } from "./routing.js";
@@ -45,6 +46,8 @@ export class SnapshotReads {
    * flight are durable. Null: no read refused.
    */
   refusal: "stale" | "pending" | null = null;
+  /** A subscription run's (FunctionRuntime `describe`): hands results out guarded, counts reads. */
+  guard: ResultGuard | null = null;
   /**
    * Documents this run read by id, as found (text, ts, pending stamp): a second read of
    * one (a get, then the patch that re-reads it) neither asks the store again nor records
@@ -98,6 +101,7 @@ export class SnapshotReads {
    */
   document(id: unknown): { table: TableInfo; id: DocumentId; document: DocumentObject | null; ts: number | null; stamp?: PendingStamp } {
     this.assertRunning();
+    if (this.guard !== null) this.guard.reads++;
     const { table, id: canonical } = this.catalog.tableOfId(id);
     const pending = this.pending?.get(canonical);
     if (pending !== undefined) return { table, id: canonical, document: pending.after === null ? null : structuredClone(pending.after), ts: null };
@@ -129,6 +133,7 @@ export class SnapshotReads {
    */
   scan(table: TableInfo, index: IndexInfo, start: Uint8Array, end: Uint8Array | null, order: "asc" | "desc", limit: number, lane: number | null = null): ScanResult {
     this.assertRunning();
+    if (this.guard !== null) this.guard.reads++;
     if (index.state !== "ready") {
       throw new CairnError("INDEX_NOT_READY", `index ${table.name}.${index.name} is still being backfilled; it answers once every existing document is indexed`, {
         details: { table: table.name, index: index.name },

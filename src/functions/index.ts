@@ -96,3 +96,4 @@ export { checkImportedDocument, type ImportedDocument } from "./importedDocument
 export { IMPORT_BATCH_DOCUMENTS_MAX, SYSTEM_MODULE } from "./systemFunctions.js";
 export { cairnIdOfConvexId, convexValueToCairn, mapReferences } from "./convexDocuments.js";
 export { routeForDocument } from "./routing.js";
+export { DiffableResult, type DiffRow, type DiffableShape, type RowChange } from "./DiffableRead.js";

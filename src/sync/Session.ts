@@ -12,7 +12,10 @@ import {
   SESSION_ADMIN_KEY_REFUSALS_MAX,
 } from "../base/index.js";
 import type { UserIdentity } from "../functions/index.js";
-import { type IntervalHandle, type KeyRange, type Value, decodeValue, encodeValue } from "../model/index.js";
+import { compareBytes, type DocumentId, type IntervalHandle, type KeyRange, type Value, decodeValue, encodeValue } from "../model/index.js";
+import type { DiffRow } from "../functions/index.js";
+import { DiffState, type DiffStep } from "./DiffState.js";
+import type { ResumableQuery, ResumeRegistry } from "./ResumeRegistry.js";
 import { Outbox, type FrameSink, type OutboxLimits } from "./Outbox.js";
 import { closeReason } from "./closeReason.js";
 import { CLOSE_CODES, encodeMessage, errorPayload, isInternalError, parseClientMessage, type ClientMessage, type ErrorPayload, type MutationEntry, type ServerMessage, type Version } from "./protocol.js";
@@ -40,6 +43,12 @@ export interface SessionHost {
   readonly verifier: TokenVerifier | null;
   readonly shared: SharedQueryRuns;
   readonly recent: RecentCommits;
+  /** Closed sessions' subscriptions, for a reconnecting client to resume. */
+  readonly resume: ResumeRegistry;
+  /** Counts a query answered QueryUnchanged from a resumed registration, without a run. */
+  resumed(): void;
+  /** Counts QueryDiffs put in a Transition. */
+  diffsSent(count: number): void;
   readonly outboxLimits: OutboxLimits;
   /** How long Connect waits for the frontier to reach the client's maxObservedTs. */
   readonly connectFrontierWaitMs: number;
@@ -55,6 +64,12 @@ export interface SessionHost {
   unregister(handles: readonly IntervalHandle[]): void;
   mutationStarted(session: Session): void;
   mutationFinished(session: Session): void;
+  /**
+   * A diffable result moved from its ts to `ts` by the commits between (DiffState.advance
+   * over the handler's recent revisions); null when those are no longer known or the
+   * rows cannot tell: the query runs again.
+   */
+  diffStep(state: DiffState, ts: number): DiffStep | null;
   /** Queue a commit item for `session` once `currentTs` reaches `ts` (its answered mutation's commit). */
   oweTransition(session: Session, ts: number): void;
   listen(session: Session, topic: string, on: boolean): void;
@@ -82,6 +97,14 @@ interface RunnableQuery {
   /** Hash of the result last put in a Transition (null: none yet). */
   hash: string | null;
   handles: IntervalHandle[];
+  /** A session that takes diffs: the diffable result last sent (null: the result is not diffable). */
+  diff: DiffState | null;
+  /** With `diff`: the index registration of each row's document point, by id (the covered range is `handles`). */
+  points: Map<DocumentId, IntervalHandle> | null;
+  /** With `diff`: the range `handles` holds. */
+  covered: KeyRange | null;
+  /** What the result last installed read (for a diffable one, what its state records): kept for resume. */
+  readRanges: readonly KeyRange[];
 }
 
 interface RefusedQuery {
@@ -95,7 +118,9 @@ interface RefusedQuery {
 type ModifyQuerySet = Extract<ClientMessage, { type: "ModifyQuerySet" }>;
 
 type WorkItem =
-  | { readonly kind: "commit"; ts: number; readonly queryIds: Set<number>; readonly waitFor: Promise<void>[] }
+  /** `rerun`: the store or the code was replaced, so no diff may stand in for a run. */
+  | { readonly kind: "commit"; ts: number; readonly queryIds: Set<number>; readonly waitFor: Promise<void>[]; rerun: boolean }
+  | { readonly kind: "reset"; readonly queryId: number }
   | { readonly kind: "modify"; readonly message: ModifyQuerySet; readonly validAt: number; readonly release: () => void }
   | { readonly kind: "identity"; readonly identity: Identity; readonly validAt: number }
   | { readonly kind: "refresh" };
@@ -180,6 +205,10 @@ export class Session {
   running: Promise<void> | null = null;
   private requestsInFlight = 0;
   private readonly topics = new Set<string>();
+  /** The client applies QueryDiffs (Connect `diffs`). */
+  private diffs = false;
+  /** The client's previous session's subscriptions, claimed at Connect (`resume`), by digest; each answers once. */
+  private resumable: { readonly queries: Map<string, ResumableQuery>; readonly sinceTs: number } | null = null;
   /** Wrong admin keys presented so far (SESSION_ADMIN_KEY_REFUSALS_MAX ends the session). */
   private adminKeyRefusals = 0;
   /** The function logs this admin session follows (null: none). */
@@ -261,11 +290,12 @@ export class Session {
   /** The socket closed (or the handler closes the session): stop everything, release the index. */
   close(reason: string): void {
     if (this.state === "closed") return;
+    if (this.state === "open" && !this.resyncPending) this.host.resume.register(this.sessionId, this.resumableQueries());
     this.state = "closed";
     this.logFeed?.stop();
     this.logFeed = null;
     this.outbox.close();
-    for (const query of this.queries.values()) this.host.unregister(query.handles);
+    for (const query of this.queries.values()) this.unregisterAll(query);
     this.queries.clear();
     this.removedSinceHanded.clear();
     for (const topic of this.topics) this.host.listen(this, topic, false);
@@ -284,16 +314,17 @@ export class Session {
   }
 
   /** A commit at `ts` may have changed `queryIds` (or, with none, just advances ts for the origin). */
-  enqueueCommit(ts: number, queryIds: Iterable<number>, waitFor: Promise<void>[]): void {
+  enqueueCommit(ts: number, queryIds: Iterable<number>, waitFor: Promise<void>[], rerun = false): void {
     if (this.state !== "open") return;
     const last = this.work[this.work.length - 1];
     if (last !== undefined && last.kind === "commit") {
-      // Queued items have not started: one run at the newer ts answers both commits.
+      // Queued items have not started: one run (or diff) at the newer ts answers both commits.
       last.ts = Math.max(last.ts, ts);
       for (const id of queryIds) last.queryIds.add(id);
       last.waitFor.push(...waitFor);
+      last.rerun ||= rerun;
     } else {
-      this.work.push({ kind: "commit", ts, queryIds: new Set(queryIds), waitFor });
+      this.work.push({ kind: "commit", ts, queryIds: new Set(queryIds), waitFor, rerun });
     }
     this.scheduledTs = Math.max(this.scheduledTs, ts);
     this.pumpWork();
@@ -301,7 +332,7 @@ export class Session {
 
   /** The local state was replaced at `ts` (a snapshot restore): every query re-runs there. */
   storeReplaced(ts: number): void {
-    this.enqueueCommit(ts, this.queries.keys(), []);
+    this.enqueueCommit(ts, this.queries.keys(), [], true);
   }
 
   /** The token's expiry passed: the session becomes anonymous and is told so. */
@@ -329,6 +360,9 @@ export class Session {
     switch (message.type) {
       case "ModifyQuerySet":
         return this.enqueue({ kind: "modify", message, validAt: this.host.currentTs, release });
+      case "ResetQuery":
+        release();
+        return this.enqueue({ kind: "reset", queryId: message.queryId });
       case "Mutation":
         return this.startMutations([message], false, release);
       case "MutationBatch":
@@ -378,6 +412,12 @@ export class Session {
     if (this.state === "closed") return;
     this.state = "open";
     this.sessionId = message.sessionId;
+    this.diffs = message.diffs === true;
+    // A resume from the future (or another deployment's ts) claims nothing: every query runs.
+    if (message.resume !== undefined && message.resume.sinceTs <= this.host.currentTs) {
+      const queries = this.host.resume.claim(message.resume.sessionId);
+      if (queries !== null) this.resumable = { queries, sinceTs: message.resume.sinceTs };
+    }
     const known: number[] = [];
     const results: { seq: number; value: unknown; ts: number }[] = [];
     if (message.clientId !== undefined) {
@@ -633,28 +673,43 @@ export class Session {
   private process(item: WorkItem): Promise<void> {
     switch (item.kind) {
       case "commit":
-        return this.processCommit(item.ts, item.queryIds, item.waitFor);
+        return this.processCommit(item.ts, item.queryIds, item.waitFor, item.rerun);
       case "modify":
         return this.processModify(item.message, item.validAt);
       case "identity":
         return this.processIdentity(item.identity, item.validAt);
       case "refresh":
         return this.processRefresh();
+      case "reset":
+        return this.processReset(item.queryId);
       default:
         return assertNever(item);
     }
   }
 
-  private async processCommit(itemTs: number, queryIds: ReadonlySet<number>, waitFor: readonly Promise<void>[]): Promise<void> {
+  private async processCommit(itemTs: number, queryIds: ReadonlySet<number>, waitFor: readonly Promise<void>[], rerun: boolean): Promise<void> {
     // The mutation committing when this commit was announced may be in it: its response goes first.
     await Promise.all(waitFor);
     if (this.resyncPending || this.state !== "open") return;
     const ts = Math.max(itemTs, this.sentVersion.ts);
-    const queries = [...queryIds].map((id) => this.queries.get(id)).filter((query) => query !== undefined && query.kind === "runnable");
+    const touched = [...queryIds].map((id) => this.queries.get(id)).filter((query) => query !== undefined && query.kind === "runnable");
+    // A diffable result moves by the commits' documents, shared with every session at its state; the others run.
+    const stepped: { query: RunnableQuery; step: DiffStep }[] = [];
+    const queries: RunnableQuery[] = [];
+    for (const query of touched) {
+      const step = query.diff !== null && !rerun ? this.host.diffStep(query.diff, ts) : null;
+      if (step === null) queries.push(query);
+      else stepped.push({ query, step });
+    }
     const results = await Promise.all(queries.map((query) => this.runAt(query, ts)));
     if (this.state !== "open") return;
     if (results.some(historyGone)) return this.needRefresh();
     const modifications: string[] = [];
+    for (const { query, step } of stepped) {
+      if (step.bodyText !== null) modifications.push(`{"type":"QueryDiff","queryId":${query.queryId},${step.bodyText}}`);
+      this.installStep(query, step);
+    }
+    if (stepped.length > 0) this.host.diffsSent(modifications.length);
     queries.forEach((query, at) => {
       const result = results[at]!;
       if (result.hash !== query.hash) modifications.push(updatedText(query.queryId, result));
@@ -674,7 +729,7 @@ export class Session {
     for (const queryId of message.remove) {
       const query = this.queries.get(queryId);
       if (query === undefined) continue;
-      this.host.unregister(query.handles);
+      this.unregisterAll(query);
       this.forget(query);
       removed.push(queryId);
       modifications.push(`{"type":"QueryRemoved","queryId":${queryId}}`);
@@ -697,7 +752,7 @@ export class Session {
       return;
     }
     const ts = Math.max(validAt, this.sentVersion.ts);
-    const results = await Promise.all(added.map(({ query }) => this.runAt(query, ts)));
+    const results = await Promise.all(added.map(({ query, echoedHash }) => this.resumedResult(query, echoedHash, ts) ?? this.runAt(query, ts)));
     if (this.state !== "open") return;
     if (results.some(historyGone)) {
       this.removedUnsent(removed);
@@ -728,6 +783,26 @@ export class Session {
     this.sentVersion = this.outbox.handedVersion;
     this.resyncPending = false;
     await this.rerunAll(Math.max(this.host.currentTs, this.sentVersion.ts), true, removed);
+  }
+
+  /**
+   * ResetQuery: the client's diff-applied result failed its checksum. The query runs and
+   * its whole result goes in a Transition, whatever the hash says. A queryId the session
+   * does not hold is a ProtocolError (the session goes on).
+   */
+  private async processReset(queryId: number): Promise<void> {
+    const query = this.queries.get(queryId);
+    if (query === undefined) {
+      this.respond({ type: "ProtocolError", error: errorPayload(new CairnError("PROTOCOL_INVALID", `ResetQuery names query ${queryId}, which is not in this session's query set`, { details: { queryId } })) });
+      return;
+    }
+    if (this.resyncPending) return;
+    const ts = Math.max(this.host.currentTs, this.sentVersion.ts);
+    const result = await this.runAt(query, ts);
+    if (this.state !== "open") return;
+    if (historyGone(result)) return this.needRefresh();
+    this.install(query, result);
+    this.sendTransition(ts, [updatedText(queryId, result)], []);
   }
 
   private async rerunAll(ts: number, full: boolean, removed: number[] = []): Promise<void> {
@@ -765,7 +840,49 @@ export class Session {
     } catch (error) {
       return refusedQuery(queryId, failedResult(error, 0));
     }
-    return { kind: "runnable", queryId, path, args: value, digest: subscriptionDigest(path, argsText), argsChars: argsText.length, hash: null, handles: [] };
+    return {
+      kind: "runnable",
+      queryId,
+      path,
+      args: value,
+      digest: subscriptionDigest(path, argsText),
+      argsChars: argsText.length,
+      hash: null,
+      handles: [],
+      diff: null,
+      points: null,
+      covered: null,
+      readRanges: [],
+    };
+  }
+
+  /**
+   * A re-added query's result from the client's previous session (Connect `resume`),
+   * without a run: when it ran as the same identity, the client echoes the hash of the
+   * result that session last sent, and no commit since (the earlier of the client's ts
+   * and the ts that result was known valid at) touched what it read. Null: it runs.
+   */
+  private resumedResult(query: SubscribedQuery, echoedHash: string | undefined, ts: number): QueryResult | null {
+    if (this.resumable === null || echoedHash === undefined || query.kind !== "runnable") return null;
+    const resumed = this.resumable.queries.get(query.digest);
+    if (resumed === undefined) return null;
+    this.resumable.queries.delete(query.digest);
+    if (resumed.hash !== echoedHash || resumed.identityKey !== this.queryIdentity.key) return null;
+    if (this.host.recent.changedSince(Math.min(resumed.validTs, this.resumable.sinceTs), resumed.readRanges)) return null;
+    this.host.resumed();
+    const diff = this.diffs && resumed.diff !== null ? { diff: resumed.diff } : {};
+    return { kind: "ok", payloadText: "", hash: resumed.hash, errorCode: null, readRanges: resumed.readRanges, readTs: ts, ...diff };
+  }
+
+  /** What a reconnecting client may resume of this session: every query with a result sent, valid at the sent version. */
+  private resumableQueries(): ResumableQuery[] {
+    const queries: ResumableQuery[] = [];
+    for (const query of this.queries.values()) {
+      if (query.kind !== "runnable" || query.hash === null) continue;
+      const readRanges = query.diff === null ? query.readRanges : query.diff.readRanges();
+      queries.push({ digest: query.digest, identityKey: this.queryIdentity.key, hash: query.hash, validTs: this.sentVersion.ts, readRanges, diff: query.diff });
+    }
+    return queries;
   }
 
   /** Drops a query from the set and from the counts that bound it. */
@@ -797,11 +914,17 @@ export class Session {
     if (query.kind === "refused") return Promise.resolve({ ...query.result, readTs: ts });
     const { path, args } = query;
     const identity = this.queryIdentity;
-    return this.host.shared.run(query.digest, identity.key, ts, async () => {
-      const run = await this.host.backend.runQuery(path, args, { identity: identity.user, internal: identity.admin, readTs: ts });
+    const describe = this.diffs;
+    // Runs for sessions that take diffs are shared among themselves: their results carry row keys and checksums.
+    return this.host.shared.run(query.digest, describe ? `${identity.key}\u0000diffs` : identity.key, ts, async () => {
+      const run = await this.host.backend.runQuery(path, args, { identity: identity.user, internal: identity.admin, readTs: ts, describe });
       if (run.outcome.kind === "failed") {
         if (isInternalError(run.outcome.error)) this.wireError(run.outcome.error, `query ${path}`);
         return { ...failedResult(run.outcome.error, ts), readRanges: run.readRanges };
+      }
+      if (run.diffable) {
+        const diff = DiffState.of(run.diffable, ts);
+        return { kind: "ok", payloadText: diff.valueText(), hash: diff.checksum, errorCode: null, readRanges: run.readRanges, readTs: ts, diff };
       }
       const payloadText = JSON.stringify(encodeValue(run.outcome.value));
       return { kind: "ok", payloadText, hash: resultHash(payloadText), errorCode: null, readRanges: run.readRanges, readTs: ts };
@@ -811,10 +934,76 @@ export class Session {
   /** Puts the run's read ranges in the index; commits since its ts that touched them queue a re-run. */
   private install(query: SubscribedQuery, result: QueryResult): void {
     query.hash = result.hash;
-    this.host.unregister(query.handles);
-    query.handles = this.host.register(this, query.queryId, result.readRanges);
+    this.unregisterAll(query);
+    const diff = query.kind === "runnable" && this.diffs ? (result.diff ?? null) : null;
+    if (query.kind === "runnable") {
+      query.diff = diff;
+      query.readRanges = diff === null ? result.readRanges : [];
+    }
+    if (diff === null) {
+      query.handles = this.host.register(this, query.queryId, result.readRanges);
+    } else {
+      // Registered as the diff keeps them: the covered range, and a point per row that steps add and remove.
+      const runnable = query as RunnableQuery;
+      runnable.covered = diff.result.coveredRange();
+      runnable.handles = this.host.register(this, query.queryId, [runnable.covered]);
+      runnable.points = new Map();
+      for (const row of diff.result.rows) this.registerPoint(runnable, row);
+    }
     const now = this.host.currentTs;
     if (now > result.readTs && this.host.recent.changedSince(result.readTs, result.readRanges)) this.enqueueCommit(now, [query.queryId], []);
+  }
+
+  /**
+   * A diff step taken: the query's state moves on, and its registration follows the rows
+   * — a point removed per row that left, added per row that came, the covered range
+   * replaced if it moved — rather than registered anew (a 500-row page changes by a row
+   * or two a commit). Commits since the step's ts that touched a newly registered range
+   * queue another item, as after a run.
+   */
+  private installStep(query: RunnableQuery, step: DiffStep): void {
+    const { next, changes } = step;
+    query.diff = next;
+    query.hash = next.checksum;
+    if (changes.length === 0) return;
+    const added: KeyRange[] = [];
+    for (const change of changes) {
+      if (change.op === "edit") continue;
+      if (change.op === "remove") {
+        const handle = query.points!.get(change.before.id);
+        if (handle !== undefined) this.host.unregister([handle]);
+        query.points!.delete(change.before.id);
+      } else {
+        const point = this.registerPoint(query, change.after);
+        if (point !== null) added.push(point);
+      }
+    }
+    const covered = next.result.coveredRange();
+    if (!sameRange(covered, query.covered!)) {
+      this.host.unregister(query.handles);
+      query.handles = this.host.register(this, query.queryId, [covered]);
+      query.covered = covered;
+      added.push(covered);
+    }
+    const now = this.host.currentTs;
+    if (now > next.ts && added.length > 0 && this.host.recent.changedSince(next.ts, added)) this.enqueueCommit(now, [query.queryId], []);
+  }
+
+  private registerPoint(query: RunnableQuery, row: DiffRow): KeyRange | null {
+    const point = query.diff!.result.rowPointOf(row);
+    if (point === null) return null;
+    query.points!.set(row.id, this.host.register(this, query.queryId, [point])[0]!);
+    return point;
+  }
+
+  /** Takes every range of the query out of the subscription index. */
+  private unregisterAll(query: SubscribedQuery): void {
+    this.host.unregister(query.handles);
+    query.handles = [];
+    if (query.kind !== "runnable" || query.points === null) return;
+    this.host.unregister([...query.points.values()]);
+    query.points = null;
+    query.covered = null;
   }
 
   private sendTransition(ts: number, modifications: readonly string[], removed: readonly number[]): void {
@@ -857,6 +1046,7 @@ export class Session {
 }
 
 function updatedText(queryId: number, result: QueryResult): string {
+  if (result.diff) return `{"type":"QueryUpdated","queryId":${queryId},"value":${result.payloadText},"hash":"${result.hash}","rows":${result.diff.rowsField()}}`;
   return result.kind === "ok"
     ? `{"type":"QueryUpdated","queryId":${queryId},"value":${result.payloadText},"hash":"${result.hash}"}`
     : `{"type":"QueryFailed","queryId":${queryId},"error":${result.payloadText},"hash":"${result.hash}"}`;
@@ -884,6 +1074,11 @@ function stackOf(error: unknown): string {
   const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
   const cause = error instanceof Error ? error.cause : undefined;
   return cause === undefined ? text : `${text}\ncaused by: ${stackOf(cause)}`;
+}
+
+function sameRange(a: KeyRange, b: KeyRange): boolean {
+  const sameEnd = a.end === null || b.end === null ? a.end === b.end : compareBytes(a.end, b.end) === 0;
+  return a.keyspace === b.keyspace && sameEnd && compareBytes(a.start, b.start) === 0;
 }
 
 function historyGone(result: QueryResult): boolean {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { SYNC_SHARED_RESULTS_BYTES_MAX, SYNC_SHARED_RESULTS_MAX } from "../base/index.js";
 import type { KeyRange } from "../model/index.js";
+import type { DiffState } from "./DiffState.js";
 
 /** One query run as the sessions use it: the result already encoded once for every frame. */
 export interface QueryResult {
@@ -12,6 +13,8 @@ export interface QueryResult {
   readonly errorCode: string | null;
   readonly readRanges: readonly KeyRange[];
   readonly readTs: number;
+  /** For a session that takes diffs, a diffable result's state (its payloadText is the state's value text, its hash the checksum). */
+  readonly diff?: DiffState;
 }
 
 interface Entry {
@@ -110,7 +113,8 @@ const OBJECT_OVERHEAD_BYTES = 64;
 
 /** Heap a settled result holds, estimated: UTF-16 text, key bytes, object overheads. */
 function resultBytes(result: QueryResult): number {
-  let bytes = OBJECT_OVERHEAD_BYTES + 2 * (result.payloadText.length + result.hash.length);
+  // A diff state holds each row's text again, and a key per row.
+  let bytes = OBJECT_OVERHEAD_BYTES + 2 * (result.payloadText.length + result.hash.length) * (result.diff ? 2 : 1);
   for (const range of result.readRanges) bytes += OBJECT_OVERHEAD_BYTES + 2 * range.keyspace.length + range.start.byteLength + (range.end?.byteLength ?? 0);
   return bytes;
 }

@@ -10,7 +10,8 @@ export interface SyncBackend {
   readonly deploymentId: string;
   /** The newest ts whose commits are applied locally (and announced to the handler). */
   readonly readTs: number;
-  runQuery(path: string, args: Value, options: CallerOptions & { readonly readTs: number }): Promise<RecordedQueryRun>;
+  /** `describe`: return the result as a DiffableResult when it provably is one (FunctionRuntime QueryCallOptions). */
+  runQuery(path: string, args: Value, options: CallerOptions & { readonly readTs: number; readonly describe?: boolean }): Promise<RecordedQueryRun>;
   runMutation(path: string, args: Value, options: MutationCallerOptions): Promise<MutationRun>;
   runAction(path: string, args: Value, options: CallerOptions): Promise<ActionRun>;
   /**

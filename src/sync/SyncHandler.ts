@@ -9,11 +9,13 @@ import {
   every,
   type Timer,
 } from "../base/index.js";
-import { IntervalIndex, type IntervalHandle, type KeyRange } from "../model/index.js";
+import { type DocumentRevision, IntervalIndex, type IntervalHandle, type KeyRange } from "../model/index.js";
 import type { Segment } from "../segments/index.js";
 import { DEFAULT_OUTBOX_LIMITS, type OutboxLimits } from "./Outbox.js";
 import { CLOSE_CODES } from "./protocol.js";
 import { RecentCommits } from "./RecentCommits.js";
+import { RecentRevisions } from "./RecentRevisions.js";
+import { ResumeRegistry } from "./ResumeRegistry.js";
 import { Session, type LogSource, type SessionHost, type SessionTransport } from "./Session.js";
 import { SharedQueryRuns } from "./SharedQueryRuns.js";
 import type { SyncBackend } from "./SyncBackend.js";
@@ -52,7 +54,14 @@ export interface SyncStats {
   readonly droppedFrames: number;
   readonly transitionsCommitted: number;
   readonly sharedRunHits: number;
+  /** Query runs made for subscriptions (the misses of the shared runs). */
   readonly sharedRunMisses: number;
+  /** Queries a reconnecting client re-added that were answered QueryUnchanged from its last session, not run. */
+  readonly resumedQueries: number;
+  /** Closed sessions' registrations kept for resume. */
+  readonly resumableSessions: number;
+  /** QueryDiffs sent: results moved by a commit's documents instead of a run. */
+  readonly queryDiffs: number;
 }
 
 interface SubscriptionRef {
@@ -91,8 +100,12 @@ export class SyncHandler {
   private readonly listeners = new Map<string, Set<Session>>();
   private readonly shared = new SharedQueryRuns();
   private readonly recent = new RecentCommits();
+  private readonly revisions = new RecentRevisions();
+  private readonly resume: ResumeRegistry;
+  private resumedQueries = 0;
+  private queryDiffs = 0;
   /** Applied, not yet under the all-shard frontier; ascending ts. `null` writes: a restore. */
-  private readonly held: { readonly ts: number; readonly writes: readonly KeyRange[] | null }[] = [];
+  private readonly held: { readonly ts: number; readonly writes: readonly KeyRange[] | null; readonly revisions: readonly DocumentRevision[] }[] = [];
   private readonly clock: Clock;
   private readonly log: (line: string) => void;
   private readonly overLimitsMsMax: number;
@@ -109,6 +122,7 @@ export class SyncHandler {
     this.backend = options.backend;
     this.clock = options.clock ?? systemClock;
     this.frontierWaiters = new ConditionWaiters(this.clock);
+    this.resume = new ResumeRegistry(this.clock);
     this.log = options.log ?? (() => undefined);
     this.overLimitsMsMax = options.overLimitsMsMax ?? SESSION_OVER_LIMITS_MS_MAX;
     this.ts = options.backend.readTs;
@@ -148,7 +162,7 @@ export class SyncHandler {
       this.log(`sync: the writes of segment ${segment.header.seqno} of shard ${segment.header.shard} could not be read (${(error as Error).message}); re-running every subscription at its ts`);
       writes = null;
     }
-    this.hold(segment.header.maxTs, writes);
+    this.hold(segment.header.maxTs, writes, writes === null ? [] : segment.records.revisions);
   }
 
   /**
@@ -157,7 +171,7 @@ export class SyncHandler {
    * re-runs there (once every shard's frontier has passed it).
    */
   storeRestored(ts: number): void {
-    this.hold(ts, null);
+    this.hold(ts, null, []);
   }
 
   /**
@@ -166,7 +180,7 @@ export class SyncHandler {
    * current frontier, as after a restore.
    */
   codeReplaced(): void {
-    this.hold(this.backend.readTs, null);
+    this.hold(this.backend.readTs, null, []);
   }
 
   /**
@@ -176,13 +190,13 @@ export class SyncHandler {
   frontierMoved(): void {
     const frontier = this.backend.readTs;
     while (this.held.length > 0 && this.held[0]!.ts <= frontier) {
-      const { ts, writes } = this.held.shift()!;
+      const { ts, writes, revisions } = this.held.shift()!;
       if (writes === null) {
         this.replacedAt(ts);
         continue;
       }
       try {
-        this.commitApplied(ts, writes);
+        this.commitApplied(ts, writes, revisions);
       } catch (error) {
         // Matching failed halfway: some sessions may have missed it, so all re-run at ts.
         this.log(`sync: matching the commit at ts ${ts} failed (${(error as Error).message}); re-running every subscription there`);
@@ -191,17 +205,19 @@ export class SyncHandler {
     }
   }
 
-  private hold(ts: number, writes: readonly KeyRange[] | null): void {
+  private hold(ts: number, writes: readonly KeyRange[] | null, revisions: readonly DocumentRevision[]): void {
     let at = this.held.length;
     while (at > 0 && this.held[at - 1]!.ts > ts) at--;
-    this.held.splice(at, 0, { ts, writes });
+    this.held.splice(at, 0, { ts, writes, revisions });
     this.frontierMoved();
   }
 
   private replacedAt(ts: number): void {
     this.ts = Math.max(this.ts, ts);
     this.recent.replacedAt(ts);
+    this.revisions.unknownThrough(ts);
     this.shared.clear();
+    this.resume.clear();
     for (const session of this.owedThrough(this.ts)) session.enqueueCommit(this.ts, [], []);
     for (const session of this.sessions) session.storeReplaced(ts);
     this.frontierReached();
@@ -243,10 +259,11 @@ export class SyncHandler {
    * Writes applied at `ts` (all keys as points or ranges of the query keyspaces), `ts` at
    * or below the backend's readTs: announced now.
    */
-  private commitApplied(ts: number, writes: readonly KeyRange[]): void {
+  private commitApplied(ts: number, writes: readonly KeyRange[], revisions: readonly DocumentRevision[]): void {
     if (ts <= this.ts && writes.length === 0) return;
     this.ts = Math.max(this.ts, ts);
     this.recent.add(ts, writes);
+    this.revisions.add(revisions);
     const affected = new Map<Session, Set<number>>();
     for (const write of writes) {
       for (const { session, queryId } of this.index.overlapping(write)) {
@@ -282,6 +299,9 @@ export class SyncHandler {
       transitionsCommitted: this.transitionsCommitted,
       sharedRunHits: shared.hits,
       sharedRunMisses: shared.misses,
+      resumedQueries: this.resumedQueries,
+      resumableSessions: this.resume.stats.sessions,
+      queryDiffs: this.queryDiffs,
     };
   }
 
@@ -313,6 +333,13 @@ export class SyncHandler {
       verifier: options.verifier ?? null,
       shared: this.shared,
       recent: this.recent,
+      resume: this.resume,
+      resumed: () => {
+        this.resumedQueries++;
+      },
+      diffsSent: (count) => {
+        this.queryDiffs += count;
+      },
       outboxLimits: options.outboxLimits ?? DEFAULT_OUTBOX_LIMITS,
       connectFrontierWaitMs: options.connectFrontierWaitMs ?? CONNECT_FRONTIER_WAIT_MS,
       adminKey: options.adminKey ?? null,
@@ -321,6 +348,10 @@ export class SyncHandler {
         return handler.ts;
       },
       waitForTs: (ts, timeoutMs) => this.waitForTs(ts, timeoutMs),
+      diffStep: (state, ts) => {
+        const revisions = this.revisions.between(state.ts, ts);
+        return revisions === null ? null : state.advance(ts, revisions);
+      },
       register: (session, queryId, ranges) => ranges.map((range) => this.index.insert(range, { session, queryId })),
       unregister: (handles: readonly IntervalHandle[]) => {
         for (const handle of handles) this.index.remove(handle);

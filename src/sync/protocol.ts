@@ -84,6 +84,14 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
     ackedThrough: z.optional(counter),
     /** The newest ts the client has seen; a node behind it waits or says so. */
     maxObservedTs: z.optional(counter),
+    /** The client applies QueryDiffs: diffable results come with their rows' order keys and change by diffs (issue 30). */
+    diffs: z.optional(z.boolean()),
+    /**
+     * The client's previous session on this node, if it just lost it: that session's id
+     * and the ts of the last Transition it applied. Queries re-added with the result hash
+     * they hold, that no commit touched since, are answered QueryUnchanged without a run.
+     */
+    resume: z.optional(z.strictObject({ sessionId: name, sinceTs: counter })),
   }),
   z.strictObject({
     type: z.literal("ModifyQuerySet"),
@@ -94,6 +102,8 @@ export const clientMessageSchema = z.discriminatedUnion("type", [
       .check(z.maxLength(SESSION_QUERIES_MAX)),
     remove: z.array(counter).check(z.maxLength(SESSION_QUERIES_MAX)),
   }),
+  /** The client's diff-applied result of the query did not match its checksum: send it whole again. */
+  z.strictObject({ type: z.literal("ResetQuery"), queryId: counter }),
   z.strictObject({ type: z.literal("Mutation"), ...mutationFields }),
   z.strictObject({
     type: z.literal("MutationBatch"),
@@ -117,8 +127,40 @@ export type ClientMessage = z.infer<typeof clientMessageSchema>;
 
 // ---- server → client -------------------------------------------------------------------
 
+/** An order key (orderedKeyText): base64 in ASCII order, so strings compare as the keys do. */
+const orderKey = z.string().check(z.maxLength(16_384));
+
+/** A diffable result's rows, sent with its QueryUpdated to a session that takes diffs: what later QueryDiffs are keyed by. */
+export const diffableRowsSchema = z.strictObject({
+  shape: z.enum(["array", "page", "document"]),
+  order: z.enum(["asc", "desc"]),
+  /** The order key of each row, in the result's order (for "page", of `page`'s rows; for "document", one). */
+  keys: z.array(orderKey),
+});
+export type DiffableRows = z.infer<typeof diffableRowsSchema>;
+
+export const rowChangeSchema = z.discriminatedUnion("op", [
+  z.strictObject({ op: z.literal("add"), key: orderKey, value: json }),
+  z.strictObject({ op: z.literal("edit"), key: orderKey, value: json }),
+  z.strictObject({ op: z.literal("remove"), key: orderKey }),
+]);
+export type RowChangeMessage = z.infer<typeof rowChangeSchema>;
+
 export const queryModificationSchema = z.discriminatedUnion("type", [
-  z.strictObject({ type: z.literal("QueryUpdated"), queryId: counter, value: json, hash: z.string() }),
+  z.strictObject({ type: z.literal("QueryUpdated"), queryId: counter, value: json, hash: z.string(), rows: z.optional(diffableRowsSchema) }),
+  /**
+   * A diffable result changed by `changes` (removals, edits and additions of rows by
+   * order key; a page's new envelope): applied to the result held, it must add up to
+   * `checksum` (resultChecksum.ts), which is the result's new hash; if it does not, the
+   * client asks for the result whole (ResetQuery).
+   */
+  z.strictObject({
+    type: z.literal("QueryDiff"),
+    queryId: counter,
+    changes: z.array(rowChangeSchema),
+    page: z.optional(z.strictObject({ isDone: z.boolean(), continueCursor: z.string() })),
+    checksum: z.string(),
+  }),
   z.strictObject({ type: z.literal("QueryFailed"), queryId: counter, error: errorPayloadSchema, hash: z.string() }),
   z.strictObject({ type: z.literal("QueryRemoved"), queryId: counter }),
   z.strictObject({ type: z.literal("QueryUnchanged"), queryId: counter, hash: z.string() }),

@@ -212,9 +212,11 @@ export class ModelClient implements SessionTransport {
       if (modification.type === "QueryUpdated") this.results.set(modification.queryId, { value: modification.value, hash: modification.hash });
       else if (modification.type === "QueryFailed") this.results.set(modification.queryId, { error: modification.error, hash: modification.hash });
       else if (modification.type === "QueryRemoved") this.results.delete(modification.queryId);
-      else {
+      else if (modification.type === "QueryUnchanged") {
         const held = this.results.get(modification.queryId);
         this.results.set(modification.queryId, { ...(held ?? {}), hash: modification.hash });
+      } else {
+        throw new Error(`a QueryDiff came to a session that did not ask for diffs: ${JSON.stringify(modification)}`);
       }
     }
     this.version = endVersion;

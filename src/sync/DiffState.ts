@@ -1,0 +1,105 @@
+import { SYNC_DIFF_CHANGES_MAX } from "../base/index.js";
+import type { DiffableResult, DiffRow, RowChange } from "../functions/index.js";
+import type { DocumentRevision, KeyRange } from "../model/index.js";
+import { orderedKeyText } from "./orderedKeyText.js";
+import { addRow, checksumOf, emptySums, pageEnvelopeText, type RowSums } from "./resultChecksum.js";
+
+/** One commit window applied to a state: the state after it and what the sessions send. */
+export interface DiffStep {
+  readonly next: DiffState;
+  readonly changes: readonly RowChange[];
+  /**
+   * The QueryDiff's fields after its queryId (`"changes":[…],…,"checksum":"…"`), made once
+   * for every session holding the state; null when the result did not change.
+   */
+  readonly bodyText: string | null;
+}
+
+/** Steps a state remembers (one per ts sessions advanced it to; almost always one). */
+const STEPS_KEPT = 4;
+
+/**
+ * A diffable subscription result as the sessions share it (issue 30): the functions
+ * layer's DiffableResult at a ts, with the checksum its client checks. Immutable; a
+ * commit makes the next state, and every session holding this one (same query, args and
+ * identity, at the same ts) gets the same next state and the same frame text from
+ * `advance`, computed once.
+ */
+export class DiffState {
+  private readonly steps = new Map<number, DiffStep | null>();
+  private rowsFieldText: string | null = null;
+
+  private constructor(
+    readonly result: DiffableResult,
+    /** The ts the result is the query's result at. */
+    readonly ts: number,
+    private readonly sums: RowSums,
+    readonly checksum: string,
+  ) {}
+
+  static of(result: DiffableResult, ts: number): DiffState {
+    const sums = emptySums();
+    for (const row of result.rows) addRow(sums, orderedKeyText(row.key), row.text, 1);
+    return new DiffState(result, ts, sums, checksumOf(sums, envelopeText(result)));
+  }
+
+  /** The result's JSON text (the QueryUpdated value). */
+  valueText(): string {
+    return this.result.valueText();
+  }
+
+  /** The QueryUpdated `rows` field: shape, order and each row's order key (made once per state). */
+  rowsField(): string {
+    this.rowsFieldText ??= `{"shape":"${this.result.shape}","order":"${this.result.order}","keys":${JSON.stringify(this.result.rows.map((row) => orderedKeyText(row.key)))}}`;
+    return this.rowsFieldText;
+  }
+
+  readRanges(): KeyRange[] {
+    return this.result.readRanges();
+  }
+
+  /**
+   * The state at `ts` after `revisions` (the commits in (this.ts, ts]); null when the
+   * rows alone cannot tell, or the diff would be larger than sending the result: the
+   * query runs again. Remembered per ts, so sessions at this state share one answer.
+   */
+  advance(ts: number, revisions: readonly DocumentRevision[]): DiffStep | null {
+    if (ts === this.ts) return { next: this, changes: [], bodyText: null };
+    const known = this.steps.get(ts);
+    if (known !== undefined || this.steps.has(ts)) return known ?? null;
+    const step = this.computeStep(ts, revisions);
+    if (this.steps.size >= STEPS_KEPT) this.steps.delete(this.steps.keys().next().value!);
+    this.steps.set(ts, step);
+    return step;
+  }
+
+  private computeStep(ts: number, revisions: readonly DocumentRevision[]): DiffStep | null {
+    const moved = this.result.advance(revisions);
+    if (moved === null || moved.changes.length > SYNC_DIFF_CHANGES_MAX) return null;
+    const { next: result, changes } = moved;
+    const sums = { ...this.sums };
+    const parts: string[] = [];
+    for (const change of changes) {
+      if (change.op !== "add") addRow(sums, keyOf(change.before), change.before.text, -1);
+      if (change.op !== "remove") addRow(sums, keyOf(change.after), change.after.text, 1);
+      parts.push(
+        change.op === "remove"
+          ? `{"op":"remove","key":"${keyOf(change.before)}"}`
+          : `{"op":"${change.op}","key":"${keyOf(change.after)}","value":${change.after.text}}`,
+      );
+    }
+    const envelope = envelopeText(result);
+    const next = new DiffState(result, ts, sums, checksumOf(sums, envelope));
+    if (changes.length === 0 && envelope === envelopeText(this.result)) return { next, changes, bodyText: null };
+    const page = result.envelope === null ? "" : `"page":${envelope},`;
+    return { next, changes, bodyText: `"changes":[${parts.join(",")}],${page}"checksum":"${next.checksum}"` };
+  }
+}
+
+function keyOf(row: DiffRow): string {
+  return orderedKeyText(row.key);
+}
+
+function envelopeText(result: DiffableResult): string {
+  return result.envelope === null ? "" : pageEnvelopeText(result.envelope.isDone, result.envelope.continueCursor);
+}
