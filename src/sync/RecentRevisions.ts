@@ -20,7 +20,12 @@ export class RecentRevisions {
   private knownAfterTs = -1;
 
   /** The revisions of a commit (announced after every commit of a lower ts). */
-  add(revisions: readonly DocumentRevision[]): void {
+  add(batch: readonly DocumentRevision[]): void {
+    // A segment lists its units in commit order; sorted anyway if not, since windows are cut by ts.
+    const revisions = batch.every((revision, at) => at === 0 || batch[at - 1]!.ts <= revision.ts) ? batch : [...batch].sort((a, b) => a.ts - b.ts);
+    const last = this.revisions.at(-1);
+    // Never expected (commits are announced in ts order), but a window could not be cut right: distrust what came before.
+    if (last !== undefined && revisions.length > 0 && revisions[0]!.ts < last.ts) this.knownAfterTs = Math.max(this.knownAfterTs, last.ts);
     for (const revision of revisions) {
       this.revisions.push(revision);
       this.bytes += revisionBytes(revision);

@@ -120,7 +120,7 @@ type ModifyQuerySet = Extract<ClientMessage, { type: "ModifyQuerySet" }>;
 type WorkItem =
   /** `rerun`: the store or the code was replaced, so no diff may stand in for a run. */
   | { readonly kind: "commit"; ts: number; readonly queryIds: Set<number>; readonly waitFor: Promise<void>[]; rerun: boolean }
-  | { readonly kind: "reset"; readonly queryId: number }
+  | { readonly kind: "reset"; readonly queryId: number; readonly release: () => void }
   | { readonly kind: "modify"; readonly message: ModifyQuerySet; readonly validAt: number; readonly release: () => void }
   | { readonly kind: "identity"; readonly identity: Identity; readonly validAt: number }
   | { readonly kind: "refresh" };
@@ -361,8 +361,8 @@ export class Session {
       case "ModifyQuerySet":
         return this.enqueue({ kind: "modify", message, validAt: this.host.currentTs, release });
       case "ResetQuery":
-        release();
-        return this.enqueue({ kind: "reset", queryId: message.queryId });
+        // Charged until processed, like a ModifyQuerySet: a client flooding resets is bounded by its inbound budget.
+        return this.enqueue({ kind: "reset", queryId: message.queryId, release });
       case "Mutation":
         return this.startMutations([message], false, release);
       case "MutationBatch":
@@ -658,7 +658,7 @@ export class Session {
         try {
           await this.process(item);
         } finally {
-          if (item.kind === "modify") item.release();
+          if (item.kind === "modify" || item.kind === "reset") item.release();
         }
       }
     } catch (error) {

@@ -331,4 +331,51 @@ describe("incremental query diffs against a real node", () => {
       await started.close();
     }
   });
+
+  it("bounds a client flooding ResetQuery and refuses malformed diff and resume frames, while another client's diffs flow", async () => {
+    const started = await startTestNode({ app });
+    const node = started.node;
+    const sockets: SocketClient[] = [];
+    const open = async (sessionId: string) => {
+      const socket = await SocketClient.open(node.url);
+      sockets.push(socket);
+      socket.write({ type: "Connect", sessionId, diffs: true });
+      await socket.next((message) => message.type === "ConnectAck");
+      return socket;
+    };
+    try {
+      await mutate(node, "items:insert", { items: Array.from({ length: 20 }, (_, rank) => ({ group: "g0", rank, label: "f" })) });
+      const args = { group: "g0", order: "desc", n: 10 };
+      const calm = await open("calm");
+      const hostile = await open("hostile");
+      for (const socket of [calm, hostile]) socket.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: [{ queryId: 1, path: "items:ofGroup", args }], remove: [] });
+      await transitionOf(calm, 1);
+      await transitionOf(hostile, 1);
+      // 5,000 resets in one burst: the session works through what its inbound budget holds and is ended past it.
+      const reset = JSON.stringify({ type: "ResetQuery", queryId: 1 });
+      for (let i = 0; i < 5_000; i++) hostile.socket.send(reset);
+      await mutate(node, "items:insert", { items: [{ group: "g0", rank: 500, label: "top" }] });
+      expect(modificationOf(await transitionOf(calm, 1), 1).type).toBe("QueryDiff");
+      await vi.waitFor(() => expect(hostile.closed !== null || hostile.frames.filter((frame) => frame.type === "Transition").length > 2).toBe(true), WAIT);
+
+      // Malformed frames: a ProtocolError each, and the session goes on.
+      for (const frame of [{ type: "ResetQuery", queryId: -1 }, { type: "ResetQuery", queryId: 1.5 }, { type: "ResetQuery" }, { type: "ResetQuery", queryId: 1, extra: true }]) {
+        calm.socket.send(JSON.stringify(frame));
+        expect(await calm.next((message) => message.type === "ProtocolError")).toMatchObject({ error: { code: "PROTOCOL_INVALID" } });
+      }
+      await mutate(node, "items:insert", { items: [{ group: "g0", rank: 600, label: "top" }] });
+      expect(modificationOf(await transitionOf(calm, 1), 1).type).toBe("QueryDiff");
+      // A malformed resume in Connect ends that connection before it opens.
+      for (const resume of [{ sessionId: "", sinceTs: 1 }, { sessionId: "x", sinceTs: -1 }, { sessionId: "x" }, "x"]) {
+        const socket = await SocketClient.open(node.url);
+        sockets.push(socket);
+        socket.socket.send(JSON.stringify({ type: "Connect", sessionId: "bad-resume", diffs: true, resume }));
+        expect(await socket.next((message) => message.type === "FatalError")).toMatchObject({ error: { code: "PROTOCOL_INVALID" } });
+      }
+      expect(calm.closed).toBeNull();
+    } finally {
+      for (const socket of sockets) socket.close();
+      await started.close();
+    }
+  });
 });
