@@ -13,11 +13,15 @@
  *   remove, whose checksum the client's arithmetic reproduces; ResetQuery sends the
  *   result whole; ResetQuery of an unknown query is a ProtocolError and the session goes
  *   on; a session that did not announce diffs never gets one.
+ * - On a replica: a follower's session gets QueryDiffs for the writer's commits, from its tail.
  * - Resume: a client reconnecting with its last session's id, after commits that touched
- *   2 of its 20 subscriptions, is answered QueryUnchanged for 18 without a run and the 2
- *   run; a claim from the future, a second claim, a claim under another identity and a
+ *   3 of its 22 subscriptions (documents and ranges), is answered QueryUnchanged for 19
+ *   without a run and the 3 run; a claim from the future, a second claim, a claim under another identity and a
  *   claim with hashes the claimant does not hold all run every query.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { apiOf } from "../../src/client/index.js";
 import { createNodeClient } from "../../src/client/node.js";
@@ -28,7 +32,7 @@ import type { RunningNode } from "../../src/server/startNode.js";
 import type { ServerMessage } from "../../src/sync/protocol.js";
 import { addRow, checksumOf, emptySums, pageEnvelopeText } from "../../src/sync/resultChecksum.js";
 import * as diffApp from "../functions/diffApp.js";
-import { SocketClient, startTestNode } from "./serverHarness.js";
+import { SocketClient, startSyncAppNode, startTestNode } from "./serverHarness.js";
 
 const api = apiOf<typeof diffApp.functions>();
 const app = App.fromModule(diffApp, "diff app");
@@ -235,7 +239,7 @@ describe("incremental query diffs against a real node", () => {
     }
   });
 
-  it("resumes a session: after commits touching 2 of 20 subscriptions, 18 are answered unchanged without a run; bad claims run everything", async () => {
+  it("resumes a session: after commits touching 3 of 22 subscriptions, 19 are answered unchanged without a run; bad claims run everything", async () => {
     const started = await startTestNode({ app, adminKey: ADMIN_KEY });
     const node = started.node;
     const sockets: SocketClient[] = [];
@@ -248,7 +252,12 @@ describe("incremental query diffs against a real node", () => {
     };
     try {
       const ids = (await mutate(node, "items:insert", { items: Array.from({ length: 20 }, (_, rank) => ({ group: "g2", rank, label: "r" })) })) as string[];
-      const adds = ids.map((id, at) => ({ queryId: at + 1, path: "items:get", args: { id } }));
+      // 20 documents by id, and two ranges: one holding an edited document (21), one that nothing touches (22).
+      const adds = [
+        ...ids.map((id, at) => ({ queryId: at + 1, path: "items:get", args: { id } as Record<string, unknown> })),
+        { queryId: 21, path: "items:ofGroup", args: { group: "g2", order: "asc", n: 5 } },
+        { queryId: 22, path: "items:ofGroup", args: { group: "g5", order: "desc", n: 5 } },
+      ];
       const { socket: first } = await open("first-session-0123456789");
       first.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: adds, remove: [] });
       const loaded = await transitionOf(first);
@@ -269,7 +278,7 @@ describe("incremental query diffs against a real node", () => {
       const { socket: future } = await open("future-session", { resume: { sessionId: "first-session-0123456789", sinceTs: Number.MAX_SAFE_INTEGER } });
       future.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: withHashes, remove: [] });
       await transitionOf(future);
-      expect(subscriptionRuns(node) - runsBefore).toBe(20);
+      expect(subscriptionRuns(node) - runsBefore).toBe(22);
       expect(node.handler.stats().resumedQueries).toBe(before.resumedQueries);
       future.close();
       await future.whenClosed();
@@ -281,10 +290,10 @@ describe("incremental query diffs against a real node", () => {
       const resumed = await transitionOf(back);
       const unchanged = resumed.modifications.filter((m) => m.type === "QueryUnchanged").map((m) => m.queryId);
       const updated = resumed.modifications.filter((m) => m.type === "QueryUpdated").map((m) => m.queryId);
-      expect(updated.sort((a, b) => a - b)).toEqual([4, 8]);
-      expect(unchanged).toHaveLength(18);
-      expect(subscriptionRuns(node) - runsBeforeResume).toBe(2);
-      expect(node.handler.stats().resumedQueries - before.resumedQueries).toBe(18);
+      expect(updated.sort((a, b) => a - b)).toEqual([4, 8, 21]);
+      expect(unchanged).toHaveLength(19);
+      expect(subscriptionRuns(node) - runsBeforeResume).toBe(3);
+      expect(node.handler.stats().resumedQueries - before.resumedQueries).toBe(19);
       // Resumed subscriptions are live: a later edit of one reaches it as a diff.
       await mutate(node, "items:change", { edits: [{ id: ids[0], label: "later" }] });
       expect(modificationOf(await transitionOf(back, 1), 1).type).toBe("QueryDiff");
@@ -296,7 +305,7 @@ describe("incremental query diffs against a real node", () => {
         const { socket } = await open(`again-${claim}`, { resume: { sessionId: claim, sinceTs } });
         socket.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: withHashes, remove: [] });
         await transitionOf(socket);
-        expect(subscriptionRuns(node) - runs).toBe(20);
+        expect(subscriptionRuns(node) - runs).toBe(22);
         expect(node.handler.stats().resumedQueries).toBe(resumedBefore);
       }
 
@@ -308,7 +317,7 @@ describe("incremental query diffs against a real node", () => {
       guesser.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: adds.map((add) => ({ ...add, resultHash: "d0.0.0.0" })), remove: [] });
       const guessed = await transitionOf(guesser);
       expect(guessed.modifications.every((m) => m.type === "QueryUpdated")).toBe(true);
-      expect(guessed.modifications).toHaveLength(20);
+      expect(guessed.modifications).toHaveLength(22);
       // A registration made by an admin session, claimed by an anonymous one holding the same hashes: every query runs.
       const { socket: adminSession } = await open("admin-session");
       adminSession.write({ type: "AdminAuth", key: ADMIN_KEY });
@@ -325,7 +334,7 @@ describe("incremental query diffs against a real node", () => {
       const runsBeforeClaim = subscriptionRuns(node);
       await transitionOf(anonymous);
       expect(node.handler.stats().resumedQueries).toBe(resumedBeforeClaim);
-      expect(subscriptionRuns(node) - runsBeforeClaim).toBe(20);
+      expect(subscriptionRuns(node) - runsBeforeClaim).toBe(22);
     } finally {
       for (const socket of sockets) socket.close();
       await started.close();
@@ -376,6 +385,47 @@ describe("incremental query diffs against a real node", () => {
     } finally {
       for (const socket of sockets) socket.close();
       await started.close();
+    }
+  });
+
+  it("sends diffs from a replica's tail: a subscriber on a follower sees the writer's commits as QueryDiffs, equal to fresh runs", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "cairn-diff-replica-"));
+    const writer = await startSyncAppNode(directory, "writer", { app });
+    const follower = await startSyncAppNode(directory, "follower", { app, role: "replica" });
+    const socket = await SocketClient.open(follower.url);
+    try {
+      await mutate(writer, "items:insert", { items: Array.from({ length: 8 }, (_, rank) => ({ group: "g0", rank, label: "r" })) });
+      socket.write({ type: "Connect", sessionId: "on-replica", diffs: true, maxObservedTs: writer.handler.currentTs });
+      await socket.next((message) => message.type === "ConnectAck");
+      const args = { group: "g0", order: "desc", n: 5 };
+      socket.write({ type: "ModifyQuerySet", baseVersion: 0, newVersion: 1, add: [{ queryId: 1, path: "items:ofGroup", args }], remove: [] });
+      const initial = modificationOf(await transitionOf(socket, 1), 1) as Extract<Modification, { type: "QueryUpdated" }>;
+      let keys = [...initial.rows!.keys];
+      let rows = (initial.value as unknown[]).map((row) => JSON.stringify(row));
+      for (const rank of [100, 6.5, 200]) {
+        await mutate(writer, "items:insert", { items: [{ group: "g0", rank, label: "r" }] });
+        const diff = modificationOf(await transitionOf(socket, 1), 1);
+        expect(diff.type).toBe("QueryDiff");
+        if (diff.type !== "QueryDiff") return;
+        // Applied by key as a client would (descending order), the rows are a fresh run's, and add up to the checksum.
+        const held = new Map(keys.map((key, at) => [key, rows[at]!]));
+        for (const change of diff.changes) {
+          if (change.op === "remove") held.delete(change.key);
+          else held.set(change.key, JSON.stringify(change.value));
+        }
+        keys = [...held.keys()].sort().reverse();
+        rows = keys.map((key) => held.get(key)!);
+        const sums = emptySums();
+        keys.forEach((key, at) => addRow(sums, key, rows[at]!, 1));
+        expect(checksumOf(sums, "")).toBe(diff.checksum);
+        expect(rows.map((row) => JSON.parse(row) as unknown)).toEqual(await fresh(writer, "items:ofGroup", args));
+      }
+      expect(follower.handler.stats().queryDiffs).toBeGreaterThanOrEqual(2);
+    } finally {
+      socket.close();
+      await follower.stop();
+      await writer.stop();
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 });
