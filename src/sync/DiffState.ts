@@ -15,6 +15,9 @@ export interface DiffStep {
   readonly bodyText: string | null;
 }
 
+/** Per row: what its object, key array and id cost beyond their contents (an estimate). */
+const ROW_OVERHEAD_BYTES = 160;
+
 /** Steps a state remembers (one per ts sessions advanced it to; almost always one). */
 const STEPS_KEPT = 4;
 
@@ -28,6 +31,7 @@ const STEPS_KEPT = 4;
 export class DiffState {
   private readonly steps = new Map<number, DiffStep | null>();
   private rowsFieldText: string | null = null;
+  private heapBytes = 0;
 
   private constructor(
     readonly result: DiffableResult,
@@ -56,6 +60,15 @@ export class DiffState {
 
   readRanges(): KeyRange[] {
     return this.result.readRanges();
+  }
+
+  /** Heap its rows hold, estimated (UTF-16 texts, key bytes, per-row overhead). */
+  get bytes(): number {
+    if (this.heapBytes === 0) {
+      this.heapBytes = ROW_OVERHEAD_BYTES;
+      for (const row of this.result.rows) this.heapBytes += ROW_OVERHEAD_BYTES + 2 * (row.text.length + row.id.length) + row.key.byteLength;
+    }
+    return this.heapBytes;
   }
 
   /**

@@ -44,6 +44,8 @@ export class ResumeRegistry {
   private readonly sessions = new Map<string, Registration>();
   private queries = 0;
   private bytes = 0;
+  /** Diff states the registrations hold, counted: one state shared by many sessions is charged once. */
+  private readonly states = new Map<DiffState, number>();
 
   constructor(private readonly clock: Clock) {}
 
@@ -61,6 +63,7 @@ export class ResumeRegistry {
     this.sessions.set(sessionId, { expiresAtMs: this.clock.monotonicMs() + SYNC_RESUME_TTL_MS, queries: byDigest, bytes });
     this.queries += byDigest.size;
     this.bytes += bytes;
+    for (const query of byDigest.values()) if (query.diff !== null) this.holdState(query.diff, 1);
     this.evict();
   }
 
@@ -76,6 +79,7 @@ export class ResumeRegistry {
   /** Forgets everything: the store or the code was replaced, so no registered result is known to stand. */
   clear(): void {
     this.sessions.clear();
+    this.states.clear();
     this.queries = 0;
     this.bytes = 0;
   }
@@ -90,6 +94,19 @@ export class ResumeRegistry {
     this.sessions.delete(sessionId);
     this.queries -= registration.queries.size;
     this.bytes -= registration.bytes;
+    for (const query of registration.queries.values()) if (query.diff !== null) this.holdState(query.diff, -1);
+  }
+
+  /** Counts a registration's hold on a diff state; its rows' heap is charged while any holds it. */
+  private holdState(state: DiffState, change: 1 | -1): void {
+    const holders = (this.states.get(state) ?? 0) + change;
+    if (holders === 0) {
+      this.states.delete(state);
+      this.bytes -= state.bytes;
+    } else {
+      if (holders === 1 && change === 1) this.bytes += state.bytes;
+      this.states.set(state, holders);
+    }
   }
 
   /** Drops expired registrations and, past the bounds, the oldest (registrations are kept in the order they came). */
