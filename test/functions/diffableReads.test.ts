@@ -24,6 +24,7 @@ import { memoryBucket } from "../support/bucketFactories.js";
 import { runtimeOn } from "../support/functionsHarness.js";
 import { harnessPerTest } from "../support/shardHarness.js";
 import * as diffApp from "./diffApp.js";
+import { FIELDS, randomDiffApp, VALUES } from "./randomDiffApp.js";
 
 const harness = harnessPerTest(memoryBucket);
 
@@ -34,7 +35,7 @@ interface Fixture {
   readonly mutate: (path: string, args: Record<string, unknown>) => Promise<Value>;
 }
 
-async function fixture(): Promise<Fixture> {
+async function fixture(module: unknown = diffApp): Promise<Fixture> {
   const h = await harness();
   const node = await h.writer("a");
   const revisions: DocumentRevision[] = [];
@@ -43,7 +44,7 @@ async function fixture(): Promise<Fixture> {
     revisions.push(...segment.records.revisions);
     appliedTs = Math.max(appliedTs, segment.header.maxTs);
   });
-  const runtime = await runtimeOn(h, node, diffApp);
+  const runtime = await runtimeOn(h, node, module);
   const mutate = async (path: string, args: Record<string, unknown>) => {
     const run = await runtime.runMutation(path, args);
     // The applied-segment event may come a turn after the acknowledgement.
@@ -62,6 +63,11 @@ interface Subscription {
 }
 
 const GROUPS = ["g0", "g1", "g2", "g3"];
+
+/** Arguments as text for messages (bigints included). */
+function shown(args: unknown): string {
+  return JSON.stringify(args, (_, value: unknown) => (typeof value === "bigint" ? `${value}n` : value));
+}
 
 function rangeKey(range: KeyRange): string {
   return `${range.keyspace}|${Buffer.from(range.start).toString("hex")}|${range.end === null ? "∞" : Buffer.from(range.end).toString("hex")}`;
@@ -94,6 +100,18 @@ describe("diffable reads", () => {
   it("keeps every diffable subscription equal to a fresh run, through random commits (model-based)", async () => {
     for (const seed of [1, 2, 3]) await randomRun(seed);
   }, 120_000);
+
+  it("keeps them equal through random schemas: any-typed fields, random indexes and equality prefixes (model-based)", async () => {
+    const total = { diffs: 0, changed: 0, declined: 0 };
+    for (const seed of [21, 22, 23, 24]) {
+      const counts = await randomSchemaRun(seed);
+      total.diffs += counts.diffs;
+      total.changed += counts.changed;
+      total.declined += counts.declined;
+    }
+    expect(total.changed).toBeGreaterThan(100);
+    expect(total.diffs).toBeGreaterThan(total.declined);
+  }, 180_000);
 
   it("never calls a result diffable when the handler looked at it, filtered, wrapped, read twice or changed it later", async () => {
     const { runtime, mutate } = await fixture();
@@ -171,9 +189,7 @@ async function randomRun(seed: number): Promise<void> {
   }
   expect(subscriptions.filter((s) => s.state !== null).length).toBeGreaterThan(20);
 
-  let diffs = 0;
-  let changed = 0;
-  let declined = 0;
+  const counts = { diffs: 0, changed: 0, declined: 0 };
   for (let step = 0; step < 60; step++) {
     const commits = 1 + (randomInt(random, 4) === 0 ? randomInt(random, 3) : 0);
     for (let c = 0; c < commits; c++) {
@@ -206,35 +222,121 @@ async function randomRun(seed: number): Promise<void> {
           await mutate("items:note", { text: "elsewhere" });
       }
     }
-    for (const subscription of subscriptions) {
-      const fresh = await runtime.runQueryRecorded(subscription.path, subscription.args, { describe: true });
-      expect(fresh.outcome.kind).toBe("ok");
-      const state = subscription.state;
-      if (state !== null) {
-        const window = revisions.filter((revision) => revision.ts > subscription.readTs && revision.ts <= fresh.readTs);
-        const step = state.advance(window);
-        if (step === null) {
-          declined++;
-        } else {
-          diffs++;
-          if (step.changes.length > 0) changed++;
-          const what = `${subscription.path} ${JSON.stringify(subscription.args)} (seed ${seed})`;
-          expect(JSON.parse(step.next.valueText()), what).toEqual(encodeValue((fresh.outcome as { value: Value }).value));
-          expect(rangesOf(step.next.readRanges()), what).toEqual(rangesOf(fresh.readRanges));
-          const rows = applied(state.rows, step.changes, state.order);
-          expect(rows, what).toEqual(step.next.rows.map((row) => ({ key: Buffer.from(row.key).toString("hex"), text: row.text })));
-          expect(fresh.diffable?.valueText(), what).toBe(step.next.valueText());
-          subscription.state = step.next;
-          subscription.readTs = fresh.readTs;
-          continue;
-        }
-      }
-      subscription.state = fresh.diffable ?? null;
-      subscription.readTs = fresh.readTs;
-    }
+    await checkSubscriptions(runtime, revisions, subscriptions, `seed ${seed}`, counts);
   }
   // The model must exercise both paths: diffs that changed rows, and declines that re-ran.
-  expect(changed).toBeGreaterThan(100);
-  expect(diffs).toBeGreaterThan(declined);
-  expect(declined).toBeGreaterThan(0);
+  expect(counts.changed).toBeGreaterThan(100);
+  expect(counts.diffs).toBeGreaterThan(counts.declined);
+  expect(counts.declined).toBeGreaterThan(0);
+}
+
+interface Counts {
+  diffs: number;
+  changed: number;
+  declined: number;
+}
+
+/**
+ * After commits: each subscription's state advanced over the revisions since its ts must
+ * equal a fresh run (value, read ranges, and the rows its changes make), or decline; a
+ * declined or non-diffable one takes the fresh run's state.
+ */
+async function checkSubscriptions(runtime: FunctionRuntime, revisions: readonly DocumentRevision[], subscriptions: readonly Subscription[], label: string, counts: Counts): Promise<void> {
+  for (const subscription of subscriptions) {
+    const fresh = await runtime.runQueryRecorded(subscription.path, subscription.args, { describe: true });
+    expect(fresh.outcome.kind, `${subscription.path} ${shown(subscription.args)}: ${String((fresh.outcome as { error?: unknown }).error)}`).toBe("ok");
+    const state = subscription.state;
+    if (state !== null) {
+      const window = revisions.filter((revision) => revision.ts > subscription.readTs && revision.ts <= fresh.readTs);
+      const step = state.advance(window);
+      if (step === null) {
+        counts.declined++;
+      } else {
+        counts.diffs++;
+        if (step.changes.length > 0) counts.changed++;
+        const what = `${subscription.path} ${shown(subscription.args)} (${label})`;
+        expect(JSON.parse(step.next.valueText()), what).toEqual(encodeValue((fresh.outcome as { value: Value }).value));
+        expect(rangesOf(step.next.readRanges()), what).toEqual(rangesOf(fresh.readRanges));
+        const rows = applied(state.rows, step.changes, state.order);
+        expect(rows, what).toEqual(step.next.rows.map((row) => ({ key: Buffer.from(row.key).toString("hex"), text: row.text })));
+        expect(fresh.diffable?.valueText(), what).toBe(step.next.valueText());
+        subscription.state = step.next;
+        subscription.readTs = fresh.readTs;
+        continue;
+      }
+    }
+    subscription.state = fresh.diffable ?? null;
+    subscription.readTs = fresh.readTs;
+  }
+}
+
+/** The same model over a random schema (randomDiffApp): any-typed fields, random indexes, random equality prefixes. */
+async function randomSchemaRun(seed: number): Promise<Counts> {
+  const random = new SeededRandom(seed);
+  const pick = <T>(items: readonly T[]): T => items[randomInt(random, items.length)]!;
+  const { module, indexes } = randomDiffApp(random);
+  const { runtime, revisions, mutate } = await fixture(module);
+  const tables = [...new Set(indexes.map((index) => index.table))];
+  const live = new Map<string, string>();
+  const fields = () => {
+    const document: Record<string, Value> = {};
+    for (const field of FIELDS) if (randomInt(random, 5) > 0) document[field] = pick(VALUES);
+    return document;
+  };
+  const insert = () => {
+    const table = pick(tables);
+    return { kind: "insert", table, fields: fields() };
+  };
+  const write = async (ops: Record<string, unknown>[]) => {
+    const ids = (await mutate("m:write", { ops })) as string[];
+    let at = 0;
+    for (const op of ops) if (op["kind"] === "insert") live.set(ids[at++]!, op["table"] as string);
+    for (const op of ops) if (op["kind"] === "delete") live.delete(op["id"] as string);
+  };
+  await write(Array.from({ length: 40 }, insert));
+
+  const subscriptions: Subscription[] = [];
+  const subscribe = async (path: string, args: Record<string, unknown>) => {
+    const run = await runtime.runQueryRecorded(path, args, { describe: true });
+    expect(run.outcome.kind, `${path} ${shown(args)}: ${String((run.outcome as { error?: unknown }).error)}`).toBe("ok");
+    subscriptions.push({ path, args, state: run.diffable ?? null, readTs: run.readTs });
+  };
+  for (let i = 0; i < 30; i++) {
+    const index = pick(indexes);
+    const range = { table: index.table, index: index.name, fields: [...index.fields], eq: index.fields.slice(0, randomInt(random, index.fields.length + 1)).map(() => pick(VALUES)), order: pick(["asc", "desc"] as const) };
+    switch (randomInt(random, 4)) {
+      case 0:
+        await subscribe("q:get", { id: pick([...live.keys()]) });
+        break;
+      case 1:
+        await subscribe("q:take", { ...range, n: pick([1, 2, 5, 10]) });
+        break;
+      case 2:
+        await subscribe("q:all", range);
+        break;
+      default: {
+        const numItems = 1 + randomInt(random, 4);
+        await subscribe("q:page", { ...range, paginationOpts: { cursor: null, numItems } });
+        const first = await runtime.runQuery("q:page", { ...range, paginationOpts: { cursor: null, numItems } });
+        await subscribe("q:page", { ...range, paginationOpts: { cursor: null, endCursor: (first.value as { continueCursor: string }).continueCursor, numItems } });
+      }
+    }
+  }
+  const counts = { diffs: 0, changed: 0, declined: 0 };
+  for (let step = 0; step < 50; step++) {
+    const commits = 1 + randomInt(random, 2);
+    for (let c = 0; c < commits; c++) {
+      const ops: Record<string, unknown>[] = [];
+      for (let o = 1 + randomInt(random, 3); o > 0; o--) {
+        const ids = [...live.keys()].filter((id) => !ops.some((op) => op["id"] === id));
+        const kind = ids.length < 10 ? 0 : randomInt(random, 4);
+        if (kind === 0) ops.push(insert());
+        else if (kind === 3) ops.push({ kind: "delete", id: pick(ids) });
+        else ops.push({ kind: "patch", id: pick(ids), fields: fields() });
+      }
+      await write(ops);
+    }
+    await checkSubscriptions(runtime, revisions, subscriptions, `random schema, seed ${seed}`, counts);
+  }
+  return counts;
 }
