@@ -6,7 +6,7 @@ import type { EncodedArgs } from "./encodeArgs.js";
 import { FRAME_OVERHEAD_BYTES, QUERY_ENTRY_OVERHEAD_BYTES } from "./limits.js";
 import type { QueryResult } from "./QueryResult.js";
 import { queryToken, type QueryToken } from "./QueryToken.js";
-import { applyDiff, heldRowsOf, type HeldRows } from "./DiffedRows.js";
+import { applyDiff, heldRowsOf, valueOf, type HeldRows } from "./DiffedRows.js";
 
 /**
  * The client's subscriptions and the server's results for them.
@@ -174,7 +174,7 @@ function applyModification(query: Query, modification: QueryModification): boole
       }
       const rows = heldRowsOf(modification.rows, modification.value, modification.hash);
       // Rows that do not add up to the hash are kept as a plain result: shown, never diffed.
-      query.server = rows === null ? { result: decodedResult(modification.value), hash: modification.hash } : { result: decodedResult(modification.value), hash: modification.hash, rows };
+      query.server = rows === null ? { result: decodedResult(modification.value), hash: modification.hash } : { result: { kind: "value", value: valueOf(rows) }, hash: modification.hash, rows };
       return true;
     }
     case "QueryDiff": {
