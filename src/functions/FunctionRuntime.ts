@@ -437,6 +437,17 @@ export class FunctionRuntime {
   }
 
   private async runQueryRecordedInCall(path: string, args: unknown, options: QueryCallOptions): Promise<RecordedQueryRun> {
+    const run = await this.runQueryOnce(path, args, options);
+    // A guarded result is a Proxy, and a few things refuse proxies (structuredClone): a
+    // handler that failed unexpectedly with one runs again without, so a subscription is
+    // answered exactly as a plain call (not diffable).
+    if (options.describe === true && run.outcome.kind === "failed" && hasErrorCode(run.outcome.error, "FUNCTION_FAILED")) {
+      return { ...(await this.runQueryOnce(path, args, { ...options, describe: false })), diffable: null };
+    }
+    return run;
+  }
+
+  private async runQueryOnce(path: string, args: unknown, options: QueryCallOptions): Promise<RecordedQueryRun> {
     const readTs = options.readTs ?? this.shards.readTs;
     const recorder = new ReadRecorder();
     try {
@@ -857,7 +868,8 @@ export class FunctionRuntime {
       if (reads?.refusal) throw error;
       if (isCairnError(error) && !hasErrorCode(error, "APP_ERROR")) throw error;
       if (hasErrorCode(error, "APP_ERROR") && isValue((error as CairnError).data)) throw error;
-      throw this.functionFailed(path, error);
+      // A guarded run's failure is not logged: it runs again unguarded (runQueryRecordedInCall), and that run logs.
+      throw this.functionFailed(path, error, !reads?.guard);
     } finally {
       // Kept open for Cairn's own writes after the handler's (a scheduled job's end); closed by the caller.
       if (!keepReadsOpen) reads?.finish();
@@ -873,11 +885,11 @@ export class FunctionRuntime {
   }
 
   /** Logs what `path` threw (its stack) under the call's request id; the error the caller gets names only that id. */
-  private functionFailed(path: string, thrown: unknown): CairnError {
+  private functionFailed(path: string, thrown: unknown, logged = true): CairnError {
     const requestId = currentFunctionCall()?.requestId ?? this.newRequestId();
     const what = hasErrorCode(thrown, "APP_ERROR") ? "threw an AppError whose data is not a Cairn value: " : "";
     const stack = thrown instanceof Error ? (thrown.stack ?? `${thrown.name}: ${thrown.message}`) : `a non-Error value: ${String(thrown)}`;
-    this.log(`function ${path} failed (request ${requestId}): ${what}${stack}`);
+    if (logged) this.log(`function ${path} failed (request ${requestId}): ${what}${stack}`);
     return new CairnError("FUNCTION_FAILED", `${path} failed; request id ${requestId} (the server's log has the details)`, {
       cause: thrown,
       details: { path, requestId },

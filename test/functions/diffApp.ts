@@ -77,6 +77,10 @@ const items = {
       return read;
     },
   }),
+  cloned: query({
+    args: { group: v.string() },
+    handler: async (ctx, { group }) => structuredClone(await ctx.db.query("items").withIndex("by_group", (q) => q.eq("group", group)).take(5)),
+  }),
   first: query({ args: { group: v.string() }, handler: async (ctx, { group }) => ctx.db.query("items").withIndex("by_group", (q) => q.eq("group", group)).first() }),
 
   insert: mutation({ args: { items: v.array(item) }, handler: async (ctx, { items }) => Promise.all(items.map((fields) => ctx.db.insert("items", fields))) }),

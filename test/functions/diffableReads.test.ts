@@ -130,6 +130,10 @@ describe("diffable reads", () => {
     await mutate("items:remove", { ids: [ids[0]] });
     const gone = await runtime.runQueryRecorded("items:get", { id: ids[0] }, describe);
     expect(gone.diffable).toBeNull();
+    // A handler that clones its rows (structuredClone refuses a proxy) is answered as a plain call is.
+    const cloned = await runtime.runQueryRecorded("items:cloned", { group: "g0" }, describe);
+    expect(cloned.outcome).toEqual((await runtime.runQueryRecorded("items:cloned", { group: "g0" })).outcome);
+    expect(cloned.diffable).toBeNull();
     // The same diffable queries, without describe: no diffable result, no proxies.
     const plain = await runtime.runQueryRecorded("items:ofGroup", { group: "g0", order: "asc", n: 2 });
     expect(plain.diffable).toBeUndefined();
