@@ -457,7 +457,12 @@ export class FunctionRuntime {
       if (options.describe === true) reads.guard = new ResultGuard();
       const nowMs = this.clock.nowMs();
       const db = new DatabaseReader(reads);
-      const ctx = { db, auth: authOf(options.identity), now: () => nowMs, random: seededFloats(this.random, null), storage: queryStorage(db, this.fileService) };
+      const floats = seededFloats(this.random, null);
+      const guard = reads.guard;
+      // A result that depends on the clock or on chance is another at the next run: never diffable.
+      const now = guard === null ? () => nowMs : () => (guard.impure(), nowMs);
+      const random = guard === null ? floats : () => (guard.impure(), floats());
+      const ctx = { db, auth: authOf(options.identity), now, random, storage: queryStorage(db, this.fileService) };
       const value = await this.runHandler(path, fn, ctx, checkedArgs, reads);
       const diffable = reads.guard?.resultFor(value) ?? null;
       return { outcome: { kind: "ok", value }, readRanges: recorder.keyRanges(), readTs, ...(options.describe === true ? { diffable } : {}) };

@@ -9,8 +9,8 @@ import { DiffableResult, type DiffableCapture } from "./DiffableRead.js";
  * inside it before it was returned.
  *
  * Why that is a proof: with its arguments and identity fixed (they are, per
- * subscription), a handler's return value can depend on the data only through what it
- * read; it read one thing and never looked at it, so whatever it computed did not depend
+ * subscription) and neither the clock nor chance consulted (`impure`), a handler's
+ * return value can depend on the data only through what it read; it read one thing and never looked at it, so whatever it computed did not depend
  * on it, and it returned that thing itself. The one look no trap sees is whether the
  * value is null (`doc === null`), so a null result is never wrapped, and a diff that
  * would make a document read null (or not) re-runs the query instead (DiffableRead).
@@ -24,6 +24,11 @@ export class ResultGuard {
   private looked = false;
   /** Reads the run made (every document read and index scan, diffable or not). */
   reads = 0;
+
+  /** The handler read the clock or a random number (ctx.now, ctx.random): its result may differ at the next run, data unchanged. */
+  impure(): void {
+    this.looked = true;
+  }
 
   /** The handler's view of a read's result: `target` behind a noting proxy. */
   wrap<T extends object>(target: T, capture: DiffableCapture): T {

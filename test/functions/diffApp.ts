@@ -77,6 +77,14 @@ const items = {
       return read;
     },
   }),
+  recentOnly: query({
+    args: { group: v.string() },
+    handler: async (ctx, { group }) =>
+      ctx.db
+        .query("items")
+        .withIndex("by_group", (q) => q.eq("group", group).gte("rank", ctx.now() > 0 ? 0 : 1))
+        .take(5),
+  }),
   cloned: query({
     args: { group: v.string() },
     handler: async (ctx, { group }) => structuredClone(await ctx.db.query("items").withIndex("by_group", (q) => q.eq("group", group)).take(5)),

@@ -12,7 +12,8 @@
  *   at a time and, sometimes, several commits at once.
  * - The changes advance reports, applied by key to the rows before, give the rows after.
  * - The proof (ResultGuard): a handler that looks at its rows, filters them, wraps them,
- *   reads twice or changes them after returning is never diffable, nor is a null result.
+ *   reads twice, changes them after returning or reads ctx.now() is never diffable, nor is
+ *   a null result; one that clones its rows is answered as a plain call.
  */
 import { describe, expect, it } from "vitest";
 import { SeededRandom, randomInt } from "../../src/base/random.js";
@@ -113,11 +114,11 @@ describe("diffable reads", () => {
     expect(total.diffs).toBeGreaterThan(total.declined);
   }, 180_000);
 
-  it("never calls a result diffable when the handler looked at it, filtered, wrapped, read twice or changed it later", async () => {
+  it("never calls a result diffable when the handler looked at it, filtered, wrapped, read twice, changed it later or read the clock", async () => {
     const { runtime, mutate } = await fixture();
     const ids = (await mutate("items:insert", { items: [1, 2, 3, 4].map((rank) => ({ group: "g0", rank, label: `l${rank}` })) })) as string[];
     const describe = { describe: true };
-    for (const path of ["items:labels", "items:someOrNone", "items:twoReads", "items:filtered", "items:wrapped", "items:mutatedLater", "items:first"]) {
+    for (const path of ["items:labels", "items:someOrNone", "items:twoReads", "items:filtered", "items:wrapped", "items:mutatedLater", "items:first", "items:recentOnly"]) {
       const run = await runtime.runQueryRecorded(path, { group: "g0" }, describe);
       expect(run.outcome.kind, path).toBe("ok");
       expect(run.diffable, path).toBeNull();
