@@ -25,6 +25,33 @@
  *    "spread", viewer: <its index>}`, so each of the Transitions a bump of `spread`
  *    causes needs its own query run: server CPU per 1,000 Transitions when nothing is
  *    shared (the other end from phase 2's `hot`).
+ * 5. Diffs against whole results (issue 30): the `messages` table gets 2 × `--page-rows`
+ *    messages (~100-character bodies, ~215-byte rows) in #general; `--clients` raw
+ *    sockets all subscribe to `messages:page` of it (`--page-rows` rows, newest first,
+ *    returned as `paginate` reads it: diffable), and inserts into it are measured, each
+ *    waited for until every client has its Transition — first `--diff-commits` with every
+ *    client announcing diffs (a QueryDiff of one add and one remove each), then
+ *    `--whole-commits` with fresh sessions announcing none (the whole page each). Per
+ *    commit: server CPU (net of idle; and beyond a control of inserts into a channel
+ *    nobody reads, alternating blocks) and the frame bytes all clients received.
+ *    Targets: whole ÷ diffs ≥ 10× in bytes and ≥ 5× in server CPU per commit. One diff
+ *    client applies every diff as the client library does and is compared with a client
+ *    without diffs commit by commit over the warm-ups, and with a fresh subscriber at the
+ *    end. Clients remove their query before closing (nothing left for a resume).
+ * 6. Reconnect storm (issue 30): `--clients` raw sockets announcing diffs subscribe to 10
+ *    counters of their own each (`counters:get` and the diffable `counters:row`, 5 and
+ *    5; the counters exist); all close, `--storm-commits` commits bump 1% of those
+ *    counters, and all reconnect (50 at a time) re-adding their queries with the hashes
+ *    they hold — first with `resume` (last session id and Transition ts), then without.
+ *    Counted: the queries the server ran for the re-adds (target with resume: ~1%, only
+ *    the touched ones; without: 100%) and the answers, each checked against what the
+ *    commits touched; server CPU over each storm.
+ *
+ * Phases 2 and 4's clients are closed before phase 5; phases 5 and 6 use raw sockets only.
+ * With phase 3 or 5 the node runs on the server process's main thread with Node's own
+ * heap limit (`--heap-mib 0`), not in its worker under the default 512 MiB cap: phase 3
+ * needs its heap within the inspector's reach, and phase 5's 1,000 sessions without
+ * diffs do not fit under the cap (see where main starts the server).
  *
  * Server CPU is the server process's own (/api/admin/status), net of its idle rate
  * measured beside it, ± 2 standard errors over blocks of 10 commits. The server's
@@ -34,8 +61,9 @@
  * measured minutes before (also reported).
  *
  *   npm run bench:sync [-- --samples 200 --clients 1000 --subscriptions-per-client 10
- *                          --fanout-commits 50 --server-warmup-commits 1000
- *                          --phases 1,2,3,4 --cpu-profile-dir DIR]
+ *                          --fanout-commits 50 --diff-commits 50 --whole-commits 20 --page-rows 500
+ *                          --storm-commits 10 --server-warmup-commits 1000
+ *                          --phases 1,2,3,4,5,6 --cpu-profile-dir DIR]
  *
  * Prints a table, then one line of JSON with every figure. Progress goes to stderr.
  */
@@ -53,9 +81,12 @@ import { ServeChild } from "./kit/ServeChild.js";
 import { flag, parseFlags } from "./kit/flags.js";
 import { formatTable, latencies, ms, printReport, verdict, type TableLine } from "./kit/report.js";
 import { BenchSocket } from "./syncSupport/BenchSocket.js";
-import { ClientFleet, type FleetSubscription } from "./syncSupport/ClientFleet.js";
+import { ClientFleet, FLEET_CONNECT_BATCH, type FleetSubscription } from "./syncSupport/ClientFleet.js";
 import { measureBaseline, measureFanOut, type BaselineFigures, type FanOutFigures } from "./syncSupport/fanOut.js";
+import { measureDiffFanOut, type DiffFanOutFigures, type DiffModeFigures, type Ratio } from "./syncSupport/diffFanOut.js";
 import { measureIdleSessionMemory, type IdleSessionMemoryFigures } from "./syncSupport/idleSessionMemory.js";
+import { sessionsDownTo } from "./syncSupport/rawSockets.js";
+import { measureReconnectStorm, STORM_SUBSCRIPTIONS_PER_CLIENT, type StormFigures, type StormRunFigures } from "./syncSupport/reconnectStorm.js";
 import { primeCounter, sequentialBumps } from "./syncSupport/sequentialBumps.js";
 import type { CpuDifference } from "./syncSupport/serverCpu.js";
 import type { functions } from "./syncSupport/syncBenchApp.js";
@@ -66,16 +97,20 @@ const progress = progressPrinter();
 
 const flags = parseFlags(process.argv.slice(2), {
   name: "bench:sync",
-  description: "live queries: commit → Transition latency, fan-out cost, memory per session",
+  description: "live queries: commit → Transition latency, fan-out cost, memory per session, diffs against whole results, a reconnect storm",
   flags: {
     samples: flag.wholeNumber("phases 1 and 2: bumps measured", 200),
     warmups: flag.wholeNumber("unmeasured bumps before each measurement", 10, 0),
-    clients: flag.wholeNumber("phases 2–4: clients (and phase 3's idle sessions)", 1_000),
+    clients: flag.wholeNumber("phases 2–6: clients (and phase 3's idle sessions)", 1_000),
     /** At least 1: the shared `hot` query. */
     subscriptionsPerClient: flag.wholeNumber("phase 2: subscriptions per client, the shared `hot` one included", 10),
     fanoutCommits: flag.wholeNumber("phases 2 and 4: bumps that reach every client", 50),
+    diffCommits: flag.wholeNumber("phase 5: inserts measured with every client announcing diffs", 50),
+    wholeCommits: flag.wholeNumber("phase 5: inserts measured with no client announcing diffs (each costs seconds of server CPU at 1,000 clients)", 20),
+    pageRows: flag.wholeNumber("phase 5: rows of the page every client subscribes to", 500),
+    stormCommits: flag.wholeNumber("phase 6: commits made while the clients are away (together touching 1% of the subscriptions)", 10),
     serverWarmupCommits: flag.wholeNumber("commits with latency off before anything is measured", 1_000, 0),
-    phases: flag.phases([1, 2, 3, 4]),
+    phases: flag.phases([1, 2, 3, 4, 5, 6]),
     cpuProfileDirectory: flag.optionalText("where the server writes a V8 CPU profile", "dir", { name: "cpu-profile-dir" }),
   },
 });
@@ -83,8 +118,10 @@ const options = { ...flags, cpuProfileDirectory: flags.cpuProfileDirectory === n
 
 const api = apiOf<typeof functions>();
 const APP_PATH = "bench/syncSupport/syncBenchApp.ts";
+/** Lines of the server's output kept, to show if it exits with an error. */
+const SERVER_LINES_KEPT = 40;
 /** Targets of the issue. */
-const TARGETS = { transitionOverCommitMs: 5, affectsOneCpuMs: 1, sessionKiB: 50 } as const;
+const TARGETS = { transitionOverCommitMs: 5, affectsOneCpuMs: 1, sessionKiB: 50, diffBytesRatio: 10, diffCpuRatio: 5, stormRerunFraction: 0.01 } as const;
 
 async function main(): Promise<void> {
   const startedMs = performance.now();
@@ -105,14 +142,16 @@ async function main(): Promise<void> {
       appPath: APP_PATH,
       nodeFlags: serverNodeFlags(),
       // The inspector reaches the main thread only: phase 3's full GC must reach the node's heap, so the node runs there.
-      ...(options.phases.includes(3) ? { serveFlags: ["--heap-mib", "0"] } : {}),
-      // Nobody reads the server's output; it drains unread, and a stop waits for its drain however long.
-      outputLinesMax: 0,
+      // Phase 5's 1,000 sessions without diffs on a 500-row page hold ~370 MiB of heap: under the default 512 MiB cap the
+      // node collects garbage so hard that its shard writer steps down after nearly every commit, then runs out of heap.
+      ...(options.phases.includes(3) || options.phases.includes(5) ? { serveFlags: ["--heap-mib", "0"] } : {}),
+      // Its last lines are kept only to show if it fails; a stop waits for its drain however long.
+      outputLinesMax: SERVER_LINES_KEPT,
       stopWaitMsMax: null,
     });
     cleanup.add("stopping the server", async () => {
       const code = await server.stop();
-      if (code !== 0) progress(`cairn serve exited with ${code}`);
+      if (code !== 0) progress(`cairn serve exited with ${code}; its last lines:\n${server.output.last(SERVER_LINES_KEPT)}`);
     });
     progress(`   serving at ${server.url} (pid ${server.pid})`);
     const mutator = await BenchSocket.connect(server.syncUrl);
@@ -147,9 +186,30 @@ async function main(): Promise<void> {
       await fleet.subscribeEach((index) => [{ ref: api.counters.getFor, args: { name: "spread", viewer: index }, label: "spread" }]);
       distinct = await measureFanOut(server, mutator, fleet, "spread", options.clients, { commits: options.fanoutCommits, warmups: options.warmups, baseline: baseline! });
     }
+    if (fleet.size > 0) {
+      // Phases 5 and 6 measure their own sockets: the fleet's sessions would add their pings and sweeps.
+      fleet.close();
+      await sessionsDownTo(server, 1);
+    }
+
+    if (options.phases.includes(5)) progress(`5. diffs against whole results: ${options.clients} clients on one ${options.pageRows}-row page, ${options.diffCommits} inserts with diffs, ${options.wholeCommits} without…`);
+    const diffs = options.phases.includes(5)
+      ? await measureDiffFanOut(server, mutator, server.syncUrl, {
+          clients: options.clients,
+          diffCommits: options.diffCommits,
+          wholeCommits: options.wholeCommits,
+          warmups: options.warmups,
+          pageRows: options.pageRows,
+          onProgress: progress,
+        })
+      : null;
+
+    if (options.phases.includes(6)) progress(`6. reconnect storm: ${options.clients} clients × ${STORM_SUBSCRIPTIONS_PER_CLIENT} subscriptions, ${options.stormCommits} commits while they are away…`);
+    const storm = options.phases.includes(6) ? await measureReconnectStorm(server, mutator, server.syncUrl, { clients: options.clients, commits: options.stormCommits, onProgress: progress }) : null;
+
     const runSeconds = round((performance.now() - startedMs) / 1000, 1);
     const cpuMsPer1000Transitions = { shared: per1000Transitions(fanOut?.all ?? null), distinct: per1000Transitions(distinct) };
-    report({ latencyModel: latencyModel.description, subscriptions, latency, baseline, fanOut, memory, distinct, cpuMsPer1000Transitions, runSeconds });
+    report({ latencyModel: latencyModel.description, subscriptions, latency, baseline, fanOut, memory, distinct, cpuMsPer1000Transitions, diffs, storm, runSeconds });
   } finally {
     await cleanup.run();
   }
@@ -205,19 +265,26 @@ interface Summary {
   readonly distinct: FanOutFigures | null;
   /** Server CPU per 1,000 Transitions (beyond the alternating control), shared and distinct queries. */
   readonly cpuMsPer1000Transitions: { readonly shared: CpuDifference | null; readonly distinct: CpuDifference | null };
+  readonly diffs: DiffFanOutFigures | null;
+  readonly storm: StormFigures | null;
   readonly runSeconds: number;
 }
 
 function report(summary: Summary): void {
   const documents = ["warmup", "latency", "baseline", "c-0-0", "hot", "spread"].length;
+  const store = [`at most ${documents} counter documents for phases 1–4 (one per counter bumped; the other subscribed counters do not exist)`];
+  if (summary.diffs !== null) store.push(`phase 5: ${(summary.diffs.preloadedMessages + summary.diffs.postedMessages).toLocaleString("en-US")} messages (#general and #quiet)`);
+  if (summary.storm !== null) store.push(`phase 6: ${summary.storm.subscriptions.toLocaleString("en-US")} more counters`);
   const lines: TableLine[] = [
     `bench:sync — cairn serve (child process) over the S3 test endpoint, ${summary.latencyModel}`,
-    `store: one deployment of the bench app, at most ${documents} counter documents (one per counter bumped; the other subscribed counters do not exist)`,
+    `store: one deployment of the bench app; ${store.join("; ")}`,
     `load: sequential, one mutation in flight (raw protocol mutator), after ${options.serverWarmupCommits} warm-up commits; clients in the benchmark process`,
     ...latencySection(summary.latency),
     ...fanOutSection(summary),
     ...memorySection(summary.memory),
     ...distinctSection(summary.distinct, summary.cpuMsPer1000Transitions.distinct),
+    ...diffsSection(summary.diffs),
+    ...stormSection(summary.storm),
   ];
   printReport(formatTable(lines), { ...summary, targets: TARGETS, options });
 }
@@ -278,6 +345,84 @@ function distinctSection(distinct: FanOutFigures | null, per1000: CpuDifference 
     ["  query runs per commit (shared-run misses / hits)", `${distinct.cpu.sharedRunMissesPerCommit} / ${distinct.cpu.sharedRunHitsPerCommit}`, ""],
     ["server CPU per 1,000 Transitions, distinct queries", withError(per1000?.ms, per1000?.errorMs, 1), ""],
   ];
+}
+
+function diffsSection(figures: DiffFanOutFigures | null): TableLine[] {
+  if (figures === null) return [];
+  const { diffs, whole, check } = figures;
+  const both = (read: (mode: DiffModeFigures) => string) => `${read(diffs)} / ${read(whole)}`;
+  const checked =
+    check.checksumFailures === 0 && check.mismatchedCommits === 0 && check.comparedCommits > 0 && check.finalMatches && check.clientsOffChecksum === 0;
+  return [
+    `5. diffs against whole results: ${figures.clients.toLocaleString("en-US")} raw clients on one ${figures.pageRows}-row page (newest first, ~${figures.rowBytes}-byte rows, ${figures.preloadedMessages.toLocaleString("en-US")} messages preloaded), one insert per commit, ${diffs.cpu.commits} commits with diffs, ${whole.cpu.commits} without; diffs / whole`,
+    ["bytes received by all clients per commit", both((mode) => bytes(mode.bytesPerCommit)), ""],
+    ["  per client per commit", both((mode) => `${mode.bytesPerClientPerCommit.toLocaleString("en-US")} B`), ""],
+    ["bytes, whole ÷ diffs", `${figures.bytesRatio}×`, verdict(figures.bytesRatio >= TARGETS.diffBytesRatio, `≥ ${TARGETS.diffBytesRatio}×`)],
+    ["server CPU per commit (net of idle)", both((mode) => withError(mode.cpu.netCpuMsPerCommit, mode.cpu.netCpuMsPerCommitError, 2)), ""],
+    ["server CPU per commit, whole ÷ diffs", ratioText(figures.cpuRatio), ratioVerdict(figures.cpuRatio, TARGETS.diffCpuRatio)],
+    ["  control (insert nobody reads, clients connected)", both((mode) => withError(mode.control.netCpuMsPerCommit, mode.control.netCpuMsPerCommitError, 2)), ""],
+    ["  fan-out CPU beyond the control", both((mode) => withError(mode.overControl.ms, mode.overControl.errorMs, 2)), ""],
+    ["  fan-out CPU beyond the control, whole ÷ diffs", ratioText(figures.cpuRatioOverControl), ""],
+    ["send → last client's Transition p50 / p99", `${latencies(diffs.latency)}; ${latencies(whole.latency)}`, ""],
+    ["per commit: QueryDiffs sent, query runs (shared hits + misses)", both((mode) => `${mode.cpu.queryDiffsPerCommit} diffs, ${round(mode.cpu.sharedRunHitsPerCommit + mode.cpu.sharedRunMissesPerCommit, 2)} runs`), ""],
+    ["subscribing: bytes per client (ConnectAck, first result)", both((mode) => bytes(mode.subscribeBytesPerClient)), ""],
+    ["server idle CPU with the clients", both((mode) => `${mode.idleCpuMsPerSecond.toFixed(1)} ms/s`), ""],
+    [
+      "one diff client's rows: diffs applied / checksum failures",
+      `${check.diffsApplied} / ${check.checksumFailures}`,
+      "",
+    ],
+    [
+      `  = a whole-result client's, over ${check.comparedCommits} warm-up commits; at the end`,
+      `${check.comparedCommits - check.mismatchedCommits} of ${check.comparedCommits}; ${check.finalMatches ? "equal" : "DIFFERENT"}`,
+      verdict(checked, "all equal"),
+    ],
+    ["  diff clients off the checked client's checksum (most at a block's end)", `${check.clientsOffChecksum}`, ""],
+  ];
+}
+
+function stormSection(storm: StormFigures | null): TableLine[] {
+  if (storm === null) return [];
+  const { resume, fresh } = storm;
+  const percent = (fraction: number) => `${(fraction * 100).toFixed(2)}%`;
+  const runs = (run: StormRunFigures) => `${run.queriesRun.toLocaleString("en-US")} of ${storm.subscriptions.toLocaleString("en-US")} (${percent(run.rerunFraction)})`;
+  const answers = (run: StormRunFigures) => `${run.unchanged.toLocaleString("en-US")} / ${run.updated.toLocaleString("en-US")} / ${run.otherAnswers}`;
+  const resumeMet = resume.queriesRun <= resume.touched && resume.staleAnswers === 0 && resume.otherAnswers === 0;
+  return [
+    `6. reconnect storm: ${storm.clients.toLocaleString("en-US")} raw clients × ${storm.subscriptionsPerClient} subscriptions (half counters:get, half the diffable counters:row), diffs announced; ${resume.commits} commits touching ${resume.touched} (${percent(storm.touchedFraction)}) while away; reconnect ${FLEET_CONNECT_BATCH} at a time`,
+    ["with resume: queries run for the re-adds", runs(resume), verdict(resumeMet, `~${percent(TARGETS.stormRerunFraction)} (the touched ${resume.touched}, no wrong answer)`)],
+    ["  answered from the registry without a run", resume.resumedQueries.toLocaleString("en-US"), ""],
+    ["  answers QueryUnchanged / QueryUpdated / other", answers(resume), ""],
+    ["  wrong answers (touched: unchanged or not the new value) / spare updates", `${resume.staleAnswers} / ${resume.spareUpdates}`, ""],
+    ["  server CPU over the storm (net of idle), per client", `${resume.cpuMs.toFixed(0)} ms, ${resume.cpuMsPerClient.toFixed(2)} ms`, ""],
+    ["  storm wall time; bytes per client", `${ms(resume.wallMs)}; ${bytes(resume.bytesPerClient)}`, ""],
+    ["  next commit to a resumed diffable query arrives as", storm.resumedLive, verdict(storm.resumedLive !== "failed", "a correct update")],
+    ["without resume: queries run for the re-adds", runs(fresh), ""],
+    ["  answers QueryUnchanged / QueryUpdated / other", answers(fresh), ""],
+    ["  wrong answers / spare updates", `${fresh.staleAnswers} / ${fresh.spareUpdates}`, ""],
+    ["  server CPU over the storm (net of idle), per client", `${fresh.cpuMs.toFixed(0)} ms, ${fresh.cpuMsPerClient.toFixed(2)} ms`, ""],
+    ["  storm wall time; bytes per client", `${ms(fresh.wallMs)}; ${bytes(fresh.bytesPerClient)}`, ""],
+  ];
+}
+
+function ratioText(value: Ratio): string {
+  return `${value.ratio.toFixed(1)} ± ${value.error.toFixed(1)}×`;
+}
+
+/** Met or missed only when the target lies outside ratio ± error. */
+function ratioVerdict(value: Ratio, target: number): string {
+  const label = `≥ ${target}×`;
+  if (!Number.isFinite(value.ratio)) return verdict(false, label);
+  const error = Number.isFinite(value.error) ? value.error : 0;
+  if (value.ratio - error >= target) return verdict(true, label);
+  if (value.ratio + error < target) return verdict(false, label);
+  return `${label} unsettled (within ± 2 SE; raise --diff-commits)`;
+}
+
+function bytes(value: number): string {
+  if (value >= 2 ** 20) return `${(value / 2 ** 20).toFixed(2)} MiB`;
+  if (value >= 1024) return `${(value / 1024).toFixed(1)} KiB`;
+  return `${value.toFixed(0)} B`;
 }
 
 /** A fan-out's cost beyond its control, scaled to 1,000 Transitions. */

@@ -4,6 +4,25 @@ import WebSocket from "ws";
 import { CairnError } from "../../src/base/errors.js";
 import { encodeMessage, parseServerMessage, type ClientMessage, type MutationResponseMessage, type ServerMessage, type TransitionMessage } from "../../src/sync/protocol.js";
 
+type ConnectMessage = Extract<ClientMessage, { type: "Connect" }>;
+
+/** What a socket's Connect announces beyond a fresh random session id. */
+export interface BenchConnectOptions {
+  /** The session id to send (default: 16 random hex digits). */
+  readonly sessionId?: string;
+  /** Announce that this client applies QueryDiffs (issue 30). */
+  readonly diffs?: boolean;
+  /** Resume a previous session: its id and the endVersion.ts of the last Transition this client applied. */
+  readonly resume?: NonNullable<ConnectMessage["resume"]>;
+}
+
+/** One query a ModifyQuerySet adds; `resultHash`: the hash (or last checksum) of the result the client holds. */
+export interface BenchQuery {
+  readonly path: string;
+  readonly args: Record<string, unknown>;
+  readonly resultHash?: string;
+}
+
 /** How long a frame the benchmark waits for may take before the run fails (no hang on a lost frame). */
 export const FRAME_WAIT_MS_MAX = 30_000;
 
@@ -28,30 +47,63 @@ interface Waiter {
  * Frames are validated with parseServerMessage.
  *
  * A caller registers what it waits for (`expect`) before sending what causes it; frames
- * nobody waits for are counted and dropped, so a long run keeps no backlog. A ProtocolError
- * or FatalError frame, or the socket closing, fails every waiter.
+ * nobody waits for are dropped, so a long run keeps no backlog. A ProtocolError or
+ * FatalError frame, or the socket closing, fails every waiter.
+ *
+ * Whatever waits, the socket keeps what a client holds of its session: the payload bytes
+ * of every frame it received (the server negotiates no compression, so these are the
+ * bytes sent but for 2–10 bytes of WebSocket framing each), the endVersion.ts of the last
+ * Transition (what a resume names as `sinceTs`), and each query's result hash as a
+ * client echoes it (QueryUpdated / QueryUnchanged `hash`, a QueryDiff's `checksum`).
+ * `onFrame`, if set, sees every valid frame first (a client applying diffs).
  */
 export class BenchSocket {
   private waiters: Waiter[] = [];
   private nextRequestId = 0;
   private querySet = 0;
+  private nextQueryId = 0;
   private failure: Error | null = null;
+  /** Payload bytes of every frame received (text as sent, before parsing). */
+  bytesReceived = 0;
+  framesReceived = 0;
+  /** endVersion.ts of the last Transition received (-1: none yet), and when it came (performance.now()). */
+  lastTransitionTs = -1;
+  lastTransitionAtMs = 0;
+  /** Each query's result hash as the client would echo it in a ModifyQuerySet `resultHash`. */
+  readonly hashes = new Map<number, string>();
+  /** Called with every valid frame before any waiter sees it. */
+  onFrame: ((message: ServerMessage, atMs: number) => void) | null = null;
 
-  private constructor(private readonly socket: WebSocket) {
-    socket.on("message", (data) => this.receive(data.toString(), performance.now()));
+  private constructor(
+    private readonly socket: WebSocket,
+    readonly sessionId: string,
+  ) {
+    socket.on("message", (data) => {
+      const atMs = performance.now();
+      const bytes = rawBytes(data);
+      this.bytesReceived += bytes.length;
+      this.framesReceived++;
+      this.receive(bytes.toString(), atMs);
+    });
     socket.on("close", (code, reason) => this.fail(new CairnError("CONNECTION_LOST", `the socket closed (${code} ${reason.toString()})`)));
   }
 
-  /** Opens the socket and sends Connect; resolves once the server's ConnectAck is in. */
-  static async connect(syncUrl: string): Promise<BenchSocket> {
+  /** Opens the socket and sends Connect (with `options`); resolves once the server's ConnectAck is in. */
+  static async connect(syncUrl: string, options: BenchConnectOptions = {}): Promise<BenchSocket> {
     const socket = new WebSocket(syncUrl);
     await new Promise<void>((resolve, reject) => {
       socket.once("open", () => resolve());
       socket.once("error", reject);
     });
-    const bench = new BenchSocket(socket);
+    const sessionId = options.sessionId ?? randomBytes(8).toString("hex");
+    const bench = new BenchSocket(socket, sessionId);
     const ack = bench.expect((message) => message.type === "ConnectAck");
-    bench.send({ type: "Connect", sessionId: randomBytes(8).toString("hex") });
+    bench.send({
+      type: "Connect",
+      sessionId,
+      ...(options.diffs === true ? { diffs: true } : {}),
+      ...(options.resume !== undefined ? { resume: options.resume } : {}),
+    });
     await ack;
     return bench;
   }
@@ -82,11 +134,45 @@ export class BenchSocket {
    * first value once the Transition carrying it is in.
    */
   async subscribe(path: string, args: Record<string, unknown>): Promise<{ readonly queryId: number; readonly value: unknown }> {
-    const queryId = this.querySet;
+    const queryId = this.nextQueryId++;
     const first = this.expect((message) => updatedValue(message, queryId) !== undefined);
     this.send({ type: "ModifyQuerySet", baseVersion: this.querySet, newVersion: this.querySet + 1, add: [{ queryId, path, args }], remove: [] });
     this.querySet++;
     return { queryId, value: updatedValue((await first).message, queryId) };
+  }
+
+  /**
+   * Adds `queries` in one ModifyQuerySet (with their `resultHash` where given); resolves
+   * with their queryIds, in order, and the Transition that answered it (the first to
+   * reach the new query-set version: the session handles its work in order).
+   */
+  async subscribeAll(queries: readonly BenchQuery[]): Promise<{ readonly queryIds: readonly number[]; readonly transition: TimedFrame<TransitionMessage> }> {
+    const queryIds = queries.map(() => this.nextQueryId++);
+    const newVersion = this.querySet + 1;
+    const answered = this.expect((message): message is TransitionMessage => message.type === "Transition" && message.endVersion.querySet === newVersion);
+    const add = queries.map(({ path, args, resultHash }, at) => ({ queryId: queryIds[at]!, path, args, ...(resultHash !== undefined ? { resultHash } : {}) }));
+    this.send({ type: "ModifyQuerySet", baseVersion: this.querySet, newVersion, add, remove: [] });
+    this.querySet = newVersion;
+    return { queryIds, transition: await answered };
+  }
+
+  /** Removes every query the session holds (one ModifyQuerySet); resolves once the Transition answering it is in. */
+  async unsubscribeAll(): Promise<void> {
+    const remove = [...this.hashes.keys()];
+    const newVersion = this.querySet + 1;
+    const answered = this.expect((message) => message.type === "Transition" && message.endVersion.querySet === newVersion);
+    this.send({ type: "ModifyQuerySet", baseVersion: this.querySet, newVersion, add: [], remove });
+    this.querySet = newVersion;
+    await answered;
+  }
+
+  /**
+   * Resolves with the arrival time of the Transition that brought the session to `ts` or
+   * past it (at once, with the last Transition's time, if one already has).
+   */
+  reached(ts: number): Promise<number> {
+    if (this.lastTransitionTs >= ts) return Promise.resolve(this.lastTransitionAtMs);
+    return this.expect((message) => message.type === "Transition" && message.endVersion.ts >= ts).then((frame) => frame.atMs);
   }
 
   /**
@@ -134,12 +220,25 @@ export class BenchSocket {
     if (message.type === "ProtocolError" || message.type === "FatalError") {
       return this.fail(new CairnError("INTERNAL", `the server sent ${message.type}: ${message.error.code} ${message.error.message}`));
     }
+    if (message.type === "Transition") this.hold(message, atMs);
+    this.onFrame?.(message, atMs);
     const at = this.waiters.findIndex((waiter) => waiter.predicate(message));
     // Nobody waits for it (e.g. the mutator's own empty Transitions): dropped.
     if (at < 0) return;
     const [waiter] = this.waiters.splice(at, 1);
     clearTimeout(waiter!.timer);
     waiter!.resolve({ message, atMs });
+  }
+
+  /** What a client keeps of a Transition: its ts, and each query's hash to echo. */
+  private hold(transition: TransitionMessage, atMs: number): void {
+    this.lastTransitionTs = transition.endVersion.ts;
+    this.lastTransitionAtMs = atMs;
+    for (const modification of transition.modifications) {
+      if (modification.type === "QueryRemoved") this.hashes.delete(modification.queryId);
+      else if (modification.type === "QueryDiff") this.hashes.set(modification.queryId, modification.checksum);
+      else this.hashes.set(modification.queryId, modification.hash);
+    }
   }
 
   private fail(error: Error): void {
@@ -158,4 +257,11 @@ export function updatedValue(message: ServerMessage, queryId: number): unknown {
     if (modification.type === "QueryUpdated" && modification.queryId === queryId) return modification.value;
   }
   return undefined;
+}
+
+/** A `ws` message's bytes, whatever form it arrived in. */
+function rawBytes(data: WebSocket.RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
 }

@@ -29,6 +29,8 @@ export interface CpuWindow {
   readonly transitionsPerCommit: number;
   readonly sharedRunHitsPerCommit: number;
   readonly sharedRunMissesPerCommit: number;
+  /** QueryDiff modifications sent per commit (results moved by the commit's documents, no run). */
+  readonly queryDiffsPerCommit: number;
 }
 
 /** A difference of net CPU per commit, ± 2 standard errors. */
@@ -69,6 +71,7 @@ export async function cpuWindow(server: ServeChild, commits: number, idleCpuMsPe
       transitions: growth((stats) => stats.transitionsCommitted),
       sharedRunHits: growth((stats) => stats.sharedRunHits),
       sharedRunMisses: growth((stats) => stats.sharedRunMisses),
+      queryDiffs: growth((stats) => stats.queryDiffs),
     },
     idleCpuMsPerS,
     Number.NaN,
@@ -86,6 +89,7 @@ export function mergeWindows(blocks: readonly CpuWindow[], idleCpuMsPerS: number
       transitions: sum((window) => window.transitionsPerCommit * window.commits),
       sharedRunHits: sum((window) => window.sharedRunHitsPerCommit * window.commits),
       sharedRunMisses: sum((window) => window.sharedRunMissesPerCommit * window.commits),
+      queryDiffs: sum((window) => window.queryDiffsPerCommit * window.commits),
     },
     idleCpuMsPerS,
     twoStandardErrors(blocks.map((window) => window.netCpuMsPerCommit)),
@@ -114,6 +118,7 @@ interface WindowTotals {
   readonly transitions: number;
   readonly sharedRunHits: number;
   readonly sharedRunMisses: number;
+  readonly queryDiffs: number;
 }
 
 function windowOf(totals: WindowTotals, idleCpuMsPerS: number, errorMs: number): CpuWindow {
@@ -128,6 +133,7 @@ function windowOf(totals: WindowTotals, idleCpuMsPerS: number, errorMs: number):
     transitionsPerCommit: round(totals.transitions / commits, 3),
     sharedRunHitsPerCommit: round(totals.sharedRunHits / commits, 3),
     sharedRunMissesPerCommit: round(totals.sharedRunMisses / commits, 3),
+    queryDiffsPerCommit: round(totals.queryDiffs / commits, 3),
   };
 }
 
@@ -139,11 +145,13 @@ function twoStandardErrors(values: readonly number[]): number {
   return 2 * Math.sqrt(variance / values.length);
 }
 
-async function sample(server: ServeChild): Promise<{ readonly status: ServeAdminStatus; readonly atMs: number }> {
+/** The server's status and when it was read (performance.now(), ms). */
+export async function sample(server: ServeChild): Promise<{ readonly status: ServeAdminStatus; readonly atMs: number }> {
   const status = await server.adminStatus();
   return { status, atMs: performance.now() };
 }
 
-function cpuMsOf(status: ServeAdminStatus): number {
+/** The server process's CPU time (user + system) so far, ms. */
+export function cpuMsOf(status: ServeAdminStatus): number {
   return (status.process.cpuUserUs + status.process.cpuSystemUs) / 1000;
 }
