@@ -83,6 +83,9 @@ export type RowChange =
 
 type Read = Omit<DiffableCapture, "rows" | "complete">;
 
+/** Each row's document point (rowPointOf), by row: rows are shared by the states a commit leaves them in. */
+const ROW_POINTS = new WeakMap<DiffRow, KeyRange>();
+
 export class DiffableResult {
   private idPositions: Map<DocumentId, number> | null = null;
 
@@ -141,17 +144,22 @@ export class DiffableResult {
   /** A point per row's document in its table's keyspace (none for a by_id read, whose range covers them). */
   rowPoints(): KeyRange[] {
     if (this.read.index.kind === "documents") return [];
-    const keyspace = tableKeyspace(this.read.table.number);
-    return this.rows.map((row) => this.rowPoint(keyspace, row));
+    return this.rows.map((row) => this.rowPoint(row));
   }
 
   /** The point of one row's document (null for a by_id read). */
   rowPointOf(row: DiffRow): KeyRange | null {
-    return this.read.index.kind === "documents" ? null : this.rowPoint(tableKeyspace(this.read.table.number), row);
+    return this.read.index.kind === "documents" ? null : this.rowPoint(row);
   }
 
-  private rowPoint(keyspace: string, row: DiffRow): KeyRange {
-    return pointRange(keyspace, documentKeyOfCanonical(row.id));
+  /** Made once per row, however many states and sessions hold the row. */
+  private rowPoint(row: DiffRow): KeyRange {
+    let point = ROW_POINTS.get(row);
+    if (point === undefined) {
+      point = pointRange(tableKeyspace(this.read.table.number), documentKeyOfCanonical(row.id));
+      ROW_POINTS.set(row, point);
+    }
+    return point;
   }
 
   /**

@@ -2,6 +2,11 @@ import { type Clock, SYNC_RESUME_BYTES_MAX, SYNC_RESUME_QUERIES_MAX, SYNC_RESUME
 import type { KeyRange } from "../model/index.js";
 import type { DiffState } from "./DiffState.js";
 
+/** The read ranges of a registered query. */
+export function rangesOf(query: ResumableQuery): readonly KeyRange[] {
+  return query.readRanges ?? query.diff!.readRanges();
+}
+
 /** A query of a closed session, as a reconnecting client may claim it. */
 export interface ResumableQuery {
   /** subscriptionDigest(path, args text): what the client re-adds. */
@@ -12,8 +17,12 @@ export interface ResumableQuery {
   readonly hash: string;
   /** A ts the result was the query's result at (the session's sent version). */
   readonly validTs: number;
-  /** What the result depends on: unchanged since `validTs` means unchanged result. */
-  readonly readRanges: readonly KeyRange[];
+  /**
+   * What the result depends on: unchanged since `validTs` means unchanged result. Null
+   * for a diffable result: its state gives them when claimed (`rangesOf`), so a closed
+   * session keeps no copy of a 500-row page's 501 ranges.
+   */
+  readonly readRanges: readonly KeyRange[] | null;
   /** A session that took diffs: the result's diff state. */
   readonly diff: DiffState | null;
 }
@@ -56,7 +65,7 @@ export class ResumeRegistry {
     const byDigest = new Map<string, ResumableQuery>();
     for (const query of queries) {
       bytes += QUERY_OVERHEAD_BYTES + 2 * (query.digest.length + query.hash.length + query.identityKey.length);
-      for (const range of query.readRanges) bytes += RANGE_OVERHEAD_BYTES + range.start.byteLength + (range.end?.byteLength ?? 0);
+      for (const range of query.readRanges ?? []) bytes += RANGE_OVERHEAD_BYTES + range.start.byteLength + (range.end?.byteLength ?? 0);
       byDigest.set(query.digest, query);
     }
     if (bytes > SYNC_RESUME_BYTES_MAX) return;

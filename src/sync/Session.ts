@@ -15,7 +15,7 @@ import type { UserIdentity } from "../functions/index.js";
 import { compareBytes, type DocumentId, type IntervalHandle, type KeyRange, type Value, decodeValue, encodeValue } from "../model/index.js";
 import type { DiffRow } from "../functions/index.js";
 import { DiffState, type DiffStep } from "./DiffState.js";
-import type { ResumableQuery, ResumeRegistry } from "./ResumeRegistry.js";
+import { rangesOf, type ResumableQuery, type ResumeRegistry } from "./ResumeRegistry.js";
 import { Outbox, type FrameSink, type OutboxLimits } from "./Outbox.js";
 import { closeReason } from "./closeReason.js";
 import { CLOSE_CODES, encodeMessage, errorPayload, isInternalError, parseClientMessage, type ClientMessage, type ErrorPayload, type MutationEntry, type ServerMessage, type Version } from "./protocol.js";
@@ -868,10 +868,11 @@ export class Session {
     if (resumed === undefined) return null;
     this.resumable.queries.delete(query.digest);
     if (resumed.hash !== echoedHash || resumed.identityKey !== this.queryIdentity.key) return null;
-    if (this.host.recent.changedSince(Math.min(resumed.validTs, this.resumable.sinceTs), resumed.readRanges)) return null;
+    const readRanges = rangesOf(resumed);
+    if (this.host.recent.changedSince(Math.min(resumed.validTs, this.resumable.sinceTs), readRanges)) return null;
     this.host.resumed();
     const diff = this.diffs && resumed.diff !== null ? { diff: resumed.diff } : {};
-    return { kind: "ok", payloadText: "", hash: resumed.hash, errorCode: null, readRanges: resumed.readRanges, readTs: ts, ...diff };
+    return { kind: "ok", payloadText: "", hash: resumed.hash, errorCode: null, readRanges, readTs: ts, ...diff };
   }
 
   /** What a reconnecting client may resume of this session: every query with a result sent, valid at the sent version. */
@@ -879,7 +880,7 @@ export class Session {
     const queries: ResumableQuery[] = [];
     for (const query of this.queries.values()) {
       if (query.kind !== "runnable" || query.hash === null) continue;
-      const readRanges = query.diff === null ? query.readRanges : query.diff.readRanges();
+      const readRanges = query.diff === null ? query.readRanges : null;
       queries.push({ digest: query.digest, identityKey: this.queryIdentity.key, hash: query.hash, validTs: this.sentVersion.ts, readRanges, diff: query.diff });
     }
     return queries;
@@ -934,8 +935,14 @@ export class Session {
   /** Puts the run's read ranges in the index; commits since its ts that touched them queue a re-run. */
   private install(query: SubscribedQuery, result: QueryResult): void {
     query.hash = result.hash;
-    this.unregisterAll(query);
     const diff = query.kind === "runnable" && this.diffs ? (result.diff ?? null) : null;
+    if (query.kind === "runnable" && diff === null && query.diff === null && sameRanges(query.readRanges, result.readRanges)) {
+      // The run read what the last one did (most re-runs): its registration stands, rather than 2 × ranges index operations.
+      query.readRanges = result.readRanges;
+      this.recheck(query, result);
+      return;
+    }
+    this.unregisterAll(query);
     if (query.kind === "runnable") {
       query.diff = diff;
       query.readRanges = diff === null ? result.readRanges : [];
@@ -950,6 +957,11 @@ export class Session {
       runnable.points = new Map();
       for (const row of diff.result.rows) this.registerPoint(runnable, row);
     }
+    this.recheck(query, result);
+  }
+
+  /** Commits since the result's ts were matched before its ranges were in the index: any that touched them queues an item. */
+  private recheck(query: SubscribedQuery, result: QueryResult): void {
     const now = this.host.currentTs;
     if (now > result.readTs && this.host.recent.changedSince(result.readTs, result.readRanges)) this.enqueueCommit(now, [query.queryId], []);
   }
@@ -1074,6 +1086,14 @@ function stackOf(error: unknown): string {
   const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
   const cause = error instanceof Error ? error.cause : undefined;
   return cause === undefined ? text : `${text}\ncaused by: ${stackOf(cause)}`;
+}
+
+/** Whether two runs' read ranges are the same list (a subscription's registration of the one serves the other). */
+function sameRanges(a: readonly KeyRange[], b: readonly KeyRange[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let at = 0; at < a.length; at++) if (!sameRange(a[at]!, b[at]!)) return false;
+  return true;
 }
 
 function sameRange(a: KeyRange, b: KeyRange): boolean {
