@@ -936,9 +936,8 @@ export class Session {
   private install(query: SubscribedQuery, result: QueryResult): void {
     query.hash = result.hash;
     const diff = query.kind === "runnable" && this.diffs ? (result.diff ?? null) : null;
-    if (query.kind === "runnable" && diff === null && query.diff === null && sameRanges(query.readRanges, result.readRanges)) {
-      // The run read what the last one did (most re-runs): its registration stands, rather than 2 × ranges index operations.
-      query.readRanges = result.readRanges;
+    if (query.kind === "runnable" && diff === null && query.diff === null) {
+      this.reregister(query, result.readRanges);
       this.recheck(query, result);
       return;
     }
@@ -958,6 +957,28 @@ export class Session {
       for (const row of diff.result.rows) this.registerPoint(runnable, row);
     }
     this.recheck(query, result);
+  }
+
+  /**
+   * Moves a re-run query's registration from its last run's read ranges to this run's:
+   * ranges in both keep their handles, only the others leave or enter the index. A
+   * 500-row page that gained a row re-registers two ranges, not 1,002 (its 501 out and
+   * in, per session, per commit). Range keys are made once per run's list, shared by
+   * every session the run served.
+   */
+  private reregister(query: RunnableQuery, ranges: readonly KeyRange[]): void {
+    if (ranges === query.readRanges) return;
+    const before = rangeKeysOf(query.readRanges);
+    const free = new Map<string, IntervalHandle[]>();
+    before.forEach((key, at) => {
+      const handles = free.get(key);
+      if (handles === undefined) free.set(key, [query.handles[at]!]);
+      else handles.push(query.handles[at]!);
+    });
+    const handles = rangeKeysOf(ranges).map((key, at) => free.get(key)?.pop() ?? this.host.register(this, query.queryId, [ranges[at]!])[0]!);
+    for (const left of free.values()) this.host.unregister(left);
+    query.handles = handles;
+    query.readRanges = ranges;
   }
 
   /** Commits since the result's ts were matched before its ranges were in the index: any that touched them queues an item. */
@@ -1012,6 +1033,7 @@ export class Session {
   private unregisterAll(query: SubscribedQuery): void {
     this.host.unregister(query.handles);
     query.handles = [];
+    if (query.kind === "runnable") query.readRanges = [];
     if (query.kind !== "runnable" || query.points === null) return;
     this.host.unregister([...query.points.values()]);
     query.points = null;
@@ -1088,12 +1110,21 @@ function stackOf(error: unknown): string {
   return cause === undefined ? text : `${text}\ncaused by: ${stackOf(cause)}`;
 }
 
-/** Whether two runs' read ranges are the same list (a subscription's registration of the one serves the other). */
-function sameRanges(a: readonly KeyRange[], b: readonly KeyRange[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let at = 0; at < a.length; at++) if (!sameRange(a[at]!, b[at]!)) return false;
-  return true;
+/** Each run's read ranges as strings, made once per list (the shared run hands one list to every session). */
+const RANGE_KEYS = new WeakMap<readonly KeyRange[], readonly string[]>();
+
+function rangeKeysOf(ranges: readonly KeyRange[]): readonly string[] {
+  let keys = RANGE_KEYS.get(ranges);
+  if (keys === undefined) {
+    // Lengths first: key bytes may hold any byte, so no separator alone could tell two ranges apart.
+    keys = ranges.map((range) => `${range.keyspace}\u0000${range.start.byteLength}:${latin1(range.start)}${range.end === null ? "-" : `${range.end.byteLength}:${latin1(range.end)}`}`);
+    RANGE_KEYS.set(ranges, keys);
+  }
+  return keys;
+}
+
+function latin1(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
 }
 
 function sameRange(a: KeyRange, b: KeyRange): boolean {
