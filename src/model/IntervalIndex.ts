@@ -25,7 +25,9 @@ import { compareBytes } from "./compareBytes.js";
  * - empty keyspace trees are dropped, so memory follows the live ranges.
  *
  * Ranges are copied on insert and never handed out again, so no caller can reorder the
- * tree by mutating key bytes. Duplicate ranges are allowed and reported once per handle;
+ * tree by mutating key bytes — except through `insertShared`, for callers whose ranges
+ * are immutable by construction and held many times over (a subscription range that a
+ * thousand sessions register once each would otherwise be a thousand copies). Duplicate ranges are allowed and reported once per handle;
  * empty ranges are stored but never reported.
  */
 
@@ -66,9 +68,20 @@ export class IntervalIndex<T> {
 
   /** Stores `range` with `payload`; KEY_RANGE_INVALID for a malformed range. */
   insert(range: KeyRange, payload: T): IntervalHandle {
+    return this.insertKeys(range, payload, range.start.slice(), range.end === null ? null : range.end.slice());
+  }
+
+  /**
+   * `insert` without copying the key bytes: the caller promises that nothing will ever
+   * change them (the sync handler's read ranges, made once per run and shared by every
+   * session the run served).
+   */
+  insertShared(range: KeyRange, payload: T): IntervalHandle {
+    return this.insertKeys(range, payload, range.start, range.end);
+  }
+
+  private insertKeys(range: KeyRange, payload: T, start: Uint8Array, end: Uint8Array | null): IntervalHandle {
     validateKeyRange(range);
-    const start = range.start.slice();
-    const end = range.end === null ? null : range.end.slice();
     // An empty range overlaps nothing, so it must not make its subtree look reachable.
     const reach = isEmptyRange(range) ? EMPTY_KEY : end;
     const node: Node<T> = {

@@ -352,7 +352,8 @@ export class SyncHandler {
         const revisions = this.revisions.between(state.ts, ts);
         return revisions === null ? null : state.advance(ts, revisions);
       },
-      register: (session, queryId, ranges) => ranges.map((range) => this.index.insert(range, { session, queryId })),
+      // Read ranges are made once per run (or diff row) and never changed: the index shares their bytes, not copies them per session.
+      register: (session, queryId, ranges) => ranges.map((range) => this.index.insertShared(range, { session, queryId })),
       unregister: (handles: readonly IntervalHandle[]) => {
         for (const handle of handles) this.index.remove(handle);
       },
