@@ -9,7 +9,7 @@ import type { ServeChild } from "../kit/ServeChild.js";
 import { BenchSocket, type BenchQuery } from "./BenchSocket.js";
 import { BLOCK_COMMITS } from "./fanOut.js";
 import { closeSockets, openSockets, sessionsDownTo } from "./rawSockets.js";
-import { cpuWindow, idleCpuMsPerSecond, mergeWindows, pairedDifference, type CpuDifference, type CpuWindow } from "./serverCpu.js";
+import { alternatingBlocks, cpuWindow, idleCpuMsPerSecond, mergeWindows, pairedDifference, type CpuDifference, type CpuWindow } from "./serverCpu.js";
 
 /** The channel every client's page reads, and the one the control commits write (nobody reads it). */
 export const CHANNEL = "general";
@@ -205,38 +205,30 @@ async function measureMode(server: ServeChild, mutator: BenchSocket, syncUrl: st
     const controlBlocks: CpuWindow[] = [];
     let bytes = 0;
     let frames = 0;
-    for (let done = 0, pair = 0; done < context.commits; done += BLOCK_COMMITS, pair++) {
-      const block = Math.min(BLOCK_COMMITS, context.commits - done);
-      const measure = async () => {
-        const bytesBefore = sum(sockets, (socket) => socket.bytesReceived);
-        const framesBefore = sum(sockets, (socket) => socket.framesReceived);
-        measuredBlocks.push(
-          await cpuWindow(server, block, idle, async () => {
-            for (let n = 0; n < block; n++) {
-              const { ts, sentMs } = await post(CHANNEL);
-              latencies.push(Math.max(...(await everyClient(ts))) - sentMs);
-            }
-          }),
-        );
-        bytes += sum(sockets, (socket) => socket.bytesReceived) - bytesBefore;
-        frames += sum(sockets, (socket) => socket.framesReceived) - framesBefore;
-        checked?.checkAgreement(sockets);
-        if (checked === null) checkSameHash(sockets);
-      };
-      const compare = async () =>
-        controlBlocks.push(
-          await cpuWindow(server, block, idle, async () => {
-            for (let n = 0; n < block; n++) await post(QUIET_CHANNEL);
-          }),
-        );
-      if (pair % 2 === 0) {
-        await measure();
-        await compare();
-      } else {
-        await compare();
-        await measure();
-      }
-    }
+    const measure = async (block: number) => {
+      const bytesBefore = sum(sockets, (socket) => socket.bytesReceived);
+      const framesBefore = sum(sockets, (socket) => socket.framesReceived);
+      measuredBlocks.push(
+        await cpuWindow(server, block, idle, async () => {
+          for (let n = 0; n < block; n++) {
+            const { ts, sentMs } = await post(CHANNEL);
+            latencies.push(Math.max(...(await everyClient(ts))) - sentMs);
+          }
+        }),
+      );
+      bytes += sum(sockets, (socket) => socket.bytesReceived) - bytesBefore;
+      frames += sum(sockets, (socket) => socket.framesReceived) - framesBefore;
+      checked?.checkAgreement(sockets);
+      if (checked === null) checkSameHash(sockets);
+    };
+    const compare = async (block: number) => {
+      controlBlocks.push(
+        await cpuWindow(server, block, idle, async () => {
+          for (let n = 0; n < block; n++) await post(QUIET_CHANNEL);
+        }),
+      );
+    };
+    await alternatingBlocks(context.commits, BLOCK_COMMITS, measure, compare);
 
     // The checked client's rows, after every measured diff, against a fresh subscriber's whole result at the same ts.
     if (checked !== null) {

@@ -2,7 +2,7 @@ import { summarizeLatencies, type LatencySummary } from "../kit/LatencySummary.j
 import type { BenchSocket } from "./BenchSocket.js";
 import type { ClientFleet } from "./ClientFleet.js";
 import { primeCounter, sequentialBumps, type BumpTiming, type KnownCounter } from "./sequentialBumps.js";
-import { cpuWindow, idleCpuMsPerSecond, independentDifference, mergeWindows, pairedDifference, type CpuDifference, type CpuWindow } from "./serverCpu.js";
+import { alternatingBlocks, cpuWindow, idleCpuMsPerSecond, independentDifference, mergeWindows, pairedDifference, type CpuDifference, type CpuWindow } from "./serverCpu.js";
 import type { ServeChild } from "../kit/ServeChild.js";
 
 /** A commit's own cost: server CPU per bump of a counter nobody subscribes to, before any client connects. */
@@ -67,18 +67,12 @@ export async function measureFanOut(
   const timings: BumpTiming[] = [];
   const measuredBlocks: CpuWindow[] = [];
   const controlBlocks: CpuWindow[] = [];
-  for (let done = 0, pair = 0; done < commits; done += BLOCK_COMMITS, pair++) {
-    const block = Math.min(BLOCK_COMMITS, commits - done);
-    const measure = async () => measuredBlocks.push(await cpuWindow(server, block, idle, async () => void timings.push(...(await sequentialBumps(mutator, counter, block, seen)))));
-    const compare = async () => controlBlocks.push(await cpuWindow(server, block, idle, async () => void (await sequentialBumps(mutator, control, block))));
-    if (pair % 2 === 0) {
-      await measure();
-      await compare();
-    } else {
-      await compare();
-      await measure();
-    }
-  }
+  await alternatingBlocks(
+    commits,
+    BLOCK_COMMITS,
+    async (block) => void measuredBlocks.push(await cpuWindow(server, block, idle, async () => void timings.push(...(await sequentialBumps(mutator, counter, block, seen))))),
+    async (block) => void controlBlocks.push(await cpuWindow(server, block, idle, async () => void (await sequentialBumps(mutator, control, block)))),
+  );
   fleet.checkHealthy();
   const cpu = mergeWindows(measuredBlocks, idle);
   return {

@@ -57,6 +57,24 @@ export async function idleCpuMsPerSecond(server: ServeChild, seconds: number): P
   return round(rates[Math.floor(rates.length / 2)] ?? Number.NaN, 3);
 }
 
+/**
+ * Runs `commits` in blocks of at most `blockCommits`, a measured block and a control
+ * block per pair, alternating which goes first (ABBA), so the server's drift over the
+ * run falls on both alike.
+ */
+export async function alternatingBlocks(commits: number, blockCommits: number, measure: (block: number) => Promise<void>, control: (block: number) => Promise<void>): Promise<void> {
+  for (let done = 0, pair = 0; done < commits; done += blockCommits, pair++) {
+    const block = Math.min(blockCommits, commits - done);
+    if (pair % 2 === 0) {
+      await measure(block);
+      await control(block);
+    } else {
+      await control(block);
+      await measure(block);
+    }
+  }
+}
+
 /** Runs `commits` commits through `run` and reports the server CPU they took. */
 export async function cpuWindow(server: ServeChild, commits: number, idleCpuMsPerS: number, run: () => Promise<void>): Promise<CpuWindow> {
   const before = await sample(server);
