@@ -46,7 +46,8 @@ export const LAYER_ORDER = [
  * browser-safe modules of theirs directly; `sync/protocol.ts` is the client↔server
  * protocol module both ends share (STYLE.md practice 19), bundled with the client, so it
  * too imports the browser-safe model modules directly (error data travels in the value
- * encoding). Nothing else may (base is browser-safe as a whole: the client imports it
+ * encoding); `sync/resultChecksum.ts` is the diff checksum both ends compute (issue 30).
+ * Nothing else may (base is browser-safe as a whole: the client imports it
  * through base/index.ts).
  */
 export const CLIENT_BROWSER_SAFE_IMPORTS: ReadonlySet<string> = new Set([
@@ -55,6 +56,7 @@ export const CLIENT_BROWSER_SAFE_IMPORTS: ReadonlySet<string> = new Set([
   "model/compareValues.ts",
   "model/withoutUndefinedFields.ts",
   "sync/protocol.ts",
+  "sync/resultChecksum.ts",
 ]);
 
 /**
