@@ -29,7 +29,13 @@ const STEPS_KEPT = 4;
  * `advance`, computed once.
  */
 export class DiffState {
-  private readonly steps = new Map<number, DiffStep | null>();
+  /**
+   * Steps taken from this state, by ts. The next state is held weakly: a state that a
+   * long-lived holder keeps (a shared run's cache entry, a resume registration) must not
+   * keep every later state, and every row that ever passed through the result, alive
+   * through a chain of steps. A step whose next state was collected is computed again.
+   */
+  private readonly steps = new Map<number, { readonly next: WeakRef<DiffState>; readonly changes: readonly RowChange[]; readonly bodyText: string | null } | null>();
   private rowsFieldText: string | null = null;
   private heapBytes = 0;
 
@@ -79,10 +85,12 @@ export class DiffState {
   advance(ts: number, revisions: readonly DocumentRevision[]): DiffStep | null {
     if (ts === this.ts) return { next: this, changes: [], bodyText: null };
     const known = this.steps.get(ts);
-    if (known !== undefined || this.steps.has(ts)) return known ?? null;
+    if (known === null) return null;
+    const next = known?.next.deref();
+    if (known !== undefined && next !== undefined) return { next, changes: known.changes, bodyText: known.bodyText };
     const step = this.computeStep(ts, revisions);
     if (this.steps.size >= STEPS_KEPT) this.steps.delete(this.steps.keys().next().value!);
-    this.steps.set(ts, step);
+    this.steps.set(ts, step === null ? null : { next: new WeakRef(step.next), changes: step.changes, bodyText: step.bodyText });
     return step;
   }
 
