@@ -10,6 +10,8 @@
  * - Random commits: inserts, edits moving rows within, into and out of groups and ranges,
  *   deletions, writes to another table, several writes per commit; advanced one commit
  *   at a time and, sometimes, several commits at once.
+ * - Across 3 shards: every shard's revisions in ts order, ranges on one shard (by channel)
+ *   and merged across shards (by n), pages and documents.
  * - The changes advance reports, applied by key to the rows before, give the rows after.
  * - The proof (ResultGuard): a handler that looks at its rows, filters them, wraps them,
  *   reads twice, changes them after returning or reads ctx.now() is never diffable, nor is
@@ -26,6 +28,10 @@ import { runtimeOn } from "../support/functionsHarness.js";
 import { harnessPerTest } from "../support/shardHarness.js";
 import * as diffApp from "./diffApp.js";
 import { FIELDS, randomDiffApp, VALUES } from "./randomDiffApp.js";
+import * as shardedDiffApp from "./shardedDiffApp.js";
+import { App } from "../../src/functions/App.js";
+import { ShardedStore } from "../../src/shard/ShardedStore.js";
+import { shardedRuntime } from "../support/shardedRuntime.js";
 
 const harness = harnessPerTest(memoryBucket);
 
@@ -113,6 +119,58 @@ describe("diffable reads", () => {
     expect(total.changed).toBeGreaterThan(100);
     expect(total.diffs).toBeGreaterThan(total.declined);
   }, 180_000);
+
+  it("holds across shards: every shard's revisions, ranges on one shard and merged across shards (model-based)", async () => {
+    const bucket = await memoryBucket.open();
+    const sharded = await ShardedStore.open({ store: bucket.store, localDirectory: ":memory:", nodeId: "w", numShards: 3, random: new SeededRandom(1) });
+    try {
+      await sharded.acquireAll();
+      const revisions: DocumentRevision[] = [];
+      for (const engine of sharded.engines) engine.onSegmentApplied((segment) => revisions.push(...segment.records.revisions));
+      const runtime = await shardedRuntime(sharded, bucket.store, App.fromModule(shardedDiffApp, "sharded diff app"));
+      const random = new SeededRandom(31);
+      const pick = <T>(items: readonly T[]): T => items[randomInt(random, items.length)]!;
+      const channels = Array.from({ length: 9 }, (_, i) => `c${i}`);
+      const live = new Map<string, string>();
+      const send = async () => {
+        const channel = pick(channels);
+        live.set((await runtime.runMutation("messages:send", { channel, n: randomInt(random, 60), body: "b" })).value as string, channel);
+      };
+      for (let i = 0; i < 40; i++) await send();
+      const subscriptions: Subscription[] = [];
+      const subscribe = async (path: string, args: Record<string, unknown>) => {
+        const run = await runtime.runQueryRecorded(path, args, { describe: true });
+        expect(run.outcome.kind).toBe("ok");
+        subscriptions.push({ path, args, state: run.diffable ?? null, readTs: run.readTs });
+      };
+      for (const channel of channels.slice(0, 4)) await subscribe("messages:inChannel", { channel, order: pick(["asc", "desc"] as const), n: 3 });
+      await subscribe("messages:byN", { order: "asc", n: 5 });
+      await subscribe("messages:byN", { order: "desc", n: 12 });
+      await subscribe("messages:all", {});
+      await subscribe("messages:page", { paginationOpts: { cursor: null, numItems: 6 } });
+      for (const id of [...live.keys()].slice(0, 3)) await subscribe("messages:get", { id });
+      expect(subscriptions.every((subscription) => subscription.state !== null)).toBe(true);
+      const counts = { diffs: 0, changed: 0, declined: 0 };
+      for (let step = 0; step < 40; step++) {
+        for (let c = 1 + randomInt(random, 3); c > 0; c--) {
+          const [id, channel] = pick([...live]);
+          const choice = randomInt(random, 4);
+          if (choice === 0 || live.size < 20) await send();
+          else if (choice === 1) {
+            await runtime.runMutation("messages:remove", { channel, id });
+            live.delete(id);
+          } else await runtime.runMutation("messages:edit", { channel, id, ...(choice === 2 ? { n: randomInt(random, 60) } : { body: `e${step}` }) });
+        }
+        // Let every shard's frontier pass the commits, so fresh runs read them all.
+        for (let turn = 0; turn < 50; turn++) await new Promise((resolve) => setImmediate(resolve));
+        await checkSubscriptions(runtime, revisions, subscriptions, "sharded", counts);
+      }
+      expect(counts.changed).toBeGreaterThan(40);
+    } finally {
+      await sharded.close();
+      await bucket.close();
+    }
+  }, 120_000);
 
   it("never calls a result diffable when the handler looked at it, filtered, wrapped, read twice, changed it later or read the clock", async () => {
     const { runtime, mutate } = await fixture();
@@ -252,7 +310,8 @@ async function checkSubscriptions(runtime: FunctionRuntime, revisions: readonly 
     expect(fresh.outcome.kind, `${subscription.path} ${shown(subscription.args)}: ${String((fresh.outcome as { error?: unknown }).error)}`).toBe("ok");
     const state = subscription.state;
     if (state !== null) {
-      const window = revisions.filter((revision) => revision.ts > subscription.readTs && revision.ts <= fresh.readTs);
+      // In ts order, as the sync handler announces them (shards apply theirs independently).
+      const window = revisions.filter((revision) => revision.ts > subscription.readTs && revision.ts <= fresh.readTs).sort((a, b) => a.ts - b.ts);
       const step = state.advance(window);
       if (step === null) {
         counts.declined++;
