@@ -867,9 +867,12 @@ export class Session {
     const resumed = this.resumable.queries.get(query.digest);
     if (resumed === undefined) return null;
     this.resumable.queries.delete(query.digest);
+    const sinceTs = this.resumable.sinceTs;
+    // Every registered query claimed: nothing more to hold for the session's life.
+    if (this.resumable.queries.size === 0) this.resumable = null;
     if (resumed.hash !== echoedHash || resumed.identityKey !== this.queryIdentity.key) return null;
     const readRanges = rangesOf(resumed);
-    if (this.host.recent.changedSince(Math.min(resumed.validTs, this.resumable.sinceTs), readRanges)) return null;
+    if (this.host.recent.changedSince(Math.min(resumed.validTs, sinceTs), readRanges)) return null;
     this.host.resumed();
     const diff = this.diffs && resumed.diff !== null ? { diff: resumed.diff } : {};
     return { kind: "ok", payloadText: "", hash: resumed.hash, errorCode: null, readRanges, readTs: ts, ...diff };
