@@ -10,10 +10,13 @@ import { DiffableResult, type DiffableCapture } from "./DiffableRead.js";
  *
  * Why that is a proof: with its arguments and identity fixed (they are, per
  * subscription) and neither the clock nor chance consulted (`impure`), a handler's
- * return value can depend on the data only through what it read; it read one thing and never looked at it, so whatever it computed did not depend
- * on it, and it returned that thing itself. The one look no trap sees is whether the
- * value is null (`doc === null`), so a null result is never wrapped, and a diff that
- * would make a document read null (or not) re-runs the query instead (DiffableRead).
+ * return value can depend on the data only through what it read; it read one thing and
+ * never looked at it, so whatever it computed did not depend on it, and it returned that
+ * thing itself. The one look no trap sees is whether the value is null (`doc === null`),
+ * so a null result is never wrapped, and a diff that would make a document read null (or
+ * not) re-runs the query instead (DiffableRead). Objects a proxy cannot stand in for
+ * (structuredClone refuses one) make the run fail: FunctionRuntime then runs the query
+ * again unguarded.
  *
  * Invariants: a proxy notes every look from the handler, also after it returned (a
  * `.then` callback it chained); the runtime reads the results through `unwrap`, never
