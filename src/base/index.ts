@@ -7,6 +7,7 @@ export { DEFAULT_LOCAL_DIRECTORY, DEFAULT_STORE_URL } from "./embeddedDeployment
 export { SortedMap } from "./SortedMap.js";
 export { every, ManualClock, systemClock, type Clock, type Timer } from "./clock.js";
 export { drained } from "./drained.js";
+export { firstAfterTs } from "./firstAfterTs.js";
 export { repeatEvery } from "./repeatEvery.js";
 export {
   assert,

@@ -1,3 +1,4 @@
+import { firstAfterTs } from "../base/index.js";
 import type { ReadSet, WrittenKey } from "./WriteUnit.js";
 import { WrittenKeyIndex } from "./WrittenKeyIndex.js";
 
@@ -92,14 +93,7 @@ export class RecentWrites {
   }
 
   private firstAfter(readTs: number): number {
-    let low = this.head;
-    let high = this.units.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (this.units[middle]!.ts <= readTs) low = middle + 1;
-      else high = middle;
-    }
-    return low;
+    return firstAfterTs(this.units, this.head, readTs);
   }
 
   private evict(newestTs: number): void {

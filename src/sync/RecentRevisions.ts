@@ -1,4 +1,4 @@
-import { SYNC_RECENT_REVISIONS_BYTES_MAX, SYNC_RECENT_REVISIONS_MAX } from "../base/index.js";
+import { firstAfterTs, SYNC_RECENT_REVISIONS_BYTES_MAX, SYNC_RECENT_REVISIONS_MAX } from "../base/index.js";
 import type { DocumentRevision } from "../model/index.js";
 
 /** Per revision: what the fields beyond its value's text cost (an estimate). */
@@ -50,15 +50,8 @@ export class RecentRevisions {
   /** The revisions with `fromTs < ts <= toTs` in ts order; null when some of them are no longer known. */
   between(fromTs: number, toTs: number): DocumentRevision[] | null {
     if (fromTs < this.knownAfterTs) return null;
-    let low = this.head;
-    let high = this.revisions.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (this.revisions[middle]!.ts <= fromTs) low = middle + 1;
-      else high = middle;
-    }
     const found: DocumentRevision[] = [];
-    for (let at = low; at < this.revisions.length && this.revisions[at]!.ts <= toTs; at++) found.push(this.revisions[at]!);
+    for (let at = firstAfterTs(this.revisions, this.head, fromTs); at < this.revisions.length && this.revisions[at]!.ts <= toTs; at++) found.push(this.revisions[at]!);
     return found;
   }
 }
