@@ -938,26 +938,23 @@ export class Session {
   /** Puts the run's read ranges in the index; commits since its ts that touched them queue a re-run. */
   private install(query: SubscribedQuery, result: QueryResult): void {
     query.hash = result.hash;
-    const diff = query.kind === "runnable" && this.diffs ? (result.diff ?? null) : null;
-    if (query.kind === "runnable" && diff === null && query.diff === null) {
-      this.reregister(query, result.readRanges);
-      this.recheck(query, result);
-      return;
-    }
-    this.unregisterAll(query);
-    if (query.kind === "runnable") {
-      query.diff = diff;
-      query.readRanges = diff === null ? result.readRanges : [];
-    }
-    if (diff === null) {
+    if (query.kind === "refused") {
+      this.unregisterAll(query);
       query.handles = this.host.register(this, query.queryId, result.readRanges);
+      return this.recheck(query, result);
+    }
+    const diff = this.diffs ? (result.diff ?? null) : null;
+    // A diff's registration is kept by rows, not by a range list: it is replaced whole.
+    if (query.diff !== null || diff !== null) this.unregisterAll(query);
+    query.diff = diff;
+    if (diff === null) {
+      this.reregister(query, result.readRanges);
     } else {
       // Registered as the diff keeps them: the covered range, and a point per row that steps add and remove.
-      const runnable = query as RunnableQuery;
-      runnable.covered = diff.result.coveredRange();
-      runnable.handles = this.host.register(this, query.queryId, [runnable.covered]);
-      runnable.points = new Map();
-      for (const row of diff.result.rows) this.registerPoint(runnable, row);
+      query.covered = diff.result.coveredRange();
+      query.handles = this.host.register(this, query.queryId, [query.covered]);
+      query.points = new Map();
+      for (const row of diff.result.rows) this.registerPoint(query, row);
     }
     this.recheck(query, result);
   }
