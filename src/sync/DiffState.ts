@@ -78,11 +78,13 @@ export class DiffState {
   }
 
   /**
-   * The state at `ts` after `revisions` (the commits in (this.ts, ts]); null when the
-   * rows alone cannot tell, or the diff would be larger than sending the result: the
-   * query runs again. Remembered per ts, so sessions at this state share one answer.
+   * The state at `ts` after the commits in (this.ts, ts], whose revisions `revisions`
+   * gives (null: no longer known); null when they are not known, the rows alone cannot
+   * tell, or the diff would be larger than sending the result: the query runs again.
+   * Remembered per ts, so sessions at this state share one answer, and the revisions are
+   * asked for only by the first.
    */
-  advance(ts: number, revisions: readonly DocumentRevision[]): DiffStep | null {
+  advance(ts: number, revisions: () => readonly DocumentRevision[] | null): DiffStep | null {
     if (ts === this.ts) return { next: this, changes: [], bodyText: null };
     const known = this.steps.get(ts);
     if (known === null) return null;
@@ -94,8 +96,9 @@ export class DiffState {
     return step;
   }
 
-  private computeStep(ts: number, revisions: readonly DocumentRevision[]): DiffStep | null {
-    const moved = this.result.advance(revisions);
+  private computeStep(ts: number, revisions: () => readonly DocumentRevision[] | null): DiffStep | null {
+    const written = revisions();
+    const moved = written === null ? null : this.result.advance(written);
     if (moved === null || moved.changes.length > SYNC_DIFF_CHANGES_MAX) return null;
     const { next: result, changes } = moved;
     const sums = { ...this.sums };

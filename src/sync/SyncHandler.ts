@@ -348,10 +348,7 @@ export class SyncHandler {
         return handler.ts;
       },
       waitForTs: (ts, timeoutMs) => this.waitForTs(ts, timeoutMs),
-      diffStep: (state, ts) => {
-        const revisions = this.revisions.between(state.ts, ts);
-        return revisions === null ? null : state.advance(ts, revisions);
-      },
+      diffStep: (state, ts) => state.advance(ts, () => this.revisions.between(state.ts, ts)),
       // Read ranges are made once per run (or diff row) and never changed: the index shares their bytes, not copies them per session.
       register: (session, queryId, ranges) => ranges.map((range) => this.index.insertShared(range, { session, queryId })),
       unregister: (handles: readonly IntervalHandle[]) => {
