@@ -6,8 +6,10 @@
  * A result is a set of rows, each an order key and the row's JSON text (as
  * `JSON.stringify` writes the wire value), plus a page's envelope. Each row contributes
  * two independent 32-bit hashes of `key \0 text`; the checksum is the row count, the two
- * sums mod 2^32 and the envelope's hash. Sums, because a diff then updates it in
- * O(changed rows) on either side: subtract the rows that left, add the ones that came.
+ * sums mod 2^32 and the envelope's hash. Sums, because the server then updates it in
+ * O(changed rows) per diff, once for every session at a state: subtract the rows that
+ * left, add the ones that came. (The client sums its rows afresh after each diff, so that
+ * nothing it computed before is trusted.)
  * The order needs no part of it, since the rows are kept sorted by their keys.
  *
  * It catches drift (a diff applied to the wrong base, a lost or doubled change), not an
