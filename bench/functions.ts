@@ -123,6 +123,9 @@ async function main(): Promise<void> {
         ["re-runs per commit", contention.rerunsPerCommit.toFixed(2), ""],
         ["  of them: queued behind a re-run / lost an OCC race", `${contention.deferralsPerCommit.toFixed(2)} / ${contention.conflictsPerCommit.toFixed(2)}`, ""],
         ["gave up (WRITE_CONFLICT after all attempts)", String(contention.gaveUp), ""],
+        ["first runs that waited their turn on the counter", contention.turnsWaitedPerCommit.toFixed(2), ""],
+        ["main thread busy per commit", `${contention.mainThreadMicrosPerCommit} µs`, ""],
+        ["commits per segment", contention.commitsPerSegment.toFixed(1), ""],
         ["  call p50 / p99", latencies(contention.latency), ""],
         ["counters' total = commits acknowledged", contention.totalMatches ? "yes" : "NO", ""],
       ]),
@@ -165,13 +168,15 @@ async function openFunctionsWriter(endpoint: RemoteEndpoint, directory: string, 
   }
 }
 
-/** Runs `clients` loops of `call` for a warm-up and a measured window; counts the calls that finished inside it. */
+/**
+ * Runs `clients` loops of `call` for a warm-up and a measured window; counts the calls that
+ * finished inside it, and the main thread's busy time (event-loop utilization) and the
+ * process's CPU per call over the window.
+ */
 async function closedLoop(
   clients: number,
   call: (client: number, n: number) => Promise<unknown>,
-  /** Called as the measured window opens and as it closes. */
-  hooks: { readonly onOpen?: () => void; readonly onClose?: () => void } = {},
-): Promise<LoopFigures & { failures: Map<string, number> }> {
+): Promise<LoopFigures & { failures: Map<string, number>; mainThreadMicrosPerCall: number; cpuMicrosPerCall: number }> {
   const window = { measuring: false, stop: false, latenciesMs: [] as number[], failures: new Map<string, number>() };
   const loop = async (client: number) => {
     for (let n = 0; !window.stop; n++) {
@@ -194,14 +199,18 @@ async function closedLoop(
   try {
     await Promise.race([sleep(options.warmupSeconds * 1000), failed]);
     window.measuring = true;
-    hooks.onOpen?.();
+    const busyAtOpen = performance.eventLoopUtilization();
+    const cpuAtOpen = process.cpuUsage();
     const startedMs = performance.now();
     await Promise.race([sleep(options.seconds * 1000), failed]);
     window.measuring = false;
-    hooks.onClose?.();
+    const busy = performance.eventLoopUtilization(busyAtOpen);
+    const cpu = process.cpuUsage(cpuAtOpen);
     const measuredSeconds = (performance.now() - startedMs) / 1000;
     const mutations = window.latenciesMs.length;
     return {
+      mainThreadMicrosPerCall: Math.round((busy.active * 1000) / Math.max(1, mutations)),
+      cpuMicrosPerCall: Math.round((cpu.user + cpu.system) / Math.max(1, mutations)),
       clients,
       measuredSeconds: round(measuredSeconds, 3),
       mutations,
@@ -234,6 +243,8 @@ async function measureContention(endpoint: RemoteEndpoint, directory: string) {
     // Every acknowledged bump, warm-up included, must show in the total; re-runs are counted over the whole run too.
     let acknowledged = 0;
     let attempts = 0;
+    let segments = 0;
+    writer.engine.onSegmentApplied(() => segments++);
     const figures = await closedLoop(options.hotClients, async () => {
       const run = await runtime.runMutation("counters:bump", { id: ids[Math.floor(random.float() * ids.length)]! });
       acknowledged++;
@@ -250,6 +261,9 @@ async function measureContention(endpoint: RemoteEndpoint, directory: string) {
       deferralsPerCommit: round(runtime.deferrals / Math.max(1, acknowledged), 2),
       conflictsPerCommit: round(runtime.conflicts / Math.max(1, acknowledged), 2),
       gaveUp: figures.failures.get("WRITE_CONFLICT") ?? 0,
+      turnsWaitedPerCommit: round(runtime.documentTurnsWaited / Math.max(1, acknowledged), 2),
+      commitsPerSegment: round(acknowledged / Math.max(1, segments), 1),
+      mainThreadMicrosPerCommit: figures.mainThreadMicrosPerCall,
       latency: figures.latency,
       totalMatches: total === acknowledged,
     };
@@ -272,36 +286,14 @@ async function measureRealistic(endpoint: RemoteEndpoint, directory: string) {
     (globalThis as { gc?: () => void }).gc?.();
     const random = new SeededRandom(17);
     const groups = Math.ceil(options.moveDocuments / 100);
-    let busy: { elu: ReturnType<typeof performance.eventLoopUtilization>; cpu: NodeJS.CpuUsage; mutations: number } | null = null;
-    let mutations = 0;
-    const figures = await closedLoop(
-      options.clients,
-      async (client, n) => {
-        await runtime.runMutation(
-          "rows:move",
-          { id: ids[Math.floor(random.float() * ids.length)]!, group: Math.floor(random.float() * groups) },
-          { clientId: `client-${client}`, seq: n + 1, ...(n > 0 ? { ackedThrough: n } : {}) },
-        );
-        mutations++;
-      },
-      {
-        onOpen: () => (busy = { elu: performance.eventLoopUtilization(), cpu: process.cpuUsage(), mutations }),
-        onClose: () => {
-          const start = busy!;
-          const elu = performance.eventLoopUtilization(start.elu);
-          const cpu = process.cpuUsage(start.cpu);
-          const done = Math.max(1, mutations - start.mutations);
-          busy = { elu, cpu, mutations: done };
-        },
-      },
+    const { mainThreadMicrosPerCall, cpuMicrosPerCall, ...figures } = await closedLoop(options.clients, (client, n) =>
+      runtime.runMutation(
+        "rows:move",
+        { id: ids[Math.floor(random.float() * ids.length)]!, group: Math.floor(random.float() * groups) },
+        { clientId: `client-${client}`, seq: n + 1, ...(n > 0 ? { ackedThrough: n } : {}) },
+      ),
     );
-    const measured = busy!;
-    return {
-      documents: options.moveDocuments,
-      ...figures,
-      mainThreadMicrosPerMutation: Math.round((measured.elu.active * 1000) / measured.mutations),
-      cpuMicrosPerMutation: Math.round((measured.cpu.user + measured.cpu.system) / measured.mutations),
-    };
+    return { documents: options.moveDocuments, ...figures, mainThreadMicrosPerMutation: mainThreadMicrosPerCall, cpuMicrosPerMutation: cpuMicrosPerCall };
   } finally {
     await writer.close();
   }
@@ -366,7 +358,7 @@ function skippedRaw() {
 
 function skippedContention(): Awaited<ReturnType<typeof measureContention>> {
   const loop = skippedLoop();
-  return { clients: 0, documents: 0, measuredSeconds: 0, commits: 0, commitsPerSecond: Number.NaN, rerunsPerCommit: Number.NaN, deferralsPerCommit: Number.NaN, conflictsPerCommit: Number.NaN, gaveUp: 0, latency: loop.latency, totalMatches: true };
+  return { clients: 0, documents: 0, measuredSeconds: 0, commits: 0, commitsPerSecond: Number.NaN, rerunsPerCommit: Number.NaN, deferralsPerCommit: Number.NaN, conflictsPerCommit: Number.NaN, gaveUp: 0, turnsWaitedPerCommit: Number.NaN, commitsPerSegment: Number.NaN, mainThreadMicrosPerCommit: Number.NaN, latency: loop.latency, totalMatches: true };
 }
 
 function skippedReads(): Awaited<ReturnType<typeof measureReads>> {

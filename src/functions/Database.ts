@@ -38,6 +38,8 @@ export class DatabaseReader {
   }
 
   async get(id: DocumentId): Promise<DocumentObject | null> {
+    const turn = this.reads.turnFor(id);
+    if (turn !== undefined) await turn;
     const { table, document } = this.reads.document(id);
     const guard = this.reads.guard;
     // Null is never guarded (ResultGuard): a handler's null test is a look no trap sees.
@@ -115,6 +117,8 @@ export class DatabaseWriter extends DatabaseReader {
 
   /** Shallow merge: fields of `value` replace the document's, an `undefined` field removes it. */
   async patch(id: DocumentId, value: ValueObject): Promise<void> {
+    const turn = this.reads.turnFor(id);
+    if (turn !== undefined) await turn;
     const current = this.existing(id, "patch");
     if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("patch takes an object of fields");
     checkNoSystemFields(value as Record<string, unknown>, current.document, "patch");
@@ -128,6 +132,8 @@ export class DatabaseWriter extends DatabaseReader {
   }
 
   async replace(id: DocumentId, value: ValueObject): Promise<void> {
+    const turn = this.reads.turnFor(id);
+    if (turn !== undefined) await turn;
     const current = this.existing(id, "replace");
     if (typeof value !== "object" || value === null || Array.isArray(value)) throw invalid("replace takes an object of fields");
     checkNoSystemFields(value as Record<string, unknown>, current.document, "replace");
@@ -135,6 +141,8 @@ export class DatabaseWriter extends DatabaseReader {
   }
 
   async delete(id: DocumentId): Promise<void> {
+    const turn = this.reads.turnFor(id);
+    if (turn !== undefined) await turn;
     const current = this.existing(id, "delete");
     writable(current.table);
     this.pending.write(current.id, current.table, this.before(current), null);

@@ -22,6 +22,7 @@ import type { App } from "./App.js";
 import type { Catalog } from "./catalog.js";
 import { DatabaseReader, DatabaseWriter } from "./Database.js";
 import { PendingWrites } from "./PendingWrites.js";
+import { LaneHold, RunLanes } from "./RunLanes.js";
 import { ReadRecorder } from "./ReadRecorder.js";
 import { ResultGuard } from "./ResultGuard.js";
 import type { DiffableResult } from "./DiffableRead.js";
@@ -257,13 +258,14 @@ export class FunctionRuntime {
   private readonly commitsInFlight = new Set<number>();
   private commitsIssued = 0;
   private settledWaiters: { readonly ticket: number; readonly resolve: () => void }[] = [];
-  private readonly lanes = new Map<string, Promise<void>>();
+  private readonly lanes = new RunLanes();
   private readonly receiptCalls = new Map<string, Promise<MutationRun>>();
   /** The last mutation's `now` (and `_creationTime`), see nextMutationNowMs. */
   private lastMutationNowMs = 0;
   private conflictCount = 0;
   private laneDeferrals = 0;
   private pendingReadRuns = 0;
+  private turnsWaited = 0;
   private readonly functionRunMsMax: number;
   private readonly actionRunMsMax: number;
   /** Handlers running now, with their deadlines on the monotonic clock; one watchdog loop checks them. */
@@ -410,6 +412,11 @@ export class FunctionRuntime {
   /** First runs not committed but queued behind re-runs on what they read first (each was run again). */
   get deferrals(): number {
     return this.laneDeferrals;
+  }
+
+  /** First runs of mutations that waited before their first read for the runs ahead of them on that document (RunLanes). */
+  get documentTurnsWaited(): number {
+    return this.turnsWaited;
   }
 
   /** Mutation runs that read writes still pending on their shard's writer (early lock release) and went on to commit or answer. */
@@ -564,7 +571,25 @@ export class FunctionRuntime {
       if (stored.kind === "found") return { kind: "done", run: mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null) };
       if (stored.kind !== "none") throw receiptRefusal(stored, receipt);
     }
-    const prepared = await this.prepare(path, fn, args, options, receipt, run);
+    const hold = new LaneHold();
+    try {
+      return await this.attemptHolding(path, fn, args, options, receipt, run, hold);
+    } finally {
+      hold.end();
+    }
+  }
+
+  /** `attempt` with the run's hold on the lane of the document it read first, if it took one: left once its write is queued. */
+  private async attemptHolding(
+    path: string,
+    fn: AnyFunction,
+    args: unknown,
+    options: MutationCallOptions,
+    receipt: ReceiptKey | null,
+    run: { lane: number; route: Uint8Array | null; nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
+    hold: LaneHold,
+  ): Promise<Attempt> {
+    const prepared = await this.prepare(path, fn, args, options, receipt, run, hold);
     if (prepared.refusal !== null) {
       // A read through the writer's pending state refused: re-run, at once or once the
       // writes it waited for are durable.
@@ -572,6 +597,8 @@ export class FunctionRuntime {
       return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.refusal === "pending" };
     }
     if (prepared.unit === null) {
+      // It writes nothing: the runs behind it need not wait for its answer.
+      hold.end();
       const token = prepared.view?.token;
       const shard = this.shards.shards[run.lane]!;
       if (token === undefined || shard.settleRead === undefined) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes, prepared.skipped) };
@@ -586,7 +613,7 @@ export class FunctionRuntime {
         return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: false };
       }
     }
-    if (!run.inLane && this.lanes.has(prepared.laneKey)) {
+    if (!run.inLane && !hold.holding && this.lanes.has(prepared.laneKey)) {
       // Re-runs are queued on what this run read first: it would most likely conflict with
       // them, and committing anyway would make them lose instead. It queues behind them.
       this.laneDeferrals++;
@@ -628,14 +655,33 @@ export class FunctionRuntime {
     args: unknown,
     options: MutationCallOptions,
     receipt: ReceiptKey | null,
-    run: { lane: number; route: Uint8Array | null; nowMs: number; seed: { value: number | null } },
+    run: { lane: number; route: Uint8Array | null; nowMs: number; seed: { value: number | null }; inLane: boolean },
+    hold: LaneHold,
   ): Promise<PreparedRun> {
     const shard = this.shards.shards[run.lane]!;
-    const view = shard.pendingView?.() ?? null;
-    const readTs = view?.readTs ?? shard.readTs;
+    const firstView = shard.pendingView?.() ?? null;
     const recorder = new ReadRecorder();
     const pending = new PendingWrites();
-    const reads = new SnapshotReads(this.locals, readTs, this.catalog, recorder, pending, { lane: run.lane, path }, view);
+    const reads = new SnapshotReads(this.locals, firstView?.readTs ?? shard.readTs, this.catalog, recorder, pending, { lane: run.lane, path }, firstView);
+    if (firstView !== null && !run.inLane) {
+      // A first run reading a document first takes that document's lane until its write is
+      // queued; one that finds it taken waits its turn and then reads the write queued before
+      // it, instead of reading the same revision as the others and losing the race to them.
+      reads.firstDocumentTurn = (id) => {
+        const key = `${run.lane}:document:${id}`;
+        const leave = this.lanes.tryEnter(key);
+        if (leave !== null) {
+          hold.take(leave);
+          return undefined;
+        }
+        this.turnsWaited++;
+        return this.turnOn(key, hold).then((inTurn) => {
+          if (!inTurn) return null;
+          const view = shard.pendingView?.() ?? null;
+          return { view, readTs: view?.readTs ?? shard.readTs };
+        });
+      };
+    }
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
     const scheduler = new MutationScheduler(db, this.app, this.catalog, run.nowMs, run.route ?? ZERO_ROUTE);
     const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed), scheduler, storage: mutationStorage(db, this.fileService) };
@@ -653,13 +699,15 @@ export class FunctionRuntime {
         }
       } else if (options.job !== undefined) {
         reads.finish();
-        return { refusal: null, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: { readSet: recorder.readSet() }, skipped: true, jobsDueMs: null };
+        return { refusal: null, value: null, readTs: reads.readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view: reads.view, reads: { readSet: recorder.readSet() }, skipped: true, jobsDueMs: null };
       } else {
         value = await this.runHandler(path, fn, ctx, args, reads);
       }
     } catch (error) {
       if (reads.refusal === null) throw error;
     }
+    // The snapshot the run read: a later one if it waited for its turn on a document.
+    const { readTs, view } = reads;
     // A refused read ends the run, also when the handler caught it and went on: what it did
     // then rests on a read it never got.
     if (reads.refusal !== null) return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null, skipped: false, jobsDueMs: null };
@@ -699,20 +747,30 @@ export class FunctionRuntime {
     return run();
   }
 
+  /**
+   * Waits for the lane `key` (true), or for a quarter of the run's time limit (false): the
+   * wait counts against the limit, and a holder stuck until its own limit must not take
+   * every run behind it down too. One that stops waiting reads as if there were no lane
+   * (it may then lose a race and re-run); it still takes its place in the lane when its
+   * turn comes, and leaves it once it ended.
+   */
+  private turnOn(key: string, hold: LaneHold): Promise<boolean> {
+    const waited = new AbortController();
+    const entered = this.lanes.enter(key).then((leave) => {
+      waited.abort();
+      hold.take(leave);
+      return true;
+    });
+    const gaveUp = this.clock.sleep(this.functionRunMsMax / 4, waited.signal).then(
+      () => false,
+      () => true,
+    );
+    return Promise.race([entered, gaveUp]);
+  }
+
   /** Runs `job` after every earlier job of the same lane finished: re-runs on one hot document go one at a time. */
-  private async inLane<T>(key: string, job: () => Promise<T>): Promise<T> {
-    const previous = this.lanes.get(key) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((resolve) => (release = resolve));
-    const tail = previous.then(() => mine);
-    this.lanes.set(key, tail);
-    await previous;
-    try {
-      return await job();
-    } finally {
-      release();
-      if (this.lanes.get(key) === tail) this.lanes.delete(key);
-    }
+  private inLane<T>(key: string, job: () => Promise<T>): Promise<T> {
+    return this.lanes.within(key, job);
   }
 
   /**

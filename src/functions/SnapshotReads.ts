@@ -54,18 +54,57 @@ export class SnapshotReads {
    * the read twice. Decoded afresh every time: the handler may change what it was given.
    */
   private readonly readById = new Map<DocumentId, { readonly text: string | null; readonly ts: number | null; readonly stamp?: PendingStamp }>();
+  /**
+   * Asked before a mutation's first read by id (set by FunctionRuntime.prepare for a run
+   * with a view of its writer's pending state): undefined, read now; or the snapshot to
+   * read at once the runs ahead of this one on that document have queued their writes
+   * (null: it stopped waiting; read the one it has).
+   */
+  firstDocumentTurn: ((id: string) => Promise<{ readonly view: PendingView | null; readonly readTs: number } | null> | undefined) | null = null;
+  private snapshotTs: number;
+  private pendingView: PendingView | null;
 
   constructor(
     readonly lanes: readonly LocalStore[],
-    readonly readTs: number,
+    readTs: number,
     readonly catalog: Catalog,
     readonly recorder: ReadRecorder,
     readonly pending: PendingWrites | null,
     readonly confinement: Confinement | null = null,
     /** A mutation's view of its lane's pending writes (early lock release), or null. */
-    readonly view: PendingView | null = null,
+    view: PendingView | null = null,
   ) {
     if (lanes.length === 0) throw new CairnError("INTERNAL", "a run reads at least one lane");
+    this.snapshotTs = readTs;
+    this.pendingView = view;
+  }
+
+  /** The snapshot the run reads: later only if it waited for its turn before its first read. */
+  get readTs(): number {
+    return this.snapshotTs;
+  }
+
+  /** The run's view of its lane's pending writes (early lock release), or null. */
+  get view(): PendingView | null {
+    return this.pendingView;
+  }
+
+  /**
+   * If this is the run's first read, and it is of a document other runs hold, waits for
+   * its turn and moves the run to the snapshot it then gets, which holds their queued
+   * writes (it read nothing yet, so no earlier read disagrees). Undefined: read now.
+   */
+  turnFor(id: unknown): Promise<void> | undefined {
+    const turn = this.firstDocumentTurn;
+    if (turn === null || typeof id !== "string") return undefined;
+    this.firstDocumentTurn = null;
+    if (this.recorder.firstReadKey() !== null) return undefined;
+    return turn(id)?.then((snapshot) => {
+      // Another read of the handler's (two gets at once) went first: stay on its snapshot.
+      if (snapshot === null || this.recorder.firstReadKey() !== null || this.readById.size > 0) return;
+      this.snapshotTs = snapshot.readTs;
+      this.pendingView = snapshot.view;
+    });
   }
 
   get laneCount(): number {

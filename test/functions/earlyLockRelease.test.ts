@@ -133,6 +133,8 @@ describe.each(BUCKET_FACTORIES)("early lock release on $name", (factory) => {
       );
       writer.store.clear();
       expect(runtime.pendingReads).toBeGreaterThan(0);
+      // Bumps of one counter waited their turn on it (RunLanes) instead of all reading one revision.
+      expect(runtime.documentTurnsWaited).toBeGreaterThan(0);
 
       const reader = await h.node("reader");
       let acknowledged = 0;
@@ -162,7 +164,7 @@ describe.each(BUCKET_FACTORIES)("early lock release on $name", (factory) => {
       expect(acknowledged).toBeGreaterThan(CLIENTS * CALLS_PER_CLIENT * 0.3);
       // The failures happened: some bumps failed or ended unknown, and the writer re-acquired.
       const outcomes = [...bumps.values()].map((bump) => bump.outcome);
-      console.log(`early lock release seed ${seed}: ${acknowledged} acknowledged, ${outcomes.filter((o) => o === "unknown").length} unknown, ${outcomes.filter((o) => o === "failed").length} failed, ${peeks.length} peeks, ${runtime.pendingReads} runs read pending writes, epoch ${writer.engine.state.kind === "writing" ? writer.engine.state.epoch : "-"}`);
+      console.log(`early lock release seed ${seed}: ${acknowledged} acknowledged, ${outcomes.filter((o) => o === "unknown").length} unknown, ${outcomes.filter((o) => o === "failed").length} failed, ${peeks.length} peeks, ${runtime.pendingReads} runs read pending writes, ${runtime.documentTurnsWaited} waited their turn, ${runtime.conflicts} conflicts, epoch ${writer.engine.state.kind === "writing" ? writer.engine.state.epoch : "-"}`);
       expect(outcomes.some((outcome) => outcome !== "acknowledged")).toBe(true);
     }, 120_000);
   }
