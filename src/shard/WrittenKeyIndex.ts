@@ -11,13 +11,7 @@ import type { ReadSet, WrittenKey } from "./WriteUnit.js";
 export class WrittenKeyIndex {
   private readonly documents = new Map<string, number>();
   private readonly receipts = new Map<string, number>();
-  /**
-   * Per index: the numbers in a hash map, and the keys alone in a sorted map for range
-   * checks. A key's number changes often (every unit that writes it); it enters and
-   * leaves the sorted map only once each, so most updates cost a hash lookup, not two
-   * B-tree descents.
-   */
-  private readonly indexes = new Map<number, { readonly numbers: Map<string, number>; readonly sorted: SortedMap<string, true> }>();
+  private readonly indexes = new Map<number, IndexKeys>();
 
   get size(): number {
     let size = this.documents.size + this.receipts.size;
@@ -35,21 +29,10 @@ export class WrittenKeyIndex {
       } else {
         let index = this.indexes.get(key.indexId);
         if (index === undefined) {
-          index = { numbers: new Map(), sorted: new SortedMap<string, true>(undefined, compareKeyStrings) };
+          index = new IndexKeys();
           this.indexes.set(key.indexId, index);
         }
-        const name = key.name;
-        const current = index.numbers.get(name);
-        const next = update(current);
-        if (next === undefined) {
-          if (current !== undefined) {
-            index.numbers.delete(name);
-            index.sorted.delete(name);
-          }
-        } else {
-          index.numbers.set(name, next);
-          if (current === undefined) index.sorted.set(name, true);
-        }
+        index.update(key.name, update);
       }
     }
   }
@@ -68,7 +51,7 @@ export class WrittenKeyIndex {
       const index = this.indexes.get(range.indexId);
       if (index === undefined || index.numbers.size === 0) continue;
       const end = range.end === null ? null : keyString(range.end);
-      for (const key of index.sorted.keys(keyString(range.start))) {
+      for (const key of index.sortedFrom(keyString(range.start))) {
         if (end !== null && key >= end) break;
         if (matches(index.numbers.get(key)!)) return true;
       }
@@ -80,6 +63,48 @@ export class WrittenKeyIndex {
     this.documents.clear();
     this.receipts.clear();
     this.indexes.clear();
+  }
+}
+
+/**
+ * One index's written keys: the numbers in a hash map, and the keys in a sorted map for
+ * range checks, kept sorted lazily. A key's number changes often (every unit that writes
+ * it), and most units are checked by id alone (a mutation that read no range), so a key
+ * that enters waits in `unsorted` and goes into the sorted map only when a range is
+ * checked: a shard whose transactions read no ranges never pays for the B-tree (two
+ * descents per key, entering and leaving, were a tenth of a writer's main thread).
+ */
+class IndexKeys {
+  readonly numbers = new Map<string, number>();
+  /** Holds every key of `numbers` not in `unsorted`, and no other. */
+  private readonly sorted = new SortedMap<string, true>(undefined, compareKeyStrings);
+  /** Keys that entered since the last range check; may hold keys since gone, and repeats. */
+  private unsorted: string[] = [];
+
+  update(name: string, update: (current: number | undefined) => number | undefined): void {
+    const current = this.numbers.get(name);
+    const next = update(current);
+    if (next === undefined) {
+      if (current === undefined) return;
+      this.numbers.delete(name);
+      // Not in the sorted map if it entered since the last range check: nothing to do then.
+      if (this.sorted.size > 0) this.sorted.delete(name);
+    } else {
+      this.numbers.set(name, next);
+      if (current !== undefined) return;
+      this.unsorted.push(name);
+      // Bounded by the keys held: what left is dropped, and each key that stays is kept once.
+      if (this.unsorted.length > 1024 && this.unsorted.length > 2 * this.numbers.size) this.unsorted = [...new Set(this.unsorted.filter((key) => this.numbers.has(key)))];
+    }
+  }
+
+  /** The keys held, in order, from `start` on. */
+  sortedFrom(start: string): IterableIterator<string> {
+    if (this.unsorted.length > 0) {
+      for (const key of this.unsorted) if (this.numbers.has(key)) this.sorted.set(key, true);
+      this.unsorted = [];
+    }
+    return this.sorted.keys(start);
   }
 }
 
