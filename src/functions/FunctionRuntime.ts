@@ -32,7 +32,7 @@ import { validateWith } from "./validate.js";
 import { writeRangesOf } from "./writeRanges.js";
 import { ZERO_ROUTE } from "./scheduledFunctions.js";
 import { actionScheduler, MutationScheduler } from "./Scheduler.js";
-import { actionStorage, checkStorageId, mutationStorage, queryStorage, type FileService } from "./FileStorage.js";
+import { actionStorage, checkStorageId, mutationStorage, queryStorage, type FileService, type StorageWriter } from "./FileStorage.js";
 import { storedFileOf, type StoredFile } from "./storedFiles.js";
 import { readShardJobs, uploadReferenced, type ShardJobs } from "./shardJobs.js";
 import { routeOfValue } from "./routing.js";
@@ -683,17 +683,31 @@ export class FunctionRuntime {
       };
     }
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
-    const scheduler = new MutationScheduler(db, this.app, this.catalog, run.nowMs, run.route ?? ZERO_ROUTE);
-    const ctx = { db, auth: authOf(options.identity), now: () => run.nowMs, random: seededFloats(this.random, run.seed), scheduler, storage: mutationStorage(db, this.fileService) };
+    // The scheduler and storage are made when the run first uses them: most runs use neither.
+    const made: { scheduler: MutationScheduler | null; storage: StorageWriter | null } = { scheduler: null, storage: null };
+    const schedulerOf = () => (made.scheduler ??= new MutationScheduler(db, this.app, this.catalog, run.nowMs, run.route ?? ZERO_ROUTE));
+    const files = this.fileService;
+    const ctx = {
+      db,
+      auth: authOf(options.identity),
+      now: () => run.nowMs,
+      random: seededFloats(this.random, run.seed),
+      get scheduler() {
+        return schedulerOf();
+      },
+      get storage() {
+        return (made.storage ??= mutationStorage(db, files));
+      },
+    };
     const laneKeyOf = (documents: readonly { id: string }[]) => `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
     let value: Value = null;
     try {
       // A scheduled job's run: only while the job is pending, and marked done in this commit.
-      const job = options.job === undefined ? null : await scheduler.job(options.job);
+      const job = options.job === undefined ? null : await schedulerOf().job(options.job);
       if (job !== null && job.state.kind === "pending") {
         try {
           value = await this.runHandler(path, fn, ctx, args, reads, true);
-          scheduler.recordEnd(job, { kind: "success" });
+          schedulerOf().recordEnd(job, { kind: "success" });
         } finally {
           reads.finish();
         }
@@ -730,7 +744,7 @@ export class FunctionRuntime {
       ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}),
       ...(receipt !== null ? { receipt: receiptWrite(receipt, encodeValueText(value), run.route, options) } : {}),
     };
-    return { refusal: null, value, readTs, writes, unit, laneKey, view, reads: null, skipped: false, jobsDueMs: scheduler.earliestMs };
+    return { refusal: null, value, readTs, writes, unit, laneKey, view, reads: null, skipped: false, jobsDueMs: made.scheduler?.earliestMs ?? null };
   }
 
   /**

@@ -2,7 +2,7 @@ import { CairnError, MUTATION_DOCUMENTS_MAX } from "../base/index.js";
 import { bytesEqual, compareBytes, keyString, type DocumentId } from "../model/index.js";
 import type { DocumentWrite, IndexWrite, PendingStamp } from "../shard/index.js";
 import type { IndexInfo, TableInfo } from "./catalog.js";
-import { encodeDocument, indexKeyOf, indexKeysOf, type DocumentObject } from "./documents.js";
+import { encodeDocument, fieldAt, indexKeyOf, indexKeysOf, type DocumentObject } from "./documents.js";
 import { idKeyBytes } from "./documentIdRange.js";
 
 /**
@@ -91,6 +91,8 @@ export class PendingWrites {
           for (const key of newKeys) if (!kept.has(keyString(key))) indexWrites.push({ indexId: index.id, key, docId: id });
           continue;
         }
+        // A revision keeps its id and creation time: with the same declared fields, the same key.
+        if (pending.before !== null && pending.after !== null && sameFields(index, pending.before.document, pending.after)) continue;
         const oldKey = pending.before === null ? null : indexKeyOf(index, pending.before.document);
         const newKey = pending.after === null ? null : indexKeyOf(index, pending.after);
         if (oldKey !== null && newKey !== null && bytesEqual(oldKey, newKey)) continue;
@@ -100,4 +102,19 @@ export class PendingWrites {
     }
     return { documents, indexWrites };
   }
+}
+
+/**
+ * Whether two revisions of a document surely have the same key in `index`: its declared
+ * fields hold the same scalars (the same to the bit: not -0 for 0, and no NaN, whose
+ * bits may differ). Objects, arrays and bytes are not compared here: their keys are.
+ */
+function sameFields(index: IndexInfo, before: DocumentObject, after: DocumentObject): boolean {
+  for (const path of index.fields) {
+    const old = fieldAt(before, path);
+    const now = fieldAt(after, path);
+    if (typeof old === "object" && old !== null) return false;
+    if (!Object.is(old, now) || Number.isNaN(old)) return false;
+  }
+  return true;
 }

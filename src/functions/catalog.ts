@@ -9,7 +9,7 @@ import {
   type CatalogTable,
   type SchemaCatalog,
 } from "../manifest/index.js";
-import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/index.js";
+import { encodeDocumentId, isCanonicalSpelling, parseDocumentId, tableNumberOfId, type DocumentId } from "../model/index.js";
 import type { ObjectStore } from "../objectstore/index.js";
 import { SYSTEM_TABLES } from "./systemTables.js";
 import { checkStoredDocuments } from "./checkStoredDocuments.js";
@@ -109,15 +109,14 @@ export class Catalog {
    * DOCUMENT_ID_INVALID for a malformed id or one of no table of the schema.
    */
   tableOfId(id: unknown): { table: TableInfo; id: DocumentId } {
-    const parsed = parseDocumentId(id);
-    const { tableNumber } = parsed;
+    const tableNumber = tableNumberOfId(id);
     const table = this.byNumber.get(tableNumber);
     if (table === undefined) {
       throw new CairnError("DOCUMENT_ID_INVALID", `document id ${String(id)} belongs to no table of the schema (table number ${tableNumber})`, {
         details: { id, tableNumber },
       });
     }
-    return { table, id: isCanonicalSpelling(id as string) ? (id as DocumentId) : encodeDocumentId(parsed) };
+    return { table, id: isCanonicalSpelling(id as string) ? (id as DocumentId) : encodeDocumentId(parseDocumentId(id)) };
   }
 
   /** For the id validators: the number of a table name. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { INT64_MAX, INT64_MIN, isValue, type Value, isCanonicalSpelling, parseDocumentId, type DocumentId } from "../model/index.js";
+import { INT64_MAX, INT64_MIN, isValue, type Value, isCanonicalSpelling, tableNumberOfId, type DocumentId } from "../model/index.js";
 import { currentIdScope } from "./idScope.js";
 
 /**
@@ -60,7 +60,7 @@ function id<TableName extends string>(tableName: TableName) {
 function isIdOfTable(input: unknown, tableName: string): boolean {
   let tableNumber: number;
   try {
-    tableNumber = parseDocumentId(input).tableNumber;
+    tableNumber = tableNumberOfId(input);
   } catch {
     return false;
   }

@@ -1,8 +1,8 @@
 import { CairnError, type ErrorCode, DOCUMENT_BYTES_MAX } from "../base/index.js";
 import {
   isCanonicalSpelling,
-  parseDocumentId,
-  parseDocumentIdOfTable,
+  tableNumberOfId,
+  checkDocumentIdOfTable,
   validateIndexKey,
   type ClientReceipt,
   type DocumentRevision,
@@ -75,7 +75,7 @@ function revisionProblem(row: DocumentRevision, rules: RecordRules): Problem | n
   if (rules.deep === false) {
     if (typeof row.id !== "string" || !Number.isSafeInteger(row.tableNumber)) return { reason: "id must be a string, tableNumber an integer" };
   } else {
-    const idProblem = canonicalIdProblem(row.id, () => parseDocumentIdOfTable(row.id, row.tableNumber));
+    const idProblem = canonicalIdProblem(row.id, () => checkDocumentIdOfTable(row.id, row.tableNumber));
     if (idProblem !== null) return idProblem;
     rules.validIds.add(row.id);
   }
@@ -102,7 +102,7 @@ function indexUpdateProblem(row: IndexUpdate, rules: RecordRules): Problem | nul
   if (rules.deep === false) return typeof row.docId === "string" ? null : { reason: "docId must be a string or null" };
   if (rules.validIds.has(row.docId)) return null;
   // An index may point at a document of any table: the id only has to be valid.
-  return canonicalIdProblem(row.docId, () => parseDocumentId(row.docId));
+  return canonicalIdProblem(row.docId, () => tableNumberOfId(row.docId));
 }
 
 function receiptProblem(row: ClientReceipt, rules: RecordRules): Problem | null {

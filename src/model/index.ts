@@ -51,7 +51,7 @@ export {
 } from "./KeyRange.js";
 export type { IntervalHandle } from "./IntervalIndex.js";
 export { IntervalIndex } from "./IntervalIndex.js";
-export { documentIdSpan, isCanonicalSpelling, parseDocumentIdOfTable, routeOfId } from "./DocumentId.js";
+export { checkDocumentIdOfTable, documentIdSpan, isCanonicalSpelling, parseDocumentIdOfTable, routeOfId, tableNumberOfId } from "./DocumentId.js";
 export { compareUtf8 } from "./compareBytes.js";
 export { compareKeyStrings, keyString } from "./keyString.js";
 export { ROUTE_BYTES, routeOfKey, shardFor, shardOfRoute } from "./shardFor.js";
