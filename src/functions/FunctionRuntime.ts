@@ -571,75 +571,63 @@ export class FunctionRuntime {
       if (stored.kind === "found") return { kind: "done", run: mutationRun(decodeValueText(stored.result), stored.ts, true, 0, null) };
       if (stored.kind !== "none") throw receiptRefusal(stored, receipt);
     }
+    // Its hold on the lane of the document it read first, if it took one: left once its write is queued, or it ended.
     const hold = new LaneHold();
     try {
-      return await this.attemptHolding(path, fn, args, options, receipt, run, hold);
-    } finally {
-      hold.end();
-    }
-  }
-
-  /** `attempt` with the run's hold on the lane of the document it read first, if it took one: left once its write is queued. */
-  private async attemptHolding(
-    path: string,
-    fn: AnyFunction,
-    args: unknown,
-    options: MutationCallOptions,
-    receipt: ReceiptKey | null,
-    run: { lane: number; route: Uint8Array | null; nowMs: number; seed: { value: number | null }; attempt: number; inLane: boolean },
-    hold: LaneHold,
-  ): Promise<Attempt> {
-    const prepared = await this.prepare(path, fn, args, options, receipt, run, hold);
-    if (prepared.refusal !== null) {
-      // A read through the writer's pending state refused: re-run, at once or once the
-      // writes it waited for are durable.
-      this.conflictCount++;
-      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.refusal === "pending" };
-    }
-    if (prepared.unit === null) {
-      // It writes nothing: the runs behind it need not wait for its answer.
-      hold.end();
-      const token = prepared.view?.token;
+      const prepared = await this.prepare(path, fn, args, options, receipt, run, hold);
+      if (prepared.refusal !== null) {
+        // A read through the writer's pending state refused: re-run, at once or once the
+        // writes it waited for are durable.
+        this.conflictCount++;
+        return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.refusal === "pending" };
+      }
+      if (prepared.unit === null) {
+        // It writes nothing: the runs behind it need not wait for its answer.
+        hold.end();
+        const token = prepared.view?.token;
+        const shard = this.shards.shards[run.lane]!;
+        if (token === undefined || shard.settleRead === undefined) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes, prepared.skipped) };
+        // It read writes not yet durable: its answer waits for them (and is run again if one fails).
+        this.pendingReadRuns++;
+        try {
+          const ts = await shard.settleRead({ readTs: prepared.readTs, ...prepared.reads, pendingRead: token });
+          return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes, prepared.skipped) };
+        } catch (error) {
+          if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
+          this.conflictCount++;
+          return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: false };
+        }
+      }
+      if (!run.inLane && !hold.holding && this.lanes.has(prepared.laneKey)) {
+        // Re-runs are queued on what this run read first: it would most likely conflict with
+        // them, and committing anyway would make them lose instead. It queues behind them.
+        this.laneDeferrals++;
+        return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
+      }
       const shard = this.shards.shards[run.lane]!;
-      if (token === undefined || shard.settleRead === undefined) return { kind: "done", run: mutationRun(prepared.value, prepared.readTs, false, run.attempt, prepared.writes, prepared.skipped) };
-      // It read writes not yet durable: its answer waits for them (and is run again if one fails).
-      this.pendingReadRuns++;
+      let durable: Promise<CommitResult>;
       try {
-        const ts = await shard.settleRead({ readTs: prepared.readTs, ...prepared.reads, pendingRead: token });
-        return { kind: "done", run: mutationRun(prepared.value, ts, false, run.attempt, prepared.writes, prepared.skipped) };
+        if (shard.enqueue !== undefined) {
+          durable = this.commitTracked(shard, prepared.unit, true);
+        } else {
+          await (durable = this.commitTracked(shard, prepared.unit, false));
+        }
       } catch (error) {
         if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
         this.conflictCount++;
-        return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: false };
+        return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
       }
+      const { value, writes, jobsDueMs } = prepared;
+      return {
+        kind: "queued",
+        durable: durable.then(({ ts }) => {
+          if (jobsDueMs !== null) this.jobsScheduled?.(run.lane, jobsDueMs);
+          return mutationRun(value, ts, false, run.attempt, writes);
+        }),
+      };
+    } finally {
+      hold.end();
     }
-    if (!run.inLane && !hold.holding && this.lanes.has(prepared.laneKey)) {
-      // Re-runs are queued on what this run read first: it would most likely conflict with
-      // them, and committing anyway would make them lose instead. It queues behind them.
-      this.laneDeferrals++;
-      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
-    }
-    const shard = this.shards.shards[run.lane]!;
-    let durable: Promise<CommitResult>;
-    try {
-      if (shard.enqueue !== undefined) {
-        durable = this.commitTracked(shard, prepared.unit, true);
-      } else {
-        await (durable = this.commitTracked(shard, prepared.unit, false));
-      }
-    } catch (error) {
-      if (!hasErrorCode(error, "WRITE_CONFLICT")) throw error;
-      this.conflictCount++;
-      return { kind: "again", laneKey: prepared.laneKey, ticket: this.commitsIssued, waitForCommits: prepared.view === null };
-    }
-    const { value, writes, jobsDueMs } = prepared;
-    return {
-      kind: "queued",
-      durable: durable.then(({ ts }) => {
-        if (jobsDueMs !== null) this.jobsScheduled?.(run.lane, jobsDueMs);
-        return mutationRun(value, ts, false, run.attempt, writes);
-      }),
-    };
   }
 
   /**
