@@ -757,17 +757,14 @@ export class FunctionRuntime {
    * turn comes, and leaves it once it ended.
    */
   private turnOn(key: string, hold: LaneHold): Promise<boolean> {
-    const waited = new AbortController();
-    const entered = this.lanes.enter(key).then((leave) => {
-      waited.abort();
-      hold.take(leave);
-      return true;
+    return new Promise((resolve) => {
+      const timer = this.clock.setTimer(this.functionRunMsMax / 4, () => resolve(false));
+      void this.lanes.enter(key).then((leave) => {
+        timer.cancel();
+        hold.take(leave);
+        resolve(true);
+      });
     });
-    const gaveUp = this.clock.sleep(this.functionRunMsMax / 4, waited.signal).then(
-      () => false,
-      () => true,
-    );
-    return Promise.race([entered, gaveUp]);
   }
 
   /** Runs `job` after every earlier job of the same lane finished: re-runs on one hot document go one at a time. */
