@@ -52,6 +52,7 @@ export type OpenLoopOptions = Pick<
   | "idleSeconds"
   | "openLoopRates"
   | "pipelineDepth"
+  | "verify"
 >;
 
 export const OPEN_LOOP_P99_ROUND_TRIPS_MAX = 6;
@@ -118,7 +119,7 @@ export async function measureOpenLoop(
     options.openLoopDocuments,
     options.buildUnitDocuments,
     (event) => events.observe(event),
-    options.pipelineDepth === null ? {} : { pipelineDepth: options.pipelineDepth },
+    { verify: options.verify, ...(options.pipelineDepth === null ? {} : { pipelineDepth: options.pipelineDepth }) },
   );
   try {
     await endpoint.latencyOn();

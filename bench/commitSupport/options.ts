@@ -60,6 +60,11 @@ const COMMIT_BENCH_FLAGS = {
   serveSeconds: flag.seconds("phase 6: seconds of the open loop at `cairn serve`", 30),
   serveFrom: flag.choice("phase 6: run the built package (dist/, built first, as an installed `cairn`) or the sources through tsx (as `npm start`)", ["package", "source"], "package"),
   serveHeapMib: flag.optionalWholeNumber("phase 6: `cairn serve --heap-mib` (0: no limit of its own)", { absent: "serve's default", min: 0 }),
+  /**
+   * How the measured writer checks a created segment before acknowledging it: "always" (the
+   * default: a GET of the manifest per check) or "lease" (none while its lease surely holds).
+   */
+  verify: flag.choice("phase 5: how the measured writer checks each created segment before acknowledging it", ["always", "lease"], "always"),
   /** The measured writer's pipelineDepth (segments in flight); null: the engine's default. */
   pipelineDepth: flag.optionalWholeNumber("the measured writer's pipelineDepth", { absent: "the engine's" }),
   /**
