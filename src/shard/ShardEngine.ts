@@ -924,6 +924,7 @@ export class ShardEngine {
         shard: this.shard,
         cursor,
         attemptId: `${owner.epoch}-${randomHex(this.options.random, 4)}`,
+        offThread: this.tuning.snapshotDeflate === "thread-pool",
       });
       await this.guard(
         owner.epoch,

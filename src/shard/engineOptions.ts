@@ -166,6 +166,14 @@ export interface ShardEngineTuning {
   /** … or this long with any new segment. Default 10 min. */
   readonly snapshotEveryMs: number;
   /**
+   * Where a snapshot's parts are deflated: "thread-pool" (the default), on libuv's thread
+   * pool while the next part's rows are read, so the event loop stays free for commits
+   * (inline, each 8 MiB part held it for 100-300 ms, the longest stall a busy writer had);
+   * "inline" on the engine's thread (the simulation: its virtual time does not follow
+   * work on another thread).
+   */
+  readonly snapshotDeflate: "thread-pool" | "inline";
+  /**
    * How often the maintenance driver checks snapshot cadence (and prunes), and how often
    * a follower's "prune" driver prunes its local history. Default 5 s.
    */
@@ -266,6 +274,7 @@ export const SHARD_ENGINE_DEFAULTS: ShardEngineTuning = {
   snapshotEverySegments: 1_000,
   snapshotEveryBytes: 64 * 1024 * 1024,
   snapshotEveryMs: 10 * 60 * 1000,
+  snapshotDeflate: "thread-pool",
   maintenanceIntervalMs: 5_000,
   gcIntervalMs: 60_000,
   gcSweepEveryRuns: 60,
@@ -310,6 +319,7 @@ const tuningSchema = z
     snapshotEverySegments: positive(),
     snapshotEveryBytes: positive(),
     snapshotEveryMs: positive(DURATION_MS_MAX),
+    snapshotDeflate: z.enum(["thread-pool", "inline"]),
     maintenanceIntervalMs: positive(DURATION_MS_MAX),
     gcIntervalMs: positive(),
     gcSweepEveryRuns: positive(),

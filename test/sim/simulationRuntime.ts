@@ -21,6 +21,8 @@ export const SIMULATION_TUNING: Partial<ShardEngineTuning> = {
   gcSweepEveryRuns: 3,
   fetchConcurrency: 4,
   restoreLagSegments: 40,
+  // The simulation's virtual time does not follow work on libuv's thread pool.
+  snapshotDeflate: "inline",
 };
 
 /** Virtual time after the run's end by which every actor must have stopped. */
