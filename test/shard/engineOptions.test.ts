@@ -56,6 +56,7 @@ describe("shard engine options", () => {
       { heartbeatIntervalMs: 10_000 }, // not below the default lease of 10 s
       { leaseTtlMs: 2_000, clockSkewMsMax: 2_000, heartbeatIntervalMs: 500 },
       { verify: "sometimes" },
+      { snapshotDeflate: "elsewhere" },
       { leaseTTLms: 5_000 }, // a typo is not silently ignored
       { fetchConcurrency: 0 },
       { flushUnitsMax: 2.5 },
