@@ -23,7 +23,7 @@ import type { Catalog } from "./catalog.js";
 import { DatabaseReader, DatabaseWriter } from "./Database.js";
 import { PendingWrites } from "./PendingWrites.js";
 import { LaneHold, RunLanes } from "./RunLanes.js";
-import { ReadRecorder } from "./ReadRecorder.js";
+import { documentReadKey, ReadRecorder } from "./ReadRecorder.js";
 import { ResultGuard } from "./ResultGuard.js";
 import type { DiffableResult } from "./DiffableRead.js";
 import type { AnyFunction, Auth, UserIdentity } from "./registration.js";
@@ -647,27 +647,29 @@ export class FunctionRuntime {
     hold: LaneHold,
   ): Promise<PreparedRun> {
     const shard = this.shards.shards[run.lane]!;
-    const firstView = shard.pendingView?.() ?? null;
+    // The shard's state now: its store at the frontier, and its writer's pending writes when it has them.
+    const snapshotNow = () => {
+      const view = shard.pendingView?.() ?? null;
+      return { view, readTs: view?.readTs ?? shard.readTs };
+    };
+    const first = snapshotNow();
     const recorder = new ReadRecorder();
     const pending = new PendingWrites();
-    const reads = new SnapshotReads(this.locals, firstView?.readTs ?? shard.readTs, this.catalog, recorder, pending, { lane: run.lane, path }, firstView);
-    if (firstView !== null && !run.inLane) {
+    const reads = new SnapshotReads(this.locals, first.readTs, this.catalog, recorder, pending, { lane: run.lane, path }, first.view);
+    const laneKeyOf = (firstReadKey: string) => `${run.lane}:${firstReadKey}`;
+    if (first.view !== null && !run.inLane) {
       // A first run reading a document first takes that document's lane until its write is
       // queued; one that finds it taken waits its turn and then reads the write queued before
       // it, instead of reading the same revision as the others and losing the race to them.
       reads.firstDocumentTurn = (id) => {
-        const key = `${run.lane}:document:${id}`;
+        const key = laneKeyOf(documentReadKey(id));
         const leave = this.lanes.tryEnter(key);
         if (leave !== null) {
           hold.take(leave);
           return undefined;
         }
         this.turnsWaited++;
-        return this.turnOn(key, hold).then((inTurn) => {
-          if (!inTurn) return null;
-          const view = shard.pendingView?.() ?? null;
-          return { view, readTs: view?.readTs ?? shard.readTs };
-        });
+        return this.turnOn(key, hold).then((inTurn) => (inTurn ? snapshotNow() : null));
       };
     }
     const db = new DatabaseWriter(reads, pending, this.random, run.nowMs);
@@ -687,7 +689,7 @@ export class FunctionRuntime {
         return (made.storage ??= mutationStorage(db, files));
       },
     };
-    const laneKeyOf = (documents: readonly { id: string }[]) => `${run.lane}:${recorder.firstReadKey() ?? documents[0]?.id ?? path}`;
+    const laneKeyOfRun = (documents: readonly { id: string }[]) => laneKeyOf(recorder.firstReadKey() ?? documents[0]?.id ?? path);
     let value: Value = null;
     try {
       // A scheduled job's run: only while the job is pending, and marked done in this commit.
@@ -701,7 +703,7 @@ export class FunctionRuntime {
         }
       } else if (options.job !== undefined) {
         reads.finish();
-        return { refusal: null, value: null, readTs: reads.readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view: reads.view, reads: { readSet: recorder.readSet() }, skipped: true, jobsDueMs: null };
+        return { refusal: null, value: null, readTs: reads.readTs, writes: null, unit: null, laneKey: laneKeyOfRun([]), view: reads.view, reads: { readSet: recorder.readSet() }, skipped: true, jobsDueMs: null };
       } else {
         value = await this.runHandler(path, fn, ctx, args, reads);
       }
@@ -712,10 +714,10 @@ export class FunctionRuntime {
     const { readTs, view } = reads;
     // A refused read ends the run, also when the handler caught it and went on: what it did
     // then rests on a read it never got.
-    if (reads.refusal !== null) return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOf([]), view, reads: null, skipped: false, jobsDueMs: null };
+    if (reads.refusal !== null) return { refusal: reads.refusal, value: null, readTs, writes: null, unit: null, laneKey: laneKeyOfRun([]), view, reads: null, skipped: false, jobsDueMs: null };
     const writes = pending.toWrites();
     const { documents, indexWrites } = writes;
-    const laneKey = laneKeyOf(documents);
+    const laneKey = laneKeyOfRun(documents);
     const documentRangeConflict = recorder.documentRangeConflict();
     if (documents.length === 0 && receipt === null) {
       const read = { readSet: recorder.readSet(), ...(documentRangeConflict !== null ? { conflictsWith: documentRangeConflict } : {}) };

@@ -30,7 +30,7 @@ export class ReadRecorder {
   private firstKey: string | null = null;
 
   document(tableNumber: number, id: DocumentId): void {
-    this.firstKey ??= `document:${id}`;
+    this.firstKey ??= documentReadKey(id);
     this.documents.set(id, tableNumber);
   }
 
@@ -94,4 +94,9 @@ export class ReadRecorder {
   readSet(): ReadSet {
     return { documents: [...this.documents.keys()], indexRanges: this.indexRanges };
   }
+}
+
+/** What `firstReadKey` says when the first read was document `id` (the runtime's lanes of hot documents are keyed by it). */
+export function documentReadKey(id: string): string {
+  return `document:${id}`;
 }

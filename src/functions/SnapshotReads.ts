@@ -101,7 +101,7 @@ export class SnapshotReads {
     if (this.recorder.firstReadKey() !== null) return undefined;
     return turn(id)?.then((snapshot) => {
       // Another read of the handler's (two gets at once) went first: stay on its snapshot.
-      if (snapshot === null || this.recorder.firstReadKey() !== null || this.readById.size > 0) return;
+      if (snapshot === null || this.recorder.firstReadKey() !== null) return;
       this.snapshotTs = snapshot.readTs;
       this.pendingView = snapshot.view;
     });
